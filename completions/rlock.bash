@@ -1,0 +1,130 @@
+# bash completion for rlock(1)                              -*- shell-script -*-
+# Installed as $datadir/bash-completion/completions/rlock.
+
+_rlock()
+{
+    local cur prev words cword split=false
+    if declare -F _init_completion >/dev/null; then
+        _init_completion -s || return
+    else
+        # Without bash-completion: no --opt=value splitting, no _filedir.
+        cur=${COMP_WORDS[COMP_CWORD]}
+        prev=${COMP_WORDS[COMP_CWORD - 1]}
+        words=("${COMP_WORDS[@]}")
+        cword=$COMP_CWORD
+    fi
+
+    local subcommands='lock unlock exec inspect help'
+    local global_opts='--url --password-file --prefix --connect-timeout
+        --timeout -v --verbose -q --quiet --format --version -h --help'
+    # Every option that takes a value, global or per subcommand.
+    local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
+        --format --owner --lease --wait -E --conflict-exit-code --on-lost
+        --kill-after --min-hold '
+    arg_opts=${arg_opts//$'\n'/ }
+
+    # Find the subcommand, the positionals after it, and `--` (exec).
+    local i word subcmd='' npos=0 dashdash=0
+    for ((i = 1; i < cword; i++)); do
+        word=${words[i]}
+        if [[ $subcmd == exec && $word == -- ]]; then
+            dashdash=$i
+            break
+        fi
+        case $word in
+            --*=*) ;;
+            -*)
+                # An option's value is the next word.
+                [[ $arg_opts == *" $word "* ]] && ((i++))
+                ;;
+            *)
+                if [[ -z $subcmd ]]; then
+                    subcmd=$word
+                else
+                    ((npos++))
+                fi
+                ;;
+        esac
+    done
+
+    if ((dashdash > 0)); then
+        if declare -F _command_offset >/dev/null; then
+            _command_offset $((dashdash + 1))
+        else
+            COMPREPLY=($(compgen -c -- "$cur"))
+        fi
+        return
+    fi
+
+    case $prev in
+        --format)
+            COMPREPLY=($(compgen -W 'json table' -- "$cur"))
+            return
+            ;;
+        --on-lost)
+            COMPREPLY=($(compgen -W 'TERM INT HUP QUIT KILL USR1 USR2' -- "$cur"))
+            return
+            ;;
+        --password-file)
+            if declare -F _filedir >/dev/null; then
+                _filedir
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi
+            return
+            ;;
+        --url)
+            COMPREPLY=($(compgen -W 'redis:// unix://' -- "$cur"))
+            [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
+            return
+            ;;
+        --prefix | --connect-timeout | --timeout | --owner | --lease | --wait | \
+            -E | --conflict-exit-code | --kill-after | --min-hold)
+            # A free-form value: nothing sensible to offer.
+            return
+            ;;
+    esac
+    $split && return
+
+    local opts
+    case $subcmd in
+        '')
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))
+            fi
+            ;;
+        lock)
+            opts='--owner --lease --wait -n --no-wait -E --conflict-exit-code'
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            ;;
+        unlock)
+            opts='--owner --force'
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            ;;
+        exec)
+            opts='--wait -n --no-wait -E --conflict-exit-code --lease --owner
+                --on-lost --kill-after --min-hold'
+            if ((npos >= 1)); then
+                # After NAME only `--` may come before the command.
+                COMPREPLY=($(compgen -W '--' -- "$cur"))
+            elif [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            fi
+            ;;
+        inspect)
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
+            ;;
+        help)
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
+            elif ((npos == 0)); then
+                COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))
+            fi
+            ;;
+    esac
+} &&
+    complete -F _rlock rlock
+
+# ex: filetype=sh

@@ -1,0 +1,74 @@
+# fish completion for rlock(1). Installed into $datadir/fish/vendor_completions.d.
+
+set -l __rlock_subcommands lock unlock exec inspect help
+
+# True once `rlock exec ... --` has been typed: the rest is a command of its own.
+function __rlock_exec_after_dashdash
+    set -l tokens (commandline -opc)
+    contains -- exec $tokens; and contains -- -- $tokens
+end
+
+# Completes the command after `rlock exec ... --` as if typed on its own.
+function __rlock_exec_command
+    set -l tokens (commandline -opc)
+    set -l i (contains -i -- -- $tokens)
+    set -l line (string join ' ' -- $tokens[(math $i + 1)..-1] (commandline -ct))
+    if test -z "$line"
+        # Nothing typed yet: every command. (__fish_complete_subcommand would
+        # fall back to parsing the whole rlock command line.)
+        complete -C ''
+    else
+        __fish_complete_subcommand --commandline $line
+    end
+end
+
+# True right after `rlock help`, before its one argument.
+function __rlock_help_wants_subcommand
+    set -l words (string match -v -- '-*' (commandline -opc))
+    test (count $words) -eq 2; and test "$words[2]" = help
+end
+
+# No file names unless an option asks for them.
+complete -c rlock -f
+
+# Subcommands.
+set -l no_subcmd "not __fish_seen_subcommand_from $__rlock_subcommands"
+complete -c rlock -n $no_subcmd -a lock -d 'Take a lock and keep it for its lease'
+complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock taken with lock'
+complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock'
+complete -c rlock -n $no_subcmd -a inspect -d 'List held locks, holders and waiters'
+complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
+complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
+
+# Global options, before or after the subcommand (not after exec's `--`).
+set -l global 'not __rlock_exec_after_dashdash'
+complete -c rlock -n $global -l url -x -a 'redis:// unix://' -d 'Redis server URL'
+complete -c rlock -n $global -l password-file -r -F -d 'Read the password from this file'
+complete -c rlock -n $global -l prefix -x -d 'Key prefix (default rlock:)'
+complete -c rlock -n $global -l connect-timeout -x -d 'Connect timeout (default 2s)'
+complete -c rlock -n $global -l timeout -x -d 'Per-command timeout (default 5s)'
+complete -c rlock -n $global -s v -l verbose -d 'Explain on stderr what rlock waits for'
+complete -c rlock -n $global -s q -l quiet -d 'Print no result JSON and no notices'
+complete -c rlock -n $global -l format -x -a 'json table' -d 'Output format for listings'
+complete -c rlock -n $global -l version -d 'Print the version and exit'
+complete -c rlock -n $global -s h -l help -d 'Print help and exit'
+
+# lock and exec.
+set -l lock_exec '__fish_seen_subcommand_from lock exec; and not __rlock_exec_after_dashdash'
+complete -c rlock -n $lock_exec -l wait -x -d 'Wait up to DUR for the lock'
+complete -c rlock -n $lock_exec -s n -l no-wait -d 'Do not wait (default)'
+complete -c rlock -n $lock_exec -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not acquired'
+complete -c rlock -n $lock_exec -l lease -x -d 'Lease of the lock (default 30s)'
+complete -c rlock -n $lock_exec -l owner -x -d 'Owner to hold the lock as'
+
+# unlock.
+complete -c rlock -n '__fish_seen_subcommand_from unlock' -l owner -x -d 'Owner that holds the lock'
+complete -c rlock -n '__fish_seen_subcommand_from unlock' -l force -d 'Release the lock whoever holds it'
+
+# exec.
+set -l exec_opts '__fish_seen_subcommand_from exec; and not __rlock_exec_after_dashdash'
+complete -c rlock -n $exec_opts -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'Signal for the command if the lock is lost'
+complete -c rlock -n $exec_opts -l kill-after -x -d 'Send KILL this long after the on-lost signal'
+complete -c rlock -n $exec_opts -l min-hold -x -d 'Keep the lock until DUR after acquisition'
+complete -c rlock -n $exec_opts -a -- -d 'End of rlock options; the command follows'
+complete -c rlock -n __rlock_exec_after_dashdash -x -a '(__rlock_exec_command)'

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/settings.hpp"
+
+namespace rlock::cli {
+
+using Json = nlohmann::ordered_json;  // keeps fields in the documented order
+
+// Where a subcommand's words go: the result as one JSON document on stdout, notices and
+// -v explanations on stderr, each prefixed "rlock: ". -q silences all but errors.
+class Console {
+ public:
+  explicit Console(const Settings& s) : quiet_(s.quiet), verbose_(s.verbose && !s.quiet) {}
+
+  void result(const Json& doc) const;
+  void result_text(const std::string& text) const;
+  void notice(const std::string& line) const;
+  void explain(const std::string& line) const;  // only with -v
+  bool verbose() const { return verbose_; }
+
+ private:
+  bool quiet_;
+  bool verbose_;
+};
+
+}  // namespace rlock::cli

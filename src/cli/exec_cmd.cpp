@@ -1,0 +1,97 @@
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/console.hpp"
+#include "cli/lock_options.hpp"
+#include "exec/signals.hpp"
+#include "exec/supervisor.hpp"
+#include "exec/watchdog.hpp"
+#include "prim/lock.hpp"
+#include "util/duration.hpp"
+#include "util/error.hpp"
+
+namespace rlock::cli {
+namespace {
+
+struct ExecFlags {
+  LockFlags lock;
+  std::string on_lost = "TERM";
+  std::string kill_after = "10s";
+  std::string min_hold = "0";
+};
+
+std::string join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const Settings& settings) {
+  Console console(settings);
+  LockRequest req = resolve_lock_request(f.lock, settings);
+  exec::SuperviseOptions so;
+  so.on_lost_signal = exec::parse_signal(f.on_lost.c_str());
+  so.kill_after = parse_duration(f.kill_after, "--kill-after");
+  so.min_hold = parse_duration(f.min_hold, "--min-hold");
+
+  exec::SignalFd signals;  // from here on, INT/TERM/HUP/QUIT stop the wait instead of rlock
+  auto conn = redis::Connection::open(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::Lock lock(conn, layout, req.name);
+  auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
+  if (a.interrupted) {
+    int signo = signals.next().value_or(SIGTERM);
+    console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" + req.name +
+                   "'; the command did not run");
+    return 128 + signo;
+  }
+  if (!a.acquired) {
+    console.notice("lock '" + req.name + "' is held by " + describe_holders(a.holders) +
+                   (a.ttl.count() >= 0 ? " (lease " + format_duration(a.ttl) + " left)" : "") +
+                   "; not running the command");
+    return req.conflict_exit_code;
+  }
+  console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(a.fence) + ", lease " +
+                  format_duration(req.lease) + ", renewed every " + format_duration(req.lease / 3) +
+                  "); running: " + join(command));
+
+  exec::JobSpec job;
+  job.argv = command;
+  job.env = {{"RLOCK_NAME", req.name},
+             {"RLOCK_OWNER", req.owner},
+             {"RLOCK_FENCE", std::to_string(a.fence)},
+             {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}};
+  job.signal_mask = &signals.original_mask();
+  exec::Watchdog watchdog(std::move(conn), layout, req.name, req.owner, req.lease, a.sent_at);
+  so.acquired_at = a.sent_at;
+  so.verbose = [&console](const std::string& m) { console.explain(m); };
+  so.warn = [&console](const std::string& m) { console.notice(m); };
+  return exec::supervise(job, watchdog, signals, so);
+}
+
+}  // namespace
+
+Command add_exec_command(CLI::App& parent, std::vector<std::string>& command) {
+  auto flags = std::make_shared<ExecFlags>();
+  auto* sub = parent.add_subcommand("exec", "Run a command while holding a lock");
+  add_lock_flags(*sub, flags->lock);
+  sub->add_option("--on-lost", flags->on_lost, "signal for the job if the lock is lost (default TERM)")
+      ->type_name("SIG");
+  sub->add_option("--kill-after", flags->kill_after, "then SIGKILL after DUR (default 10s)")->type_name("DUR");
+  sub->add_option("--min-hold", flags->min_hold, "keep the lock until DUR after acquisition")->type_name("DUR");
+  sub->footer(R"(Runs CMD (no shell) in its own process group while holding NAME, renewing the lease
+every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,
+126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,
+the job gets --on-lost, then KILL after --kill-after, and rlock exits 76. The job sees
+RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE and RLOCK_LEASE_MS.
+
+Examples:
+  rlock exec nightly-report -- ./report.sh                # crontab: skip if running
+  rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
+  rlock exec --min-hold 50s tick -- ./every-minute.sh     # once per minute across hosts
+  rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");
+  return {sub, [flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};
+}
+
+}  // namespace rlock::cli

@@ -1,0 +1,47 @@
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/console.hpp"
+#include "cli/lock_options.hpp"
+#include "prim/lock.hpp"
+
+namespace rlock::cli {
+
+Command add_lock_command(CLI::App& parent) {
+  auto flags = std::make_shared<LockFlags>();
+  auto* sub = parent.add_subcommand("lock", "Acquire (or re-enter) a lock and hold it for its lease");
+  add_lock_flags(*sub, *flags);
+  sub->footer(R"(Prints {"name","owner","acquired":true,"count","fence","lease_ms"}; when the lock
+is held by someone else prints {"name","acquired":false,"holders","ttl_ms"} and exits 75 (or -E).
+
+Examples:
+  rlock lock deploy-prod --owner ci-42 --lease 10m     # hold for 10 minutes
+  rlock lock deploy-prod --owner ci-42 --lease 10m     # same owner again: re-enter, extend
+  rlock lock backup --wait 30s                          # wait up to 30s for it
+  rlock unlock deploy-prod --owner ci-42)");
+  return {sub, [flags](const Settings& settings) {
+            Console console(settings);
+            LockRequest req = resolve_lock_request(*flags, settings);
+            auto conn = redis::Connection::open(settings.connect);
+            prim::KeyLayout layout(settings.prefix);
+            prim::Lock lock(conn, layout, req.name);
+            auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, -1));
+            if (!a.acquired) {
+              console.result({{"name", req.name},
+                              {"acquired", false},
+                              {"holders", holders_json(a.holders)},
+                              {"ttl_ms", a.ttl.count()}});
+              return req.conflict_exit_code;
+            }
+            console.result({{"name", req.name},
+                            {"owner", req.owner},
+                            {"acquired", true},
+                            {"count", a.count},
+                            {"fence", a.fence},
+                            {"lease_ms", a.lease.count()}});
+            return 0;
+          }};
+}
+
+}  // namespace rlock::cli

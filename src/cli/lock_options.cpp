@@ -1,0 +1,74 @@
+#include "cli/lock_options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "util/duration.hpp"
+#include "util/error.hpp"
+#include "util/name.hpp"
+#include "util/owner.hpp"
+
+namespace rlock::cli {
+
+void add_lock_flags(CLI::App& sub, LockFlags& f) {
+  sub.add_option("name", f.name, "lock name")->required()->type_name("NAME");
+  sub.add_option("--owner", f.owner, "owner id (default: RLOCK_OWNER or host:pid:random)")
+      ->type_name("ID");
+  sub.add_option("--lease", f.lease, "lease of the hold (default 30s)")->type_name("DUR");
+  auto* wait = sub.add_option("--wait", f.wait, "wait up to DUR for the lock (default: don't wait)")
+                   ->type_name("DUR");
+  sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")->excludes(wait);
+  sub.add_option("-E,--conflict-exit-code", f.conflict_exit_code,
+                 "exit code when the lock is not acquired (default 75)")
+      ->check(CLI::Range(0, 255))
+      ->type_name("N");
+}
+
+LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
+  validate_name(f.name);
+  LockRequest r;
+  r.name = f.name;
+  r.lease = parse_duration(f.lease, "--lease");
+  if (r.lease.count() < 1) throw UsageError("--lease must be at least 1ms");
+  Millis wait = f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait");
+  r.wait_until = SteadyClock::now() + wait;
+  r.conflict_exit_code = f.conflict_exit_code;
+  r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
+  return r;
+}
+
+std::string explicit_owner(const std::string& flag, const Settings& s) {
+  if (!flag.empty()) return flag;
+  if (s.owner) return *s.owner;
+  throw UsageError("unlock needs --owner ID (the owner `rlock lock` printed) or RLOCK_OWNER, or --force");
+}
+
+Json holders_json(const std::vector<prim::Holder>& holders) {
+  Json arr = Json::array();
+  for (const auto& h : holders) arr.push_back({{"owner", h.owner}, {"count", h.count}});
+  return arr;
+}
+
+std::string describe_holders(const std::vector<prim::Holder>& holders) {
+  std::string out;
+  for (const auto& h : holders) {
+    if (!out.empty()) out += ", ";
+    out += h.owner + " (count " + std::to_string(h.count) + ")";
+  }
+  return out.empty() ? "nobody" : out;
+}
+
+prim::WaitHooks wait_hooks(const Console& console, const std::string& name, int interrupt_fd) {
+  prim::WaitHooks hooks;
+  hooks.interrupt_fd = interrupt_fd;
+  if (console.verbose()) {
+    hooks.on_wait = [&console, name](const prim::Acquisition& busy, Millis left) {
+      std::string lease = busy.ttl.count() >= 0 ? format_duration(busy.ttl) + " of lease left" : "no lease";
+      console.explain("waiting for lock '" + name + "' held by " + describe_holders(busy.holders) + " (" +
+                      lease + "): woken by its release or when the lease runs out; giving up in " +
+                      format_duration(left));
+    };
+  }
+  return hooks;
+}
+
+}  // namespace rlock::cli

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <string>
+
+#include "cli/console.hpp"
+#include "prim/lock.hpp"
+#include "util/clock.hpp"
+#include "util/error.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace rlock::cli {
+
+// The options `lock` and `exec` share (micromamba's common_options idea).
+struct LockFlags {
+  std::string name;
+  std::string owner;
+  std::string lease = "30s";
+  std::string wait;  // empty: don't wait
+  bool no_wait = false;
+  int conflict_exit_code = kExitNotNow;
+};
+
+// Parsed and checked.
+struct LockRequest {
+  std::string name;
+  std::string owner;
+  Millis lease{0};
+  Deadline wait_until{};
+  int conflict_exit_code = kExitNotNow;
+};
+
+void add_lock_flags(CLI::App& sub, LockFlags& flags);
+
+// Validates the name and durations and picks the owner. Throws UsageError.
+LockRequest resolve_lock_request(const LockFlags& flags, const Settings& settings);
+
+// The owner for commands that act on an existing hold: --owner, RLOCK_OWNER or config.
+std::string explicit_owner(const std::string& flag, const Settings& settings);
+
+Json holders_json(const std::vector<prim::Holder>& holders);
+// "a:1:ff (count 1), b:2:ee (count 2)" for messages.
+std::string describe_holders(const std::vector<prim::Holder>& holders);
+
+// The hook that makes -v explain a wait.
+prim::WaitHooks wait_hooks(const Console& console, const std::string& name, int interrupt_fd);
+
+}  // namespace rlock::cli

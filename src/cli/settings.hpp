@@ -1,0 +1,42 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "redis/connection.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace rlock::cli {
+
+// Global options as given on the command line (strings: parsed once, in resolve()).
+struct GlobalFlags {
+  std::string url;
+  std::string password_file;
+  std::string prefix;
+  std::string connect_timeout;
+  std::string timeout;
+  std::string format = "json";
+  bool verbose = false;
+  bool quiet = false;
+};
+
+// What every subcommand runs with, after flags > environment > config file > defaults.
+struct Settings {
+  redis::ConnectOptions connect;
+  std::string prefix = "rlock:";
+  std::optional<std::string> owner;  // from RLOCK_OWNER or the config file
+  bool verbose = false;
+  bool quiet = false;
+  bool table = false;  // --format table
+};
+
+// Declares the global options on the top-level app.
+void add_global_flags(CLI::App& app, GlobalFlags& flags);
+
+// Applies the precedence rules. Throws UsageError for bad values (naming their source).
+Settings resolve_settings(const GlobalFlags& flags);
+
+}  // namespace rlock::cli

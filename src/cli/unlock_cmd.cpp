@@ -1,0 +1,67 @@
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/console.hpp"
+#include "cli/lock_options.hpp"
+#include "prim/lock.hpp"
+#include "util/error.hpp"
+#include "util/name.hpp"
+
+namespace rlock::cli {
+namespace {
+
+struct UnlockFlags {
+  std::string name;
+  std::string owner;
+  bool force = false;
+};
+
+int force_unlock(prim::Lock& lock, const Console& console) {
+  auto holders = lock.force_release();
+  console.result({{"name", lock.name()}, {"forced", true}, {"holders", holders_json(holders)}});
+  return 0;
+}
+
+}  // namespace
+
+Command add_unlock_command(CLI::App& parent) {
+  auto flags = std::make_shared<UnlockFlags>();
+  auto* sub = parent.add_subcommand("unlock", "Release one level of a lock held by an owner");
+  sub->add_option("name", flags->name, "lock name")->required()->type_name("NAME");
+  auto* owner = sub->add_option("--owner", flags->owner, "the owner that holds it (or RLOCK_OWNER)")
+                    ->type_name("ID");
+  sub->add_flag("--force", flags->force, "release it whoever holds it (for stuck locks)")->excludes(owner);
+  sub->footer(R"(Prints {"name","owner","released","count"}: released is true when the count
+reached 0. By a non-holder it changes nothing, names the holder and exits 75.
+--force prints {"name","forced":true,"holders"} with whoever held it.
+
+Examples:
+  rlock unlock deploy-prod --owner ci-42
+  rlock unlock nightly-report --force      # on-call: clear a stuck lock)");
+  return {sub, [flags](const Settings& settings) {
+            Console console(settings);
+            validate_name(flags->name);
+            std::string owner = flags->force ? std::string() : explicit_owner(flags->owner, settings);
+            auto conn = redis::Connection::open(settings.connect);
+            prim::KeyLayout layout(settings.prefix);
+            prim::Lock lock(conn, layout, flags->name);
+            if (flags->force) return force_unlock(lock, console);
+            auto r = lock.release(owner);
+            if (!r.held && r.holders.empty()) {
+              throw Error(kExitNotNow, "lock '" + flags->name + "' is not held; nothing to unlock");
+            }
+            if (!r.held) {
+              throw Error(kExitNotNow, "lock '" + flags->name + "' is held by " + describe_holders(r.holders) +
+                                           ", not by " + owner +
+                                           "; nothing changed (use --force to release it anyway)");
+            }
+            console.result({{"name", flags->name},
+                            {"owner", owner},
+                            {"released", r.remaining == 0},
+                            {"count", r.remaining}});
+            return 0;
+          }};
+}
+
+}  // namespace rlock::cli

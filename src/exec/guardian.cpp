@@ -1,0 +1,80 @@
+#include "exec/guardian.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "util/clock.hpp"
+#include "util/error.hpp"
+
+namespace rlock::exec {
+namespace {
+
+// No event announces that a process group became empty, so this one loop checks it
+// every 20ms; it only runs while a job is being stopped.
+constexpr Millis kGroupPollInterval{20};
+
+void sleep_for(Millis d) {
+  timespec ts{static_cast<time_t>(d.count() / 1000), static_cast<long>(d.count() % 1000 * 1'000'000)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+[[noreturn]] void guardian_main(int life_fd, pid_t pgid, int signo, Millis kill_after) {
+  // Keep nothing of rlock's: no Redis socket, no stdio that a reader waits to close.
+  int devnull = open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3; ++fd) dup2(devnull, fd);
+  dup2(life_fd, 3);
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(s, SIG_IGN);
+  char byte = 0;
+  ssize_t n;
+  while ((n = read(3, &byte, 1)) < 0 && errno == EINTR) {
+  }
+  if (n == 1) _exit(0);  // rlock finished the job itself
+  stop_group(pgid, signo, kill_after);
+  _exit(0);
+}
+
+}  // namespace
+
+bool group_alive(pid_t pgid) { return kill(-pgid, 0) == 0 || errno == EPERM; }
+
+void stop_group(pid_t pgid, int signo, Millis kill_after) {
+  if (kill(-pgid, signo) != 0 && errno == ESRCH) return;
+  if (signo != SIGKILL && signo != SIGCONT) kill(-pgid, SIGCONT);  // a stopped job can't act on it
+  Deadline hard = SteadyClock::now() + kill_after;
+  while (group_alive(pgid)) {
+    if (SteadyClock::now() >= hard) {
+      kill(-pgid, SIGKILL);
+      return;
+    }
+    sleep_for(kGroupPollInterval);
+  }
+}
+
+Guardian Guardian::start(pid_t pgid, int signo, Millis kill_after) {
+  auto [life_r, life_w] = make_pipe();
+  Guardian g;
+  g.pid_ = fork();
+  if (g.pid_ < 0) throw Error(71, std::string("fork: ") + std::strerror(errno));
+  if (g.pid_ == 0) guardian_main(life_r.get(), pgid, signo, kill_after);
+  g.life_ = std::move(life_w);
+  return g;
+}
+
+Guardian::~Guardian() {
+  if (pid_ < 0) return;
+  (void)!write(life_.get(), "d", 1);
+  life_.reset();
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace rlock::exec

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <signal.h>
+
+#include <optional>
+
+namespace rlock::exec {
+
+// Blocks the signals rlock forwards (INT, TERM, HUP, QUIT) and SIGCHLD, and delivers
+// them through a signalfd, so a wait or the supervision loop can poll for them next to
+// sockets and timers. Restores the previous mask when destroyed (move-only).
+class SignalFd {
+ public:
+  SignalFd();
+  ~SignalFd();
+  SignalFd(SignalFd&&) = delete;
+  SignalFd& operator=(SignalFd&&) = delete;
+
+  int fd() const { return fd_; }
+  // The next pending signal number, or nullopt when none is pending.
+  std::optional<int> next();
+  // The mask rlock started with: what the child must get back before exec.
+  const sigset_t& original_mask() const { return original_; }
+
+ private:
+  int fd_ = -1;
+  sigset_t original_{};
+};
+
+// The signals forwarded to the job's process group.
+bool is_forwarded(int signo);
+
+// Parses a signal given as `TERM`, `SIGTERM`, `term` or a number. Throws UsageError.
+int parse_signal(const char* text);
+
+}  // namespace rlock::exec

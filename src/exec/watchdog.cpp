@@ -1,0 +1,74 @@
+#include "exec/watchdog.hpp"
+
+#include <algorithm>
+
+#include "util/error.hpp"
+
+namespace rlock::exec {
+namespace {
+
+// While Redis is unreachable, retry this often (but never past the lease deadline).
+constexpr Millis kRetryInterval{250};
+
+}  // namespace
+
+Watchdog::Watchdog(redis::Connection conn, const prim::KeyLayout& layout, std::string name,
+                   std::string owner, Millis lease, Deadline acquired_at)
+    : options_(conn.options()),
+      conn_(std::move(conn)),
+      layout_(layout),
+      name_(std::move(name)),
+      owner_(std::move(owner)),
+      lease_(lease),
+      lease_deadline_(acquired_at + lease),
+      next_due_(acquired_at + lease / 3) {}
+
+prim::Lock& Watchdog::lock() {
+  if (!conn_ || conn_->broken()) {
+    lock_.reset();
+    conn_.reset();
+    auto opts = options_;
+    opts.connect_timeout = std::min(opts.connect_timeout, std::max(millis_until(lease_deadline_), Millis(1)));
+    conn_.emplace(redis::Connection::open(opts));
+  }
+  if (!lock_) lock_.emplace(*conn_, layout_, name_);
+  return *lock_;
+}
+
+Watchdog::State Watchdog::tick() {
+  Deadline now = SteadyClock::now();
+  if (now < next_due_) return State::kHeld;
+  try {
+    auto& l = lock();
+    conn_->set_timeout(std::clamp(millis_until(lease_deadline_), Millis(1), options_.command_timeout));
+    if (l.renew(owner_, lease_)) {
+      lease_deadline_ = now + lease_;
+      next_due_ = now + lease_ / 3;
+      return State::kHeld;
+    }
+    lost_reason_ = "the lock is no longer held by " + owner_ + " (expired, deleted or forced)";
+    return State::kLost;
+  } catch (const Error& e) {
+    if (SteadyClock::now() >= lease_deadline_) {
+      lost_reason_ = std::string("redis stayed unreachable until the lease ran out: ") + e.what();
+      return State::kLost;
+    }
+    lost_reason_ = e.what();
+    next_due_ = std::min(SteadyClock::now() + kRetryInterval, lease_deadline_);
+    return State::kUnreachable;
+  }
+}
+
+bool Watchdog::release(Millis keep, std::string* why) {
+  try {
+    auto& l = lock();
+    conn_->set_timeout(options_.command_timeout);
+    l.release(owner_, keep);
+    return true;
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
+}  // namespace rlock::exec

@@ -1,0 +1,99 @@
+#include "prim/lock.hpp"
+
+#include <algorithm>
+
+#include "prim/object_script.hpp"
+#include "redis/reply.hpp"
+#include "redis/script.hpp"
+#include "redis/subscriber.hpp"
+
+namespace rlock::prim {
+namespace {
+
+constexpr std::string_view kKind = "lock";
+
+// A waiter woken by the lease running out retries a little after it, so that the key has
+// really expired on the server when it asks.
+constexpr Millis kExpirySlack{2};
+
+}  // namespace
+
+std::vector<Holder> decode_holders(const redisReply* r, size_t first) {
+  std::vector<Holder> holders;
+  for (size_t i = first; i + 1 < r->elements; i += 2) {
+    holders.push_back({redis::as_string(r->element[i]), redis::as_integer(r->element[i + 1])});
+  }
+  return holders;
+}
+
+Lock::Lock(redis::Connection& conn, const KeyLayout& layout, std::string name)
+    : conn_(conn),
+      layout_(layout),
+      name_(std::move(name)),
+      key_(layout.lock_key(name_)),
+      fence_key_(layout.fence_key(name_)),
+      channel_(layout.lock_channel(name_)) {}
+
+Acquisition Lock::try_acquire(const std::string& owner, Millis lease) {
+  std::string lease_ms = std::to_string(lease.count());
+  Acquisition a;
+  a.sent_at = SteadyClock::now();
+  auto reply = run_object_script(conn_, redis::scripts::lock_acquire, {key_, fence_key_},
+                                 {owner, lease_ms}, kKind);
+  a.acquired = redis::as_integer(redis::element(reply.get(), 0)) == 1;
+  if (a.acquired) {
+    a.count = redis::as_integer(redis::element(reply.get(), 1));
+    a.fence = redis::as_integer(redis::element(reply.get(), 2));
+    a.lease = Millis(redis::as_integer(redis::element(reply.get(), 3)));
+  } else {
+    a.ttl = Millis(redis::as_integer(redis::element(reply.get(), 1)));
+    a.holders = decode_holders(reply.get(), 2);
+  }
+  return a;
+}
+
+Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until,
+                          const WaitHooks& hooks) {
+  Acquisition a = try_acquire(owner, lease);
+  if (a.acquired || SteadyClock::now() >= until) return a;
+  // Subscribe before trying again, so a release between the two is not missed.
+  auto sub = redis::Subscriber::open(conn_.options(), channel_);
+  while (true) {
+    a = try_acquire(owner, lease);
+    if (a.acquired || SteadyClock::now() >= until) return a;
+    if (hooks.on_wait) hooks.on_wait(a, millis_until(until));
+    Deadline wake = until;
+    if (a.ttl.count() >= 0) wake = std::min(until, SteadyClock::now() + a.ttl + kExpirySlack);
+    if (sub.wait(wake, hooks.interrupt_fd) == redis::Subscriber::Wake::kInterrupted) {
+      a.interrupted = true;
+      return a;
+    }
+  }
+}
+
+Release Lock::release(const std::string& owner, Millis keep) {
+  std::string keep_ms = std::to_string(std::max<long long>(keep.count(), 0));
+  auto reply = run_object_script(conn_, redis::scripts::lock_release, {key_},
+                                 {owner, channel_, keep_ms}, kKind);
+  Release r;
+  r.held = redis::as_integer(redis::element(reply.get(), 0)) == 1;
+  if (r.held) {
+    r.remaining = redis::as_integer(redis::element(reply.get(), 1));
+  } else {
+    r.holders = decode_holders(reply.get(), 1);
+  }
+  return r;
+}
+
+std::vector<Holder> Lock::force_release() {
+  auto reply = run_object_script(conn_, redis::scripts::lock_force_release, {key_}, {channel_}, kKind);
+  return decode_holders(reply.get(), 0);
+}
+
+bool Lock::renew(const std::string& owner, Millis lease) {
+  std::string lease_ms = std::to_string(lease.count());
+  auto reply = redis::run_script(conn_, redis::scripts::lock_renew, {key_}, {owner, lease_ms});
+  return redis::as_integer(reply.get()) == 1;
+}
+
+}  // namespace rlock::prim

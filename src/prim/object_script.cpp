@@ -1,0 +1,34 @@
+#include "prim/object_script.hpp"
+
+#include <string>
+
+#include "redis/errors.hpp"
+
+namespace rlock::prim {
+
+redis::ReplyPtr run_object_script(redis::Connection& conn, const redis::Script& script,
+                                  const std::vector<std::string_view>& keys,
+                                  const std::vector<std::string_view>& args,
+                                  std::string_view object_kind) {
+  try {
+    return redis::run_script(conn, script, keys, args);
+  } catch (const redis::ReplyError& e) {
+    const std::string& msg = e.reply();
+    std::string kind(object_kind);
+    if (e.code() == "WRONGTYPE") {
+      size_t type_start = msg.find(' ') + 1;
+      size_t type_end = msg.find(' ', type_start);
+      std::string type = msg.substr(type_start, type_end - type_start);
+      std::string key = type_end == std::string::npos ? "?" : msg.substr(type_end + 1);
+      throw DataError("key '" + key + "' holds a " + type + ", not a " + kind +
+                      "; rlock will not overwrite it (delete it or use another --prefix)");
+    }
+    if (e.code() == "MALFORMED") {
+      throw DataError("key '" + msg.substr(msg.find(' ') + 1) + "' of this " + kind +
+                      " holds malformed data; inspect it with redis-cli before deleting it");
+    }
+    throw;
+  }
+}
+
+}  // namespace rlock::prim

@@ -1,0 +1,17 @@
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "redis/script.hpp"
+
+namespace rlock::prim {
+
+// Runs a primitive's script and turns its "WRONGTYPE <type> <key>" / "MALFORMED <key>"
+// error replies into DataError (exit 65) naming the key and `object_kind` ("lock", ...).
+redis::ReplyPtr run_object_script(redis::Connection& conn, const redis::Script& script,
+                                  const std::vector<std::string_view>& keys,
+                                  const std::vector<std::string_view>& args,
+                                  std::string_view object_kind);
+
+}  // namespace rlock::prim

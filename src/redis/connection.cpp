@@ -1,0 +1,122 @@
+#include "redis/connection.hpp"
+
+#include <fcntl.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "redis/errors.hpp"
+
+namespace rlock::redis {
+namespace {
+
+timeval to_timeval(Millis ms) {
+  long long v = ms.count() > 0 ? ms.count() : 1;
+  return timeval{static_cast<time_t>(v / 1000), static_cast<suseconds_t>(v % 1000 * 1000)};
+}
+
+ContextPtr connect_raw(const ConnectOptions& o) {
+  const Endpoint& ep = o.endpoint;
+  timeval tv = to_timeval(o.connect_timeout);
+  return ContextPtr(ep.kind == Endpoint::Kind::kUnix
+                        ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)
+                        : redisConnectWithTimeout(ep.host.c_str(), ep.port, tv));
+}
+
+}  // namespace
+
+Connection Connection::open(const ConnectOptions& options) {
+  ContextPtr ctx = connect_raw(options);
+  if (!ctx) throw UnavailableError("cannot allocate a redis connection");
+  std::string where = options.endpoint.describe();
+  if (ctx->err) {
+    bool timed_out = ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EINPROGRESS);
+    std::string what = timed_out ? "timed out after " + format_duration(options.connect_timeout)
+                                 : std::string(ctx->errstr);
+    throw UnavailableError("cannot connect to redis at " + where + ": " + what +
+                           " (is redis-server running there? set --url or RLOCK_URL)");
+  }
+  fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);
+  Connection conn(std::move(ctx), options);
+  conn.set_timeout(options.command_timeout);
+  conn.authenticate();
+  return conn;
+}
+
+void Connection::authenticate() {
+  const Endpoint& ep = options_.endpoint;
+  try {
+    if (!ep.password.empty()) {
+      if (ep.user.empty()) {
+        command({"AUTH", ep.password});
+      } else {
+        command({"AUTH", ep.user, ep.password});
+      }
+    }
+    if (ep.db != 0) command({"SELECT", std::to_string(ep.db)});
+  } catch (const ReplyError& e) {
+    std::string hint = e.code() == "NOAUTH" ? " (the server needs a password: RLOCK_PASSWORD or --password-file)"
+                                           : "";
+    throw UnavailableError("redis at " + ep.describe() + " refused the connection: " + e.reply() + hint);
+  }
+}
+
+void Connection::set_timeout(Millis timeout) {
+  if (redisSetTimeout(ctx_.get(), to_timeval(timeout)) != REDIS_OK) throw_io_error("setting a timeout");
+}
+
+void Connection::throw_io_error(std::string_view during) {
+  broken_ = true;
+  std::string where = options_.endpoint.describe();
+  if (ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    throw TimeoutError("redis at " + where + " did not answer " + std::string(during) +
+                       " in time (--timeout)");
+  }
+  std::string why = ctx_->err == REDIS_ERR_EOF ? "connection closed by the server" : ctx_->errstr;
+  throw IoError("lost the connection to redis at " + where + " " + std::string(during) + ": " + why);
+}
+
+ReplyPtr Connection::command(const std::vector<std::string_view>& argv) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  ptrs.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (std::string_view a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
+  auto* raw = static_cast<redisReply*>(
+      redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), ptrs.data(), lens.data()));
+  if (!raw) throw_io_error(std::string("during ") + std::string(argv.front()));
+  ReplyPtr reply(raw);
+  if (reply->type == REDIS_REPLY_ERROR) throw ReplyError(std::string(reply->str, reply->len));
+  return reply;
+}
+
+std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
+  for (const auto& cmd : commands) {
+    std::vector<const char*> ptrs;
+    std::vector<size_t> lens;
+    for (const auto& a : cmd) {
+      ptrs.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    redisAppendCommandArgv(ctx_.get(), static_cast<int>(cmd.size()), ptrs.data(), lens.data());
+  }
+  std::vector<ReplyPtr> replies;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || !raw) throw_io_error("during a pipeline");
+    replies.emplace_back(static_cast<redisReply*>(raw));
+  }
+  return replies;
+}
+
+ReplyPtr Connection::command(std::initializer_list<std::string_view> argv) {
+  return command(std::vector<std::string_view>(argv));
+}
+
+}  // namespace rlock::redis

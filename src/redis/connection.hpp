@@ -1,0 +1,68 @@
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/reply.hpp"
+#include "redis/url.hpp"
+#include "util/duration.hpp"
+
+namespace rlock::redis {
+
+// How to open a connection. Defaults: connect 2s, each command 5s.
+struct ConnectOptions {
+  Endpoint endpoint;
+  Millis connect_timeout{2000};
+  Millis command_timeout{5000};
+};
+
+struct ContextDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
+
+// One authenticated connection to one server (move-only). The socket is close-on-exec, so
+// a child started by exec never inherits it. After an IoError the connection is dead:
+// `broken()` says so, and the owner opens a new one.
+class Connection {
+ public:
+  // Connects, authenticates and selects the database. Throws UnavailableError (69) with
+  // one line that names the server and what to check.
+  static Connection open(const ConnectOptions& options);
+
+  // Sends one command and returns its reply. Error replies throw ReplyError; I/O problems
+  // throw IoError or TimeoutError and leave the connection broken.
+  ReplyPtr command(const std::vector<std::string_view>& argv);
+  ReplyPtr command(std::initializer_list<std::string_view> argv);
+
+  // Sends all commands in one write and reads all replies: one round trip. Error replies
+  // are returned (type REDIS_REPLY_ERROR), not thrown; I/O problems throw as command() does.
+  std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string>>& commands);
+
+  // Timeout of the following commands (SO_RCVTIMEO/SO_SNDTIMEO).
+  void set_timeout(Millis timeout);
+
+  bool broken() const { return broken_; }
+  int fd() const { return ctx_->fd; }
+  const ConnectOptions& options() const { return options_; }
+  redisContext* context() { return ctx_.get(); }
+
+  // Converts the context's current error into the matching exception (and marks broken).
+  [[noreturn]] void throw_io_error(std::string_view during);
+
+ private:
+  Connection(ContextPtr ctx, ConnectOptions options)
+      : ctx_(std::move(ctx)), options_(std::move(options)) {}
+  void authenticate();
+
+  ContextPtr ctx_;
+  ConnectOptions options_;
+  bool broken_ = false;
+};
+
+}  // namespace rlock::redis

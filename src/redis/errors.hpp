@@ -1,0 +1,33 @@
+#pragma once
+
+#include <string>
+
+#include "util/error.hpp"
+
+namespace rlock::redis {
+
+// The connection failed while sending or receiving (reset, closed, unreachable).
+// The connection is dead afterwards: reconnect, don't reuse.
+struct IoError : UnavailableError {
+  using UnavailableError::UnavailableError;
+};
+
+// A command or connect attempt ran past its timeout (hiredis 0.14: REDIS_ERR_IO + EAGAIN).
+struct TimeoutError : IoError {
+  using IoError::IoError;
+};
+
+// The server answered with an error reply. `code()` is its first word (WRONGTYPE, NOSCRIPT,
+// NOAUTH, ...). Exit code: 65 for data errors, 69 where the server refuses to serve.
+class ReplyError : public Error {
+ public:
+  explicit ReplyError(const std::string& message);
+  const std::string& code() const { return code_; }
+  const std::string& reply() const { return reply_; }
+
+ private:
+  std::string code_;
+  std::string reply_;
+};
+
+}  // namespace rlock::redis

@@ -1,0 +1,58 @@
+#include "redis/reply.hpp"
+
+#include <charconv>
+
+#include "redis/errors.hpp"
+
+namespace rlock::redis {
+namespace {
+
+const char* kRetryable[] = {"NOAUTH", "WRONGPASS", "NOPERM",  "LOADING",    "BUSY",
+                            "MASTERDOWN", "READONLY", "OOM", "CLUSTERDOWN", "TRYAGAIN"};
+
+std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
+
+int exit_code_for(const std::string& code) {
+  for (const char* c : kRetryable) {
+    if (code == c) return kExitUnavailable;
+  }
+  return kExitData;
+}
+
+}  // namespace
+
+ReplyError::ReplyError(const std::string& message)
+    : Error(exit_code_for(first_word(message)), "redis: " + message),
+      code_(first_word(message)),
+      reply_(message) {}
+
+long long as_integer(const redisReply* r) {
+  if (r->type == REDIS_REPLY_INTEGER) return r->integer;
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
+    long long v = 0;
+    auto [end, ec] = std::from_chars(r->str, r->str + r->len, v);
+    if (ec == std::errc() && end == r->str + r->len) return v;
+  }
+  throw DataError("unexpected reply from redis: expected an integer");
+}
+
+std::string as_string(const redisReply* r) {
+  if (r->type == REDIS_REPLY_NIL) return {};
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
+    return std::string(r->str, r->len);
+  }
+  if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
+  throw DataError("unexpected reply from redis: expected a string");
+}
+
+bool is_nil(const redisReply* r) { return r->type == REDIS_REPLY_NIL; }
+
+const redisReply* element(const redisReply* r, size_t i) {
+  if (r->type != REDIS_REPLY_ARRAY || i >= r->elements) {
+    throw DataError("unexpected reply from redis: expected an array of more than " +
+                    std::to_string(i) + " elements");
+  }
+  return r->element[i];
+}
+
+}  // namespace rlock::redis

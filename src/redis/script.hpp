@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/connection.hpp"
+
+namespace rlock::redis {
+
+// One Lua script from lua/, embedded at build time with its SHA1.
+struct Script {
+  const char* name;
+  const char* sha1;
+  const char* source;
+};
+
+// Runs `script` with EVALSHA; when the server has not cached it (NOSCRIPT, e.g. after a
+// restart or SCRIPT FLUSH) falls back to EVAL, which also caches it. One round trip in the
+// common case.
+ReplyPtr run_script(Connection& conn, const Script& script, const std::vector<std::string_view>& keys,
+                    const std::vector<std::string_view>& args);
+
+namespace scripts {
+// Defined in the generated scripts.cpp, one per lua/*.lua file (named by its stem).
+extern const Script lock_acquire;
+extern const Script lock_release;
+extern const Script lock_force_release;
+extern const Script lock_renew;
+}  // namespace scripts
+
+}  // namespace rlock::redis

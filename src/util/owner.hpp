@@ -1,0 +1,11 @@
+#pragma once
+
+#include <string>
+
+namespace rlock {
+
+// A fresh owner id `host:pid:random` (8 hex digits of randomness), unique across hosts
+// and across pid reuse.
+std::string default_owner();
+
+}  // namespace rlock
