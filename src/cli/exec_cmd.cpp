@@ -48,7 +48,7 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
   }
   if (!a.acquired) {
     console.notice("lock '" + req.name + "' is held by " + describe_holders(a.holders) +
-                   (a.ttl.count() >= 0 ? " (lease " + format_duration(a.ttl) + " left)" : "") +
+                   (a.ttl.count() >= 0 ? ", lease " + format_duration(a.ttl) + " left" : "") +
                    "; not running the command");
     return req.conflict_exit_code;
   }

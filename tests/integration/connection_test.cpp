@@ -1,0 +1,122 @@
+// Reaching Redis: refused/timeouts/TLS/auth failures (69), passwords from URL, environment
+// and file, ACL users, unix sockets and database numbers.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+std::string with_port(const std::string& scheme_and_auth, int port, const std::string& tail = "") {
+  return scheme_and_auth + "127.0.0.1:" + std::to_string(port) + tail;
+}
+
+TEST_CASE("connection: unreachable, TLS, timeouts and refused auth exit 69 with one line") {
+  RedisServer redis(RedisOptions{.requirepass = "s3cret"});
+  int silent_port = 0;
+  Fd silent = listen_silently(&silent_port);  // accepts nothing, answers nothing
+  const int dead_port = free_port();
+
+  struct Case {
+    const char* what;
+    std::vector<std::string> global;  // options before the subcommand
+  };
+  const Case cases[] = {
+      {"connection refused", {"--url", with_port("redis://", dead_port)}},
+      {"rediss:// (no TLS in this build)", {"--url", with_port("rediss://:s3cret@", redis.port())}},
+      {"no reply", {"--url", with_port("redis://", silent_port), "--timeout", "500ms"}},
+      {"wrong password", {"--url", with_port("redis://:wrong@", redis.port())}},
+      {"no password", {"--url", with_port("redis://", redis.port())}},
+      {"unknown ACL user", {"--url", with_port("redis://nobody:s3cret@", redis.port())}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    for (const auto& sub : std::vector<std::vector<std::string>>{
+             {"lock", "L", "--owner", "a"}, {"exec", "L", "--", "true"}, {"inspect"}}) {
+      CAPTURE(sub[0]);
+      auto args = c.global;
+      args.insert(args.end(), sub.begin(), sub.end());
+      auto r = rlock_raw(args);
+      INFO("stdout: " << r.out << "\nstderr: " << r.err);
+      CHECK(r.status == 69);
+      CHECK(line_count(r.err) == 1);
+      CHECK(r.out.empty());
+      CHECK(r.elapsed < 5s);
+    }
+  }
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+}
+
+TEST_CASE("connection: password from URL, RLOCK_PASSWORD, --password-file; ACL users; db") {
+  RedisServer redis(RedisOptions{.requirepass = "s3cret",
+                                 .config = {"user alice on >alicepw ~* &* +@all"}});
+  TempDir dir;
+  const std::string plain_url = redis.url();
+
+  auto lock_as = [&](const std::string& name, const std::vector<std::string>& global,
+                     const Env& env = {}) {
+    auto args = global;
+    args.insert(args.end(), {"lock", name, "--owner", "a"});
+    return rlock_raw(args, env);
+  };
+
+  auto r = lock_as("url-pw", {"--url", with_port("redis://:s3cret@", redis.port())});
+  CHECK(r.status == 0);
+  r = lock_as("env-pw", {"--url", plain_url}, {{"RLOCK_PASSWORD", "s3cret"}});
+  CHECK(r.status == 0);
+  r = lock_as("acl-user", {"--url", with_port("redis://alice:alicepw@", redis.port())});
+  CHECK(r.status == 0);
+  r = lock_as("db3", {"--url", with_port("redis://", redis.port(), "/3")},
+              {{"RLOCK_PASSWORD", "s3cret"}});
+  CHECK(r.status == 0);
+  for (const char* name : {"url-pw", "env-pw", "acl-user"}) {
+    CAPTURE(name);
+    CHECK(hash_of(redis, lock_key(name)) == json::object({{"a", "1"}}));
+  }
+  CHECK(redis.cmd_int({"EXISTS", lock_key("db3")}, 3) == 1);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("db3")}, 0) == 0);
+
+  // A password file must be private to its owner.
+  const std::string pw_file = dir / "password";
+  write_file(pw_file, "s3cret\n", 0600);
+  r = lock_as("file-pw", {"--url", plain_url, "--password-file", pw_file});
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(hash_of(redis, lock_key("file-pw")) == json::object({{"a", "1"}}));
+  for (unsigned mode : {0644u, 0640u, 0604u}) {
+    CAPTURE(mode);
+    ::chmod(pw_file.c_str(), mode);
+    r = lock_as("file-pw-open", {"--url", plain_url, "--password-file", pw_file});
+    CHECK(r.status == 64);
+    CHECK(line_count(r.err) == 1);
+  }
+  r = lock_as("file-missing", {"--url", plain_url, "--password-file", dir / "missing"});
+  CHECK(r.status == 64);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("file-pw-open")}) == 0);
+}
+
+TEST_CASE("connection: unix socket with ?db=N") {
+  RedisServer redis(RedisOptions{.unix_socket = true});
+  REQUIRE(std::filesystem::exists(redis.socket_path()));
+
+  auto r = rlock_raw({"--url", "unix://" + redis.socket_path() + "?db=2", "lock", "sock", "--owner",
+                      "a"});
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(hash_of(redis, lock_key("sock"), 2) == json::object({{"a", "1"}}));
+  CHECK(redis.cmd_int({"EXISTS", lock_key("sock")}, 0) == 0);
+
+  r = rlock_raw({"--url", "unix://" + redis.socket_path(), "lock", "sock0", "--owner", "a"});
+  CHECK(r.status == 0);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("sock0")}, 0) == 1);
+
+  r = rlock_raw({"--url", "unix://" + redis.socket_path() + "?db=2", "exec", "sock", "--owner",
+                 "b", "--", "true"});
+  CHECK(r.status == 75);
+}
+
+}  // namespace
+}  // namespace rlock::test

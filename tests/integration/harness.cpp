@@ -1,0 +1,678 @@
+#include "harness.hpp"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+extern char** environ;
+
+namespace rlock::test {
+namespace {
+
+[[noreturn]] void throw_errno(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+// A write to a dead server or a closed pipe must be an error here, not the death of the
+// test process. Children get default dispositions back (POSIX_SPAWN_SETSIGDEF).
+const bool kSigpipeIgnored = [] {
+  ::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+int pidfd_send_signal(int pidfd, int sig) {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+int poll_timeout_ms(Clock::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
+}
+
+// Waits until `fd` is readable or the deadline passes; true if readable.
+bool poll_readable(int fd, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, poll_timeout_ms(deadline));
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) throw_errno("poll");
+  }
+}
+
+// Starts argv[0] (PATH search) with stdin from /dev/null, `out_fd`/`err_fd` as stdout and
+// stderr, every other descriptor closed, default signal dispositions, an empty mask.
+pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                    int out_fd, int err_fd) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, argv.at(0).c_str(), &actions, &attr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw std::system_error(rc, std::generic_category(), "posix_spawnp " + argv[0]);
+  return pid;
+}
+
+// A pipe whose both ends are close-on-exec; the read end is non-blocking.
+std::pair<Fd, Fd> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
+  Fd read_end(fds[0]), write_end(fds[1]);
+  ::fcntl(read_end.get(), F_SETFL, ::fcntl(read_end.get(), F_GETFL) | O_NONBLOCK);
+  return {std::move(read_end), std::move(write_end)};
+}
+
+// Reads everything `fd` has now into `buf`; closes it at EOF.
+void drain(Fd& fd, std::string& buf) {
+  char chunk[65536];
+  while (fd) {
+    ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+    if (n > 0) {
+      buf.append(chunk, static_cast<size_t>(n));
+    } else if (n == 0) {
+      fd.reset();
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return;
+    } else {
+      fd.reset();
+    }
+  }
+}
+
+const std::filesystem::path& suite_home() {
+  static const TempDir home;
+  return home.path();
+}
+
+// --- the harness's own Redis client ------------------------------------------------------
+
+struct ContextDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+ReplyPtr send(redisContext* c, const std::vector<std::string>& argv) {
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+  for (const auto& a : argv) {
+    args.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  void* raw = redisCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data());
+  if (raw == nullptr) throw RedisError(std::string("redis I/O error: ") + c->errstr);
+  ReplyPtr reply(static_cast<redisReply*>(raw));
+  if (reply->type == REDIS_REPLY_ERROR) throw RedisError(std::string(reply->str, reply->len));
+  return reply;
+}
+
+// Connects to 127.0.0.1:port, authenticates with `password` (if any) and selects `db`.
+ContextPtr connect_admin(int port, const std::string& password, int db,
+                         std::chrono::milliseconds timeout) {
+  ContextPtr c(redisConnectWithTimeout("127.0.0.1", port, to_timeval(timeout)));
+  if (!c) throw RedisError("redis: out of memory");
+  if (c->err) throw RedisError(std::string("redis connect: ") + c->errstr);
+  redisSetTimeout(c.get(), to_timeval(10s));
+  if (!password.empty()) send(c.get(), {"AUTH", password});
+  if (db != 0) send(c.get(), {"SELECT", std::to_string(db)});
+  return c;
+}
+
+void flatten(const redisReply* r, std::vector<std::string>& out) {
+  switch (r->type) {
+    case REDIS_REPLY_ARRAY:
+      for (size_t i = 0; i < r->elements; ++i) flatten(r->element[i], out);
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.push_back(std::to_string(r->integer));
+      break;
+    case REDIS_REPLY_NIL:
+      out.emplace_back();
+      break;
+    default:
+      out.emplace_back(r->str, r->len);
+  }
+}
+
+}  // namespace
+
+// --- Fd, TempDir, files ------------------------------------------------------------------
+
+Fd& Fd::operator=(Fd&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void Fd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+TempDir::TempDir() {
+  std::string tmpl = "/tmp/rlock-it-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) throw_errno("mkdtemp");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+TempDir& TempDir::operator=(TempDir&& other) noexcept {
+  if (this != &other) {
+    TempDir old(std::move(*this));
+    path_ = std::exchange(other.path_, {});
+  }
+  return *this;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, std::string_view content, unsigned mode) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd) throw_errno("open " + path);
+  if (::fchmod(fd.get(), mode) != 0) throw_errno("fchmod " + path);
+  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()))
+    throw_errno("write " + path);
+}
+
+// --- RedisServer -------------------------------------------------------------------------
+
+struct RedisServer::State {
+  RedisOptions options;
+  TempDir dir;
+  int port = 0;
+  pid_t pid = -1;
+  Fd pidfd;
+
+  std::string config_path() const { return dir / "redis.conf"; }
+  std::string log_path() const { return dir / "redis.log"; }
+  std::string sock_path() const { return options.unix_socket ? dir / "redis.sock" : ""; }
+
+  void write_config() const {
+    std::ostringstream conf;
+    conf << "port " << port << "\nbind 127.0.0.1\nsave \"\"\nappendonly no\n"
+         << "daemonize no\nlogfile \"\"\ndir " << dir.path().string() << "\n";
+    if (options.unix_socket) conf << "unixsocket " << sock_path() << "\nunixsocketperm 700\n";
+    if (!options.requirepass.empty()) conf << "requirepass " << options.requirepass << "\n";
+    for (const auto& line : options.config) conf << line << "\n";
+    write_file(config_path(), conf.str(), 0600);
+  }
+
+  // Starts redis-server and waits until it answers PING; false if it exited (port taken).
+  bool start_once() {
+    write_config();
+    Fd log(::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (!log) throw_errno("open " + log_path());
+    pid = spawn_process({"redis-server", config_path()}, child_env({}), log.get(), log.get());
+    pidfd = Fd(pidfd_open(pid));
+    if (!pidfd) throw_errno("pidfd_open");
+    // Start-up wait, not a test assertion: connect until it answers, at most 10s.
+    const auto until = deadline(10s);
+    while (Clock::now() < until) {
+      try {
+        auto c = connect_admin(port, options.requirepass, 0, 200ms);
+        auto reply = send(c.get(), {"PING"});
+        if (reply->type == REDIS_REPLY_STATUS && std::string(reply->str) == "PONG") return true;
+      } catch (const RedisError&) {
+        // not listening yet
+      }
+      if (poll_readable(pidfd.get(), deadline(20ms))) {  // it exited
+        ::waitpid(pid, nullptr, 0);
+        pid = -1;
+        pidfd.reset();
+        return false;
+      }
+    }
+    stop();
+    throw std::runtime_error("redis-server did not answer PING within 10s; log:\n" +
+                             read_file(log_path()));
+  }
+
+  void start(bool keep_port) {
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (!keep_port || port == 0) port = free_port();
+      if (start_once()) return;
+    }
+    throw std::runtime_error("redis-server failed to start; log:\n" + read_file(log_path()));
+  }
+
+  void stop() {
+    if (pid < 0) return;
+    ::kill(pid, SIGTERM);
+    if (!poll_readable(pidfd.get(), deadline(5s))) ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    pid = -1;
+    pidfd.reset();
+  }
+};
+
+RedisServer::RedisServer(RedisOptions options) : s_(std::make_unique<State>()) {
+  s_->options = std::move(options);
+  s_->start(false);
+}
+
+RedisServer::~RedisServer() {
+  if (s_) s_->stop();
+}
+
+RedisServer::RedisServer(RedisServer&&) noexcept = default;
+
+RedisServer& RedisServer::operator=(RedisServer&& other) noexcept {
+  if (this != &other) {
+    if (s_) s_->stop();
+    s_ = std::move(other.s_);
+  }
+  return *this;
+}
+
+int RedisServer::port() const { return s_->port; }
+std::string RedisServer::url() const { return "redis://127.0.0.1:" + std::to_string(s_->port); }
+std::string RedisServer::socket_path() const { return s_->sock_path(); }
+pid_t RedisServer::pid() const { return s_->pid; }
+std::string RedisServer::log() const { return read_file(s_->log_path()); }
+
+std::vector<std::string> RedisServer::cmd(const std::vector<std::string>& argv, int db) const {
+  auto c = connect_admin(s_->port, s_->options.requirepass, db, 2s);
+  auto reply = send(c.get(), argv);
+  std::vector<std::string> out;
+  flatten(reply.get(), out);
+  return out;
+}
+
+std::string RedisServer::cmd_str(const std::vector<std::string>& argv, int db) const {
+  auto out = cmd(argv, db);
+  if (out.size() != 1) throw RedisError("expected one reply element");
+  return out[0];
+}
+
+long long RedisServer::cmd_int(const std::vector<std::string>& argv, int db) const {
+  auto s = cmd_str(argv, db);
+  size_t used = 0;
+  long long v = std::stoll(s, &used);
+  if (used != s.size()) throw RedisError("not an integer reply: " + s);
+  return v;
+}
+
+void RedisServer::restart() {
+  s_->stop();
+  s_->start(true);
+}
+
+// --- processes ---------------------------------------------------------------------------
+
+int decode_wait_status(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return -1;
+}
+
+struct Spawned::State {
+  pid_t pid = -1;
+  Fd pidfd, out_fd, err_fd;
+  std::string out, err;
+  size_t out_pos = 0, err_pos = 0;
+  bool reaped = false;
+  int status = -1;
+  Clock::time_point exit_time{};
+
+  void reap() {
+    int ws = 0;
+    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    reaped = true;
+    status = decode_wait_status(ws);
+    exit_time = Clock::now();
+    pidfd.reset();
+    // All the process wrote is in the pipes now; what descendants may write later is
+    // not its output, and they may hold the pipes open for long.
+    drain(out_fd, out);
+    drain(err_fd, err);
+    out_fd.reset();
+    err_fd.reset();
+  }
+};
+
+Spawned::Spawned(const std::vector<std::string>& argv, const Env& env_extra)
+    : s_(std::make_unique<State>()) {
+  auto [out_r, out_w] = make_pipe();
+  auto [err_r, err_w] = make_pipe();
+  s_->pid = spawn_process(argv, child_env(env_extra), out_w.get(), err_w.get());
+  s_->pidfd = Fd(pidfd_open(s_->pid));
+  if (!s_->pidfd) throw_errno("pidfd_open");
+  s_->out_fd = std::move(out_r);
+  s_->err_fd = std::move(err_r);
+}
+
+Spawned::~Spawned() {
+  if (s_ && !s_->reaped) {
+    ::kill(s_->pid, SIGKILL);
+    s_->reap();
+  }
+}
+
+Spawned::Spawned(Spawned&&) noexcept = default;
+
+Spawned& Spawned::operator=(Spawned&& other) noexcept {
+  if (this != &other) {
+    Spawned old(std::move(*this));
+    s_ = std::move(other.s_);
+  }
+  return *this;
+}
+
+pid_t Spawned::pid() const { return s_->pid; }
+const std::string& Spawned::out() const { return s_->out; }
+const std::string& Spawned::err() const { return s_->err; }
+Clock::time_point Spawned::exit_time() const { return s_->exit_time; }
+
+bool Spawned::pump(const std::vector<State*>& procs, Clock::time_point deadline,
+                   const std::function<bool()>& done) {
+  for (;;) {
+    if (done()) return true;
+    std::vector<pollfd> fds;
+    std::vector<std::pair<State*, int>> owners;  // 0 stdout, 1 stderr, 2 pidfd
+    for (State* p : procs) {
+      auto watch = [&](int fd, int which) {
+        fds.push_back({fd, POLLIN, 0});
+        owners.emplace_back(p, which);
+      };
+      if (p->out_fd) watch(p->out_fd.get(), 0);
+      if (p->err_fd) watch(p->err_fd.get(), 1);
+      if (!p->reaped) watch(p->pidfd.get(), 2);
+    }
+    if (fds.empty()) return done();
+    int n = ::poll(fds.data(), fds.size(), poll_timeout_ms(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("poll");
+    if (n == 0) return done();
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto [p, which] = owners[i];
+      if (which == 0) drain(p->out_fd, p->out);
+      if (which == 1) drain(p->err_fd, p->err);
+      if (which == 2 && !p->reaped) p->reap();
+    }
+  }
+}
+
+std::optional<std::string> Spawned::take_line(bool from_stdout, Clock::time_point deadline) {
+  std::string& buf = from_stdout ? s_->out : s_->err;
+  size_t& pos = from_stdout ? s_->out_pos : s_->err_pos;
+  Fd& fd = from_stdout ? s_->out_fd : s_->err_fd;
+  pump({s_.get()}, deadline, [&] { return buf.find('\n', pos) != std::string::npos || !fd; });
+  size_t nl = buf.find('\n', pos);
+  if (nl != std::string::npos) {
+    std::string line = buf.substr(pos, nl - pos);
+    pos = nl + 1;
+    return line;
+  }
+  if (!fd && pos < buf.size()) {
+    std::string rest = buf.substr(pos);
+    pos = buf.size();
+    return rest;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Spawned::read_line(Clock::time_point deadline) {
+  return take_line(true, deadline);
+}
+
+std::optional<std::string> Spawned::read_err_line(Clock::time_point deadline) {
+  return take_line(false, deadline);
+}
+
+std::optional<int> Spawned::wait(Clock::time_point deadline) {
+  State* s = s_.get();
+  pump({s}, deadline, [s] { return s->reaped; });
+  if (!s->reaped) return std::nullopt;
+  return s->status;
+}
+
+bool Spawned::running() { return !wait(Clock::now()).has_value(); }
+
+void Spawned::kill(int sig) {
+  if (!s_->reaped) ::kill(s_->pid, sig);
+}
+
+bool Spawned::wait_all(std::initializer_list<Spawned*> procs, Clock::time_point deadline) {
+  std::vector<State*> states;
+  for (Spawned* p : procs) states.push_back(p->s_.get());
+  return pump(states, deadline, [&] {
+    return std::all_of(states.begin(), states.end(), [](State* s) { return s->reaped; });
+  });
+}
+
+RunResult run(const std::vector<std::string>& argv, const Env& env_extra,
+              std::chrono::milliseconds timeout) {
+  const auto start = Clock::now();
+  Spawned proc(argv, env_extra);
+  auto status = proc.wait(start + timeout);
+  if (!status) {
+    proc.kill(SIGKILL);
+    proc.wait(deadline(10s));
+    std::string cmdline;
+    for (const auto& a : argv) cmdline += a + " ";
+    FAIL("timed out after " << timeout.count() << "ms: " << cmdline << "\nstdout: " << proc.out()
+                            << "\nstderr: " << proc.err());
+  }
+  return RunResult{*status, proc.out(), proc.err(),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(proc.exit_time() - start)};
+}
+
+std::vector<std::string> child_env(const Env& extra) {
+  std::vector<std::string> env;
+  auto overridden = [&](std::string_view name) {
+    return std::any_of(extra.begin(), extra.end(), [&](const auto& kv) { return kv.first == name; });
+  };
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    auto name = kv.substr(0, kv.find('='));
+    if (name.starts_with("RLOCK_") || name == "REDIS_URL" || name == "XDG_CONFIG_HOME" ||
+        name == "HOME" || overridden(name))
+      continue;
+    env.emplace_back(kv);
+  }
+  if (!overridden("HOME")) env.push_back("HOME=" + suite_home().string());
+  for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
+  return env;
+}
+
+std::string rlock_binary() { return RLOCK_BINARY; }
+
+std::vector<std::string> rlock_argv(const RedisServer& server, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{rlock_binary(), "--url", server.url()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+RunResult rlock(const RedisServer& server, const std::vector<std::string>& args,
+                const Env& env_extra, std::chrono::milliseconds timeout) {
+  return run(rlock_argv(server, args), env_extra, timeout);
+}
+
+RunResult rlock_raw(const std::vector<std::string>& args, const Env& env_extra,
+                    std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv{rlock_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, env_extra, timeout);
+}
+
+Spawned spawn_rlock(const RedisServer& server, const std::vector<std::string>& args,
+                    const Env& env_extra) {
+  return Spawned(rlock_argv(server, args), env_extra);
+}
+
+bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {
+  Fd fd(pidfd_open(pid));
+  if (!fd) {
+    if (errno == ESRCH) return true;
+    throw_errno("pidfd_open");
+  }
+  return poll_readable(fd.get(), deadline(timeout));
+}
+
+PidGuard::PidGuard(pid_t pid) : pid_(pid), pidfd_(pidfd_open(pid)) {
+  if (!pidfd_ && errno != ESRCH) throw_errno("pidfd_open");
+}
+
+PidGuard::~PidGuard() {
+  if (pidfd_ && !poll_readable(pidfd_.get(), Clock::now())) pidfd_send_signal(pidfd_.get(), SIGKILL);
+}
+
+bool PidGuard::wait_gone(std::chrono::milliseconds timeout) {
+  return !pidfd_ || poll_readable(pidfd_.get(), deadline(timeout));
+}
+
+bool poll_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds interval) {
+  const auto until = deadline(timeout);
+  for (;;) {
+    if (condition()) return true;
+    if (Clock::now() >= until) return false;
+    ::usleep(static_cast<useconds_t>(interval.count() * 1000));
+  }
+}
+
+namespace {
+Fd bind_loopback(int* port) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) throw_errno("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw_errno("bind");
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw_errno("getsockname");
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+}  // namespace
+
+int free_port() {
+  int port = 0;
+  bind_loopback(&port);
+  return port;
+}
+
+Fd listen_silently(int* port) {
+  Fd fd = bind_loopback(port);
+  if (::listen(fd.get(), 64) != 0) throw_errno("listen");
+  return fd;
+}
+
+std::string lock_key(std::string_view name, std::string_view prefix) {
+  return std::string(prefix) + "lock:{" + std::string(name) + "}";
+}
+
+std::string fence_key(std::string_view name, std::string_view prefix) {
+  return lock_key(name, prefix) + ":fence";
+}
+
+std::string lock_channel(std::string_view name, std::string_view prefix) {
+  return std::string(prefix) + "chan:{" + std::string(name) + "}:lock";
+}
+
+json hash_of(const RedisServer& server, const std::string& key, int db) {
+  auto flat = server.cmd({"HGETALL", key}, db);
+  json obj = json::object();
+  for (size_t i = 0; i + 1 < flat.size(); i += 2) obj[flat[i]] = flat[i + 1];
+  return obj;
+}
+
+long long subscribers(const RedisServer& server, const std::string& channel) {
+  auto reply = server.cmd({"PUBSUB", "NUMSUB", channel});
+  if (reply.size() != 2) throw RedisError("unexpected PUBSUB NUMSUB reply");
+  return std::stoll(reply[1]);
+}
+
+json parse_json(const std::string& text) {
+  json parsed = json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) FAIL("not one JSON document: [" << text << "]");
+  return parsed;
+}
+
+json keys_of(const json& object) {
+  json names = json::array();
+  for (const auto& item : object.items()) names.push_back(item.key());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+int line_count(std::string_view text) {
+  int n = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  if (!text.empty() && text.back() != '\n') ++n;
+  return n;
+}
+
+}  // namespace rlock::test

@@ -1,0 +1,259 @@
+// Integration-test harness: real redis-server processes on free loopback ports, child
+// processes with captured output, and a Redis client of its own (hiredis, independent of
+// rlock's code) so that tests never trust what they test.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rlock::test {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using Env = std::vector<std::pair<std::string, std::string>>;
+using nlohmann::json;
+
+// Returns now + timeout: the deadline argument of the waiting helpers below.
+inline Clock::time_point deadline(std::chrono::milliseconds timeout) {
+  return Clock::now() + timeout;
+}
+
+// Milliseconds from `start` to `end` (default: now).
+inline long long ms_between(Clock::time_point start, Clock::time_point end = Clock::now()) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(end - start).count();
+}
+
+// Owns a file descriptor (-1 when empty) and closes it on destruction. Move-only.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  // Closes the descriptor (if any) and becomes empty.
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// A fresh directory under /tmp, removed with its contents on destruction. Move-only.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(TempDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+  TempDir& operator=(TempDir&& other) noexcept;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // Path of `name` inside the directory, as a string.
+  std::string operator/(std::string_view name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Reads a whole file; throws if it cannot be opened.
+std::string read_file(const std::string& path);
+// Writes (truncates) a file with the given permission bits.
+void write_file(const std::string& path, std::string_view content, unsigned mode = 0644);
+
+// An error reply (or I/O failure) of the harness's own Redis client.
+struct RedisError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RedisOptions {
+  // Password of the default user ("requirepass"); empty: none.
+  std::string requirepass{};
+  // Also listen on <tempdir>/redis.sock with unixsocketperm 700.
+  bool unix_socket = false;
+  // Extra redis.conf lines, e.g. `user alice on >pw ~* &* +@all` or `rename-command KEYS ""`.
+  std::vector<std::string> config{};
+};
+
+// A redis-server of its own on a free 127.0.0.1 port, with no persistence, in a temporary
+// directory. Started by the constructor (which waits until it answers PING, at most 10s),
+// stopped by PID (TERM, then KILL) and its directory removed by the destructor. Move-only.
+class RedisServer {
+ public:
+  explicit RedisServer(RedisOptions options = {});
+  ~RedisServer();
+  RedisServer(RedisServer&&) noexcept;
+  RedisServer& operator=(RedisServer&&) noexcept;
+
+  int port() const;
+  // redis://127.0.0.1:PORT (no password, even with requirepass).
+  std::string url() const;
+  // Path of the unix socket; empty unless options.unix_socket.
+  std::string socket_path() const;
+  pid_t pid() const;
+  // The server's log so far (for failure messages).
+  std::string log() const;
+
+  // Runs one command on a fresh connection (AUTH with requirepass, SELECT db) and returns
+  // the reply flattened to strings: an array gives its elements (nested arrays are
+  // flattened, nil becomes ""), any other reply one element. Throws RedisError on an error
+  // reply or I/O failure.
+  std::vector<std::string> cmd(const std::vector<std::string>& argv, int db = 0) const;
+  // The single (scalar) reply of cmd() as a string; nil gives "".
+  std::string cmd_str(const std::vector<std::string>& argv, int db = 0) const;
+  // The reply of cmd() as an integer (integer replies, or strings holding one).
+  long long cmd_int(const std::vector<std::string>& argv, int db = 0) const;
+
+  // Stops the server and starts a new one on the same port with the same config. Nothing
+  // is persisted, so all data is lost.
+  void restart();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// Exit status as a shell reports it: the exit code, or 128+N if killed by signal N.
+int decode_wait_status(int wait_status);
+
+// A child process started with posix_spawnp: stdin from /dev/null, stdout and stderr on
+// pipes read by this object, no descriptor inherited beyond 0-2, default signal
+// dispositions and an empty signal mask, and the test environment (see child_env) plus
+// env_extra. The destructor SIGKILLs (by pid) and reaps it if it still runs. Move-only.
+class Spawned {
+ public:
+  explicit Spawned(const std::vector<std::string>& argv, const Env& env_extra = {});
+  ~Spawned();
+  Spawned(Spawned&&) noexcept;
+  Spawned& operator=(Spawned&&) noexcept;
+
+  pid_t pid() const;
+  // Next complete stdout line without its '\n'; the unterminated rest once stdout is
+  // closed; nullopt at the deadline or when nothing is left.
+  std::optional<std::string> read_line(Clock::time_point deadline);
+  // Same for stderr.
+  std::optional<std::string> read_err_line(Clock::time_point deadline);
+  // Waits for the process to exit and returns its status (see decode_wait_status), or
+  // nullopt if it still runs at the deadline. Output is collected while waiting.
+  std::optional<int> wait(Clock::time_point deadline);
+  // True while the process has not exited (checks without blocking).
+  bool running();
+  // Sends `sig` to the process (by pid) unless it has already been reaped.
+  void kill(int sig);
+  // Everything read from stdout / stderr so far (all of it after wait()).
+  const std::string& out() const;
+  const std::string& err() const;
+  // When the exit was observed (meaningful after wait() returned a status).
+  Clock::time_point exit_time() const;
+
+  // Waits until every process in `procs` has exited or the deadline passes, watching all
+  // at once so that each exit_time() is accurate; true if all exited.
+  static bool wait_all(std::initializer_list<Spawned*> procs, Clock::time_point deadline);
+
+ private:
+  struct State;
+  static bool pump(const std::vector<State*>& procs, Clock::time_point deadline,
+                   const std::function<bool()>& done);
+  std::optional<std::string> take_line(bool from_stdout, Clock::time_point deadline);
+  std::unique_ptr<State> s_;
+};
+
+struct RunResult {
+  int status = -1;  // see decode_wait_status
+  std::string out;
+  std::string err;
+  std::chrono::milliseconds elapsed{};
+};
+
+// Runs argv to completion (as Spawned) and returns its status and output. Past `timeout`
+// the process is SIGKILLed and the test FAILs.
+RunResult run(const std::vector<std::string>& argv, const Env& env_extra = {},
+              std::chrono::milliseconds timeout = 30s);
+
+// The environment children get: this process's, minus RLOCK_*, REDIS_URL and
+// XDG_CONFIG_HOME, with HOME set to an empty directory of the suite (so no user config
+// file leaks in), plus `extra` (which replaces variables of the same name).
+std::vector<std::string> child_env(const Env& extra);
+
+// Path of the rlock binary under test.
+std::string rlock_binary();
+// {rlock, --url, server.url(), args...}
+std::vector<std::string> rlock_argv(const RedisServer& server, const std::vector<std::string>& args);
+// Runs `rlock --url <server> args...`.
+RunResult rlock(const RedisServer& server, const std::vector<std::string>& args,
+                const Env& env_extra = {}, std::chrono::milliseconds timeout = 30s);
+// Runs `rlock args...` without --url.
+RunResult rlock_raw(const std::vector<std::string>& args, const Env& env_extra = {},
+                    std::chrono::milliseconds timeout = 30s);
+// Starts `rlock --url <server> args...` in the background.
+Spawned spawn_rlock(const RedisServer& server, const std::vector<std::string>& args,
+                    const Env& env_extra = {});
+
+// Waits (an event: pidfd + poll) until process `pid`, which need not be our child, has
+// exited; true if it is gone within `timeout`.
+bool wait_gone(pid_t pid, std::chrono::milliseconds timeout);
+
+// Watches a process that is not our child (a job's grandchild, say) through a pidfd taken
+// as soon as its pid is known, so a recycled pid can never be hit. The destructor SIGKILLs
+// it if it is still alive, so a failing test leaves nothing behind. Move-only.
+class PidGuard {
+ public:
+  explicit PidGuard(pid_t pid);
+  ~PidGuard();
+  PidGuard(PidGuard&&) noexcept = default;
+  PidGuard& operator=(PidGuard&&) noexcept = default;
+
+  pid_t pid() const { return pid_; }
+  // True once the process has exited (within `timeout`).
+  bool wait_gone(std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_;
+  Fd pidfd_;
+};
+
+// Re-checks `condition` every `interval` until it holds or `timeout` passes; returns whether
+// it held. Only for state that offers no event to wait on (e.g. PUBSUB NUMSUB).
+bool poll_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds interval = 10ms);
+
+// A port on 127.0.0.1 that was free a moment ago (bound to port 0, then closed).
+int free_port();
+// A TCP socket listening on 127.0.0.1 that never accepts or answers; *port receives its port.
+Fd listen_silently(int* port);
+
+// Key layout of a lock with the default prefix (see the CLI spec).
+std::string lock_key(std::string_view name, std::string_view prefix = "rlock:");
+std::string fence_key(std::string_view name, std::string_view prefix = "rlock:");
+std::string lock_channel(std::string_view name, std::string_view prefix = "rlock:");
+
+// HGETALL as a JSON object field -> value (strings); {} when the key does not exist.
+json hash_of(const RedisServer& server, const std::string& key, int db = 0);
+// Number of subscribers of a pub/sub channel (PUBSUB NUMSUB).
+long long subscribers(const RedisServer& server, const std::string& channel);
+
+// Parses `text` as one JSON document; FAILs the test with the text if it is not JSON.
+json parse_json(const std::string& text);
+// The sorted member names of a JSON object, as a JSON array (readable in failure output).
+json keys_of(const json& object);
+// Number of lines in `text`: its '\n' count, plus one for an unterminated last line.
+int line_count(std::string_view text);
+
+}  // namespace rlock::test

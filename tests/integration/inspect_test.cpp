@@ -1,0 +1,121 @@
+// `rlock inspect`: JSON entries, pattern filter, table format, SCAN (never KEYS).
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <map>
+#include <sstream>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+// inspect's JSON array by lock name; FAILs on a duplicate name.
+std::map<std::string, json> by_name(const json& entries) {
+  REQUIRE(entries.is_array());
+  std::map<std::string, json> out;
+  for (const auto& e : entries) {
+    REQUIRE(e.contains("name"));
+    auto [it, fresh] = out.emplace(e["name"].get<std::string>(), e);
+    CHECK_MESSAGE(fresh, "listed twice: " << e);
+  }
+  return out;
+}
+
+json names_of(const std::map<std::string, json>& entries) {
+  json names = json::array();
+  for (const auto& [name, entry] : entries) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+TEST_CASE("inspect: entries, waiters, pattern, table; on a server without KEYS") {
+  RedisServer redis(RedisOptions{.config = {R"(rename-command KEYS "")"}});
+  REQUIRE_THROWS_AS(redis.cmd({"KEYS", "*"}), RedisError);
+
+  REQUIRE(rlock(redis, {"lock", "deploy-prod", "--owner", "o1"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "deploy-staging", "--owner", "o2", "--lease", "60s"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "deploy-staging", "--owner", "o2", "--lease", "60s"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "other", "--owner", "o3"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "freed", "--owner", "o4"}).status == 0);
+  REQUIRE(rlock(redis, {"unlock", "freed", "--owner", "o4"}).status == 0);
+  // Keys under the prefix that are no lock, and one outside it.
+  redis.cmd({"SET", lock_key("junk"), "x"});
+  redis.cmd({"SET", "rlock:unrelated", "y"});
+  redis.cmd({"SET", "elsewhere", "z"});
+
+  auto waiter = spawn_rlock(redis, {"lock", "--wait", "60s", "deploy-prod", "--owner", "w"});
+  REQUIRE(poll_until([&] { return subscribers(redis, lock_channel("deploy-prod")) == 1; }, 10s));
+
+  SUBCASE("all locks as JSON") {
+    auto r = rlock(redis, {"inspect"});
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.status == 0);
+    auto entries = by_name(parse_json(r.out));
+    // The string at rlock:lock:{junk} may be skipped or reported, but nothing else appears.
+    entries.erase("junk");
+    CHECK(names_of(entries) == json::array({"deploy-prod", "deploy-staging", "other"}));
+
+    auto& prod = entries["deploy-prod"];
+    CHECK(keys_of(prod) ==
+          json::array({"fence", "holders", "key", "name", "ttl_ms", "type", "waiters"}));
+    CHECK(prod["type"] == "lock");
+    CHECK(prod["key"] == "rlock:lock:{deploy-prod}");
+    CHECK(prod["holders"] == json::array({json::object({{"owner", "o1"}, {"count", 1}})}));
+    CHECK(prod["ttl_ms"].get<long long>() > 0);
+    CHECK(prod["ttl_ms"].get<long long>() <= 30000);
+    CHECK(prod["fence"] == redis.cmd_int({"GET", fence_key("deploy-prod")}));
+    CHECK(prod["waiters"] == 1);
+
+    auto& staging = entries["deploy-staging"];
+    CHECK(staging["key"] == "rlock:lock:{deploy-staging}");
+    CHECK(staging["holders"] == json::array({json::object({{"owner", "o2"}, {"count", 2}})}));
+    CHECK(staging["ttl_ms"].get<long long>() > 30000);
+    CHECK(staging["ttl_ms"].get<long long>() <= 60000);
+    CHECK(staging["fence"] == redis.cmd_int({"GET", fence_key("deploy-staging")}));
+    CHECK(staging["waiters"] == 0);
+  }
+
+  SUBCASE("pattern filters by lock name") {
+    auto r = rlock(redis, {"inspect", "deploy*"});
+    REQUIRE(r.status == 0);
+    CHECK(names_of(by_name(parse_json(r.out))) == json::array({"deploy-prod", "deploy-staging"}));
+    r = rlock(redis, {"inspect", "*-staging"});
+    REQUIRE(r.status == 0);
+    CHECK(names_of(by_name(parse_json(r.out))) == json::array({"deploy-staging"}));
+    r = rlock(redis, {"inspect", "nothing-matches*"});
+    REQUIRE(r.status == 0);
+    CHECK(parse_json(r.out) == json::array());
+  }
+
+  SUBCASE("table format: a header and one row per lock") {
+    auto r = rlock(redis, {"--format", "table", "inspect", "deploy-prod"});
+    INFO("stdout: " << r.out);
+    REQUIRE(r.status == 0);
+    REQUIRE(line_count(r.out) == 2);
+    const auto header = r.out.substr(0, r.out.find('\n'));
+    const auto row = r.out.substr(header.size() + 1);
+    CHECK(words(header) ==
+          std::vector<std::string>{"TYPE", "NAME", "HOLDERS", "TTL", "FENCE", "WAITERS"});
+    auto cells = words(row);
+    REQUIRE(cells.size() == 7);  // HOLDERS is "o1 (x1)"
+    CHECK(cells[0] == "lock");
+    CHECK(cells[1] == "deploy-prod");
+    CHECK(row.find("o1 (x1)") != std::string::npos);
+    CHECK(cells[4].back() == 's');
+    CHECK(cells[5] == redis.cmd_str({"GET", fence_key("deploy-prod")}));
+    CHECK(cells[6] == "1");
+  }
+
+  waiter.kill(SIGTERM);
+  CHECK(waiter.wait(deadline(10s)) == std::optional<int>(128 + SIGTERM));
+}
+
+}  // namespace
+}  // namespace rlock::test

@@ -1,0 +1,82 @@
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/app.hpp"
+#include "exec/signals.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+// Runs the CLI on arguments that must fail before any connection is made.
+int usage_exit(std::vector<std::string> args, std::string* message = nullptr) {
+  args.insert(args.begin(), "rlock");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  try {
+    return rlock::cli::run(static_cast<int>(argv.size()), argv.data());
+  } catch (const rlock::Error& e) {
+    if (message) *message = e.what();
+    return e.exit_code();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bad flags are usage errors before anything connects") {
+  // The URL points at a port nothing listens on: reaching Redis would give 69, not 64.
+  const std::vector<std::vector<std::string>> cases = {
+      {"frobnicate"},
+      {"lock"},
+      {"lock", "a", "--bogus"},
+      {"lock", "a", "--lease", "10x"},
+      {"lock", "a", "--lease", "-5s"},
+      {"lock", "a", "--lease", "0"},
+      {"lock", "a", "--wait", "99999999999999999999d"},
+      {"lock", "a", "--wait", "1s", "-n"},
+      {"lock", "a", "-E", "300"},
+      {"lock", ""},
+      {"lock", std::string(513, 'n')},
+      {"lock", "bad\x01name"},
+      {"exec", "a", "true"},
+      {"exec", "a"},
+      {"exec", "a", "--"},
+      {"exec", "a", "--on-lost", "NOPE", "--", "true"},
+      {"exec", "a", "--kill-after", "1x", "--", "true"},
+      {"unlock", "a"},
+      {"unlock", "a", "--owner", "o", "--force"},
+      {"inspect", "--format", "xml"},
+      {"--url", "http://x", "inspect"},
+      {"--timeout", "0", "inspect"},
+      {"help", "nosuch"},
+  };
+  for (auto args : cases) {
+    args.insert(args.begin(), {"--url", "redis://127.0.0.1:1"});
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    CAPTURE(joined);
+    std::string message;
+    CHECK(usage_exit(args, &message) == rlock::kExitUsage);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("exec's missing -- is named") {
+  std::string message;
+  CHECK(usage_exit({"exec", "a", "true"}, &message) == rlock::kExitUsage);
+  CHECK(message.find("missing '--'") != std::string::npos);
+  CHECK(usage_exit({"exec", "a", "--"}, &message) == rlock::kExitUsage);
+  CHECK(message.find("missing command after '--'") != std::string::npos);
+}
+
+TEST_CASE("signals by name or number") {
+  CHECK(rlock::exec::parse_signal("TERM") == SIGTERM);
+  CHECK(rlock::exec::parse_signal("sigkill") == SIGKILL);
+  CHECK(rlock::exec::parse_signal("SIGUSR1") == SIGUSR1);
+  CHECK(rlock::exec::parse_signal("2") == SIGINT);
+  CHECK_THROWS_AS(rlock::exec::parse_signal("0"), rlock::UsageError);
+  CHECK_THROWS_AS(rlock::exec::parse_signal("SIGFOO"), rlock::UsageError);
+  CHECK_THROWS_AS(rlock::exec::parse_signal(""), rlock::UsageError);
+}
