@@ -40,11 +40,18 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(conn, layout, req.name);
   auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
-  if (a.interrupted) {
-    int signo = signals.next().value_or(SIGTERM);
-    console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" + req.name +
-                   "'; the command did not run");
-    return 128 + signo;
+  while (a.interrupted) {
+    // SIGCHLD of a child rlock inherited (`sh -c 'x & exec rlock ...'`) is no reason to stop.
+    int signo = 0;
+    while (auto s = signals.next()) {
+      if (exec::is_forwarded(*s)) signo = *s;
+    }
+    if (signo) {
+      console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" + req.name +
+                     "'; the command did not run");
+      return 128 + signo;
+    }
+    a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
   }
   if (!a.acquired) {
     console.notice("lock '" + req.name + "' is held by " + describe_holders(a.holders) +
