@@ -1,6 +1,7 @@
 #include "exec/supervisor.hpp"
 
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -43,6 +44,7 @@ class Run {
       if (!leader_alive() && !draining_) start_draining();
       wait_for_event();
       handle_signals();
+      if (!leader_alive()) reap_children();
       if (SteadyClock::now() >= kill_at_) {
         kill(-job_.pid, SIGKILL);
         kill_at_ = Deadline::max();
@@ -67,12 +69,21 @@ class Run {
   void handle_signals() {
     while (auto s = signals_.next()) {
       if (*s == SIGCHLD) {
-        int st = 0;
-        if (leader_alive() && waitpid(job_.pid, &st, WNOHANG) == job_.pid) status_ = st;
+        reap_children();
       } else if (is_forwarded(*s)) {
         if (o_.verbose) o_.verbose("forwarding signal " + std::to_string(*s) + " to the job's process group");
         kill(-job_.pid, *s);
       }
+    }
+  }
+
+  // rlock is the job's subreaper: orphans of the job are reparented to it, and reaping
+  // them here keeps zombies from looking like live members of the group.
+  void reap_children() {
+    int st = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+      if (pid == job_.pid) status_ = st;
     }
   }
 
@@ -121,6 +132,7 @@ class Run {
 
 int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals,
               const SuperviseOptions& options) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   GuardianSlot slot{options.on_lost_signal, options.kill_after, std::nullopt};
   Job job;
   try {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "redis/reply.hpp"
+#include "util/error.hpp"
 
 namespace rlock::inspect {
 namespace {
@@ -29,7 +30,11 @@ std::optional<LockView> decode(LockView v, const redis::ReplyPtr* r) {
     v.error = "key holds another type than a lock hash";
   } else {
     if (r[0]->elements == 0) return std::nullopt;  // expired since SCAN saw it
-    v.holders = prim::decode_holders(r[0].get(), 0);
+    try {
+      v.holders = prim::decode_holders(r[0].get(), 0, v.key);
+    } catch (const DataError&) {
+      v.error = "hash whose values are not reentry counts: not a lock";
+    }
   }
   v.ttl_ms = redis::as_integer(r[1].get());
   if (r[2]->type == REDIS_REPLY_STRING) {

@@ -6,6 +6,7 @@
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
 #include "redis/subscriber.hpp"
+#include "util/error.hpp"
 
 namespace rlock::prim {
 namespace {
@@ -18,10 +19,16 @@ constexpr Millis kExpirySlack{2};
 
 }  // namespace
 
-std::vector<Holder> decode_holders(const redisReply* r, size_t first) {
+std::vector<Holder> decode_holders(const redisReply* r, size_t first, const std::string& key) {
   std::vector<Holder> holders;
   for (size_t i = first; i + 1 < r->elements; i += 2) {
-    holders.push_back({redis::as_string(r->element[i]), redis::as_integer(r->element[i + 1])});
+    std::string owner = redis::as_string(r->element[i]);
+    try {
+      holders.push_back({owner, redis::as_integer(r->element[i + 1])});
+    } catch (const DataError&) {
+      throw DataError("key '" + key + "' holds a hash that is not a lock (field '" + owner +
+                      "' is not a reentry count); rlock will not overwrite it");
+    }
   }
   return holders;
 }
@@ -47,7 +54,7 @@ Acquisition Lock::try_acquire(const std::string& owner, Millis lease) {
     a.lease = Millis(redis::as_integer(redis::element(reply.get(), 3)));
   } else {
     a.ttl = Millis(redis::as_integer(redis::element(reply.get(), 1)));
-    a.holders = decode_holders(reply.get(), 2);
+    a.holders = decode_holders(reply.get(), 2, key_);
   }
   return a;
 }
@@ -80,14 +87,14 @@ Release Lock::release(const std::string& owner, Millis keep) {
   if (r.held) {
     r.remaining = redis::as_integer(redis::element(reply.get(), 1));
   } else {
-    r.holders = decode_holders(reply.get(), 1);
+    r.holders = decode_holders(reply.get(), 1, key_);
   }
   return r;
 }
 
 std::vector<Holder> Lock::force_release() {
   auto reply = run_object_script(conn_, redis::scripts::lock_force_release, {key_}, {channel_}, kKind);
-  return decode_holders(reply.get(), 0);
+  return decode_holders(reply.get(), 0, key_);
 }
 
 bool Lock::renew(const std::string& owner, Millis lease) {

@@ -39,7 +39,11 @@ TEST_CASE("cli: bad input is a usage error (64) with one stderr line and no Redi
       {"timeout 10x", {"--timeout", "10x", "lock", "L", "--owner", "a"}},
       {"empty name", {"lock", "", "--owner", "a"}},
       {"513-byte name", {"lock", std::string(513, 'n'), "--owner", "a"}},
-      {"control character in name", {"lock", "a\x01" "b", "--owner", "a"}},
+      {"control character in name",
+       {"lock",
+        "a\x01"
+        "b",
+        "--owner", "a"}},
       {"tab in name", {"lock", "a\tb", "--owner", "a"}},
       {"exec empty name", {"exec", "", "--", "true"}},
       {"unlock empty name", {"unlock", "", "--owner", "a"}},
@@ -48,7 +52,7 @@ TEST_CASE("cli: bad input is a usage error (64) with one stderr line and no Redi
       {"conflict exit code not a number", {"lock", "L", "--owner", "a", "-E", "abc"}},
   };
   for (const auto& c : cases) {
-    CAPTURE(c.what);
+    INFO("case: " << std::string(c.what));
     auto r = rlock(redis, c.args);
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     CHECK(r.status == 64);
@@ -74,11 +78,10 @@ TEST_CASE("cli: durations are 250ms, 30s, 5m, 2h, 1d or bare seconds") {
     const char* text;
     long long ms;
   };
-  const Case cases[] = {{"250ms", 250},     {"30s", 30000},        {"5m", 300000},
-                        {"2h", 7200000},    {"1d", 86400000},      {"10", 10000},
-                        {"0.5", 500},       {"1500ms", 1500}};
+  const Case cases[] = {{"250ms", 250},   {"30s", 30000}, {"5m", 300000}, {"2h", 7200000},
+                        {"1d", 86400000}, {"10", 10000},  {"0.5", 500},   {"1500ms", 1500}};
   for (const auto& c : cases) {
-    CAPTURE(c.text);
+    INFO("duration: " << std::string(c.text));
     const std::string name = std::string("d-") + c.text;
     auto r = rlock(redis, {"lock", name, "--owner", "a", "--lease", c.text});
     REQUIRE(r.status == 0);
@@ -107,7 +110,7 @@ TEST_CASE("cli: a key of another type where the lock should be is exit 65 and ne
       {"unlock --force", {"unlock", "L", "--force"}},
   };
   for (const auto& c : cases) {
-    CAPTURE(c.what);
+    INFO("case: " << std::string(c.what));
     auto r = rlock(redis, c.args);
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     CHECK(r.status == 65);
@@ -126,7 +129,7 @@ TEST_CASE("cli: --version, --help and help SUBCOMMAND") {
   r = rlock_raw({"--help"});
   CHECK(r.status == 0);
   for (const char* sub : {"lock", "unlock", "exec", "inspect"}) {
-    CAPTURE(sub);
+    INFO("subcommand: " << std::string(sub));
     CHECK(r.out.find(sub) != std::string::npos);
   }
 
@@ -135,7 +138,7 @@ TEST_CASE("cli: --version, --help and help SUBCOMMAND") {
     return text.find("example") != std::string::npos;
   };
   for (const char* sub : {"lock", "unlock", "exec", "inspect"}) {
-    CAPTURE(sub);
+    INFO("subcommand: " << std::string(sub));
     r = rlock_raw({"help", sub});
     CHECK(r.status == 0);
     CHECK(mentions_examples(r.out));
@@ -150,8 +153,9 @@ TEST_CASE("cli: configuration precedence is flags > environment > config file") 
   TempDir dir;
   const std::string config = dir / "config.json";
   const std::string dead_url = "redis://127.0.0.1:" + std::to_string(free_port());
-  write_file(config, json::object({{"url", redis.url()}, {"owner", "cfg-owner"}, {"prefix", "cfgp:"}})
-                         .dump());
+  write_file(
+      config,
+      json::object({{"url", redis.url()}, {"owner", "cfg-owner"}, {"prefix", "cfgp:"}}).dump());
   const Env with_config{{"RLOCK_CONFIG", config}};
 
   // The config file alone: url, owner and prefix.
@@ -183,14 +187,15 @@ TEST_CASE("cli: configuration precedence is flags > environment > config file") 
   r = rlock_raw({"lock", "u2", "--owner", "a"},
                 {{"RLOCK_CONFIG", dead_config}, {"REDIS_URL", redis.url()}});
   CHECK(r.status == 0);
-  r = rlock_raw({"lock", "u3", "--owner", "a"},
-                {{"RLOCK_CONFIG", dead_config}, {"REDIS_URL", dead_url}, {"RLOCK_URL", redis.url()}});
+  r = rlock_raw(
+      {"lock", "u3", "--owner", "a"},
+      {{"RLOCK_CONFIG", dead_config}, {"REDIS_URL", dead_url}, {"RLOCK_URL", redis.url()}});
   CHECK(r.status == 0);
   r = rlock_raw({"--url", redis.url(), "lock", "u4", "--owner", "a"},
                 {{"RLOCK_CONFIG", dead_config}, {"RLOCK_URL", dead_url}});
   CHECK(r.status == 0);
   for (const char* name : {"u2", "u3", "u4"}) {
-    CAPTURE(name);
+    INFO("name: " << std::string(name));
     CHECK(hash_of(redis, lock_key(name)) == json::object({{"a", "1"}}));
   }
 }

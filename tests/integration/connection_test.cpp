@@ -33,7 +33,7 @@ TEST_CASE("connection: unreachable, TLS, timeouts and refused auth exit 69 with 
       {"unknown ACL user", {"--url", with_port("redis://nobody:s3cret@", redis.port())}},
   };
   for (const auto& c : cases) {
-    CAPTURE(c.what);
+    INFO("case: " << std::string(c.what));
     for (const auto& sub : std::vector<std::vector<std::string>>{
              {"lock", "L", "--owner", "a"}, {"exec", "L", "--", "true"}, {"inspect"}}) {
       CAPTURE(sub[0]);
@@ -51,8 +51,8 @@ TEST_CASE("connection: unreachable, TLS, timeouts and refused auth exit 69 with 
 }
 
 TEST_CASE("connection: password from URL, RLOCK_PASSWORD, --password-file; ACL users; db") {
-  RedisServer redis(RedisOptions{.requirepass = "s3cret",
-                                 .config = {"user alice on >alicepw ~* &* +@all"}});
+  RedisServer redis(
+      RedisOptions{.requirepass = "s3cret", .config = {"user alice on >alicepw ~* &* +@all"}});
   TempDir dir;
   const std::string plain_url = redis.url();
 
@@ -73,7 +73,7 @@ TEST_CASE("connection: password from URL, RLOCK_PASSWORD, --password-file; ACL u
               {{"RLOCK_PASSWORD", "s3cret"}});
   CHECK(r.status == 0);
   for (const char* name : {"url-pw", "env-pw", "acl-user"}) {
-    CAPTURE(name);
+    INFO("name: " << std::string(name));
     CHECK(hash_of(redis, lock_key(name)) == json::object({{"a", "1"}}));
   }
   CHECK(redis.cmd_int({"EXISTS", lock_key("db3")}, 3) == 1);
@@ -102,8 +102,8 @@ TEST_CASE("connection: unix socket with ?db=N") {
   RedisServer redis(RedisOptions{.unix_socket = true});
   REQUIRE(std::filesystem::exists(redis.socket_path()));
 
-  auto r = rlock_raw({"--url", "unix://" + redis.socket_path() + "?db=2", "lock", "sock", "--owner",
-                      "a"});
+  auto r = rlock_raw(
+      {"--url", "unix://" + redis.socket_path() + "?db=2", "lock", "sock", "--owner", "a"});
   INFO("stderr: " << r.err);
   CHECK(r.status == 0);
   CHECK(hash_of(redis, lock_key("sock"), 2) == json::object({{"a", "1"}}));
@@ -113,8 +113,8 @@ TEST_CASE("connection: unix socket with ?db=N") {
   CHECK(r.status == 0);
   CHECK(redis.cmd_int({"EXISTS", lock_key("sock0")}, 0) == 1);
 
-  r = rlock_raw({"--url", "unix://" + redis.socket_path() + "?db=2", "exec", "sock", "--owner",
-                 "b", "--", "true"});
+  r = rlock_raw({"--url", "unix://" + redis.socket_path() + "?db=2", "exec", "sock", "--owner", "b",
+                 "--", "true"});
   CHECK(r.status == 75);
 }
 

@@ -52,7 +52,7 @@ TEST_CASE("exec: a SIGKILLed rlock's job is killed by its guardian and the lock 
 
   job.kill(SIGKILL);
   const auto killed_at = Clock::now();
-  CHECK(job.wait(deadline(5s)) == std::optional<int>(128 + SIGKILL));
+  CHECK(job.wait(deadline(5s)).value_or(kStillRunning) == 128 + SIGKILL);
 
   // The job dies within kill-after + lease of rlock's death.
   CHECK(sleeper.wait_gone(3s));
@@ -75,8 +75,8 @@ TEST_CASE("exec: renewal keeps a 1s lease for a 4s job; the waiter gets it only 
 
   auto waiter = spawn_rlock(redis, {"lock", "--wait", "20s", "R", "--owner", "w"});
   REQUIRE(Spawned::wait_all({&job, &waiter}, deadline(20s)));
-  CHECK(job.wait(Clock::now()) == std::optional<int>(0));
-  CHECK(waiter.wait(Clock::now()) == std::optional<int>(0));
+  CHECK(job.wait(Clock::now()).value_or(kStillRunning) == 0);
+  CHECK(waiter.wait(Clock::now()).value_or(kStillRunning) == 0);
   INFO("job stderr: " << job.err() << "\nwaiter stderr: " << waiter.err());
   CHECK(job.exit_time() <= waiter.exit_time());
   auto j = parse_json(waiter.out());
@@ -86,8 +86,8 @@ TEST_CASE("exec: renewal keeps a 1s lease for a 4s job; the waiter gets it only 
 
 TEST_CASE("exec: a lock deleted under the job stops it and rlock exits 76") {
   RedisServer redis;
-  auto job = spawn_rlock(redis, {"exec", "--lease", "3s", "--owner", "job", "D", "--", "sh",
-                                 "-c", "echo $$; exec sleep 60"});
+  auto job = spawn_rlock(redis, {"exec", "--lease", "3s", "--owner", "job", "D", "--", "sh", "-c",
+                                 "echo $$; exec sleep 60"});
   PidGuard child(read_pid(job));
 
   redis.cmd({"DEL", lock_key("D")});
@@ -98,6 +98,37 @@ TEST_CASE("exec: a lock deleted under the job stops it and rlock exits 76") {
   CHECK(*status == 76);
   CHECK(ms_between(deleted_at, job.exit_time()) <= 2000);  // lease/3 + 1s
   CHECK(child.wait_gone(1s));
+}
+
+// Unreachable Redis: renewals fail, and at the lease deadline (monotonic clock) rlock must
+// stop the job, since someone else may get the lock from then on. Table: the server dies
+// (connections refused), or it freezes (connections hang; the default --timeout of 5s is
+// longer than the lease).
+TEST_CASE("exec: Redis unreachable until the lease deadline stops the job with 76") {
+  struct Case {
+    const char* what;
+    bool freeze;
+  };
+  const Case cases[] = {{"server stopped", false}, {"server frozen", true}};
+  for (const auto& c : cases) {
+    INFO("case: " << std::string(c.what));
+    RedisServer redis;
+    auto job = spawn_rlock(redis, {"exec", "--lease", "2s", "--kill-after", "1s", "U", "--", "sh",
+                                   "-c", "echo $$; exec sleep 60"});
+    PidGuard child(read_pid(job));
+    const auto cut_at = Clock::now();
+    if (c.freeze) {
+      redis.freeze();
+    } else {
+      redis.stop();
+    }
+    CHECK(child.wait_gone(3500ms));  // within the lease (+ a renewal period of slack)
+    auto status = job.wait(deadline(10s));
+    INFO("stderr: " << job.err());
+    CHECK(status.value_or(kStillRunning) == 76);
+    CHECK(ms_between(cut_at, job.exit_time()) <= 4000);
+    redis.thaw();
+  }
 }
 
 TEST_CASE("exec: a lost lock sends --on-lost, then KILL after --kill-after") {
@@ -135,6 +166,39 @@ TEST_CASE("exec: TERM to rlock reaches the job's child and grandchild") {
   CHECK(redis.cmd_int({"EXISTS", lock_key("K")}) == 0);
   CHECK(child.wait_gone(5s));
   CHECK(grandchild.wait_gone(5s));
+}
+
+// In a container whose PID 1 does not reap orphans (or where rlock is PID 1), a job's dead
+// orphans stay zombies: they are no running processes and must not keep rlock waiting.
+TEST_CASE("exec: rlock does not wait for dead orphans that nobody reaps") {
+  RedisServer redis;
+  struct Case {
+    const char* lock;
+    const char* script;  // prints the pid of a background child, then its own
+    bool term_rlock;
+    int status;
+  };
+  const Case cases[] = {
+      {"term-rlock", "sleep 60 & echo $!; echo $$; wait", true, 128 + SIGTERM},
+      {"job-exits-leaving-a-child", "sleep 60 & echo $!; echo $$; exit 3", false, 3},
+  };
+  for (const auto& c : cases) {
+    INFO("case: " << std::string(c.lock));
+    auto job = spawn_under_lazy_reaper(
+        rlock_argv(redis, {"exec", "--owner", "job", c.lock, "--", "sh", "-c", c.script}));
+    PidGuard grandchild(read_pid(job));
+    const pid_t child = read_pid(job);
+    if (c.term_rlock) {
+      const pid_t rlock_pid = parent_of(child);
+      REQUIRE(rlock_pid > 0);
+      ::kill(rlock_pid, SIGTERM);
+    }
+    auto status = job.wait(deadline(5s));
+    INFO("stderr: " << job.err());
+    CHECK(status.value_or(kStillRunning) == c.status);
+    CHECK(grandchild.wait_gone(1s));
+    CHECK(redis.cmd_int({"EXISTS", lock_key(c.lock)}) == 0);
+  }
 }
 
 TEST_CASE("exec: a signal while waiting stops the wait; the command never runs") {
@@ -213,7 +277,7 @@ TEST_CASE("exec: exit statuses are the child's") {
       {"not executable", {not_executable}, 126},
   };
   for (const auto& c : cases) {
-    CAPTURE(c.what);
+    INFO("case: " << std::string(c.what));
     std::vector<std::string> args{"exec", "E", "--"};
     args.insert(args.end(), c.command.begin(), c.command.end());
     auto r = rlock(redis, args);

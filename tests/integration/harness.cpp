@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -36,6 +37,39 @@ namespace {
 const bool kSigpipeIgnored = [] {
   ::signal(SIGPIPE, SIG_IGN);
   return true;
+}();
+
+constexpr const char* kLazyReaperVar = "RLOCK_IT_LAZY_REAPER";
+
+// The helper of spawn_under_lazy_reaper: this test binary started again with kLazyReaperVar
+// set runs argv[1..] as a child subreaper that waits for that one child only.
+[[noreturn]] void run_lazy_reaper() {
+  ::unsetenv(kLazyReaperVar);
+  std::string cmdline = read_file("/proc/self/cmdline");
+  std::vector<char*> args;
+  for (size_t at = 0; at < cmdline.size(); at = cmdline.find('\0', at) + 1)
+    args.push_back(&cmdline[at]);
+  args.push_back(nullptr);
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0 || args.size() < 3) ::_exit(125);
+  pid_t pid = ::fork();
+  if (pid < 0) ::_exit(125);
+  if (pid == 0) {
+    // Dies with the helper (whose Spawned SIGKILLs it when a test fails), so nothing stays.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execvp(args[1], args.data() + 1);
+    ::_exit(127);
+  }
+  int ws = 0;
+  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  ::_exit(WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+}
+
+const bool kIsLazyReaper = [] {
+  if (const char* v = std::getenv(kLazyReaperVar); v != nullptr && std::string_view(v) == "1")
+    run_lazy_reaper();
+  return false;
 }();
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
@@ -306,6 +340,7 @@ struct RedisServer::State {
 
   void stop() {
     if (pid < 0) return;
+    ::kill(pid, SIGCONT);  // in case a test froze it
     ::kill(pid, SIGTERM);
     if (!poll_readable(pidfd.get(), deadline(5s))) ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
@@ -364,6 +399,16 @@ long long RedisServer::cmd_int(const std::vector<std::string>& argv, int db) con
 void RedisServer::restart() {
   s_->stop();
   s_->start(true);
+}
+
+void RedisServer::stop() { s_->stop(); }
+
+void RedisServer::freeze() {
+  if (s_->pid > 0) ::kill(s_->pid, SIGSTOP);
+}
+
+void RedisServer::thaw() {
+  if (s_->pid > 0) ::kill(s_->pid, SIGCONT);
 }
 
 // --- processes ---------------------------------------------------------------------------
@@ -531,7 +576,8 @@ RunResult run(const std::vector<std::string>& argv, const Env& env_extra,
 std::vector<std::string> child_env(const Env& extra) {
   std::vector<std::string> env;
   auto overridden = [&](std::string_view name) {
-    return std::any_of(extra.begin(), extra.end(), [&](const auto& kv) { return kv.first == name; });
+    return std::any_of(extra.begin(), extra.end(),
+                       [&](const auto& kv) { return kv.first == name; });
   };
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
@@ -548,7 +594,8 @@ std::vector<std::string> child_env(const Env& extra) {
 
 std::string rlock_binary() { return RLOCK_BINARY; }
 
-std::vector<std::string> rlock_argv(const RedisServer& server, const std::vector<std::string>& args) {
+std::vector<std::string> rlock_argv(const RedisServer& server,
+                                    const std::vector<std::string>& args) {
   std::vector<std::string> argv{rlock_binary(), "--url", server.url()};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
@@ -571,6 +618,29 @@ Spawned spawn_rlock(const RedisServer& server, const std::vector<std::string>& a
   return Spawned(rlock_argv(server, args), env_extra);
 }
 
+Spawned spawn_under_lazy_reaper(const std::vector<std::string>& argv, const Env& env_extra) {
+  std::vector<std::string> helper{"/proc/self/exe"};
+  helper.insert(helper.end(), argv.begin(), argv.end());
+  Env env = env_extra;
+  env.emplace_back(kLazyReaperVar, "1");
+  return Spawned(helper, env);
+}
+
+pid_t parent_of(pid_t pid) {
+  std::string stat;
+  try {
+    stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  } catch (const std::runtime_error&) {
+    return -1;
+  }
+  // pid (comm) state ppid ...: comm may hold spaces and parentheses, so parse after the last ')'.
+  std::istringstream rest(stat.substr(stat.rfind(')') + 1));
+  std::string state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
 bool wait_gone(pid_t pid, std::chrono::milliseconds timeout) {
   Fd fd(pidfd_open(pid));
   if (!fd) {
@@ -585,7 +655,8 @@ PidGuard::PidGuard(pid_t pid) : pid_(pid), pidfd_(pidfd_open(pid)) {
 }
 
 PidGuard::~PidGuard() {
-  if (pidfd_ && !poll_readable(pidfd_.get(), Clock::now())) pidfd_send_signal(pidfd_.get(), SIGKILL);
+  if (pidfd_ && !poll_readable(pidfd_.get(), Clock::now()))
+    pidfd_send_signal(pidfd_.get(), SIGKILL);
 }
 
 bool PidGuard::wait_gone(std::chrono::milliseconds timeout) {

@@ -124,6 +124,11 @@ class RedisServer {
   // Stops the server and starts a new one on the same port with the same config. Nothing
   // is persisted, so all data is lost.
   void restart();
+  // Stops the server (TERM, then KILL); connections are refused until restart().
+  void stop();
+  // SIGSTOP / SIGCONT: a frozen server accepts connections but answers nothing.
+  void freeze();
+  void thaw();
 
  private:
   struct State;
@@ -132,6 +137,10 @@ class RedisServer {
 
 // Exit status as a shell reports it: the exit code, or 128+N if killed by signal N.
 int decode_wait_status(int wait_status);
+
+// What tests compare a status with when Spawned::wait() returned nullopt:
+// `proc.wait(deadline(5s)).value_or(kStillRunning) == 0` reads well in failure output.
+constexpr int kStillRunning = -1;
 
 // A child process started with posix_spawnp: stdin from /dev/null, stdout and stderr on
 // pipes read by this object, no descriptor inherited beyond 0-2, default signal
@@ -195,7 +204,8 @@ std::vector<std::string> child_env(const Env& extra);
 // Path of the rlock binary under test.
 std::string rlock_binary();
 // {rlock, --url, server.url(), args...}
-std::vector<std::string> rlock_argv(const RedisServer& server, const std::vector<std::string>& args);
+std::vector<std::string> rlock_argv(const RedisServer& server,
+                                    const std::vector<std::string>& args);
 // Runs `rlock --url <server> args...`.
 RunResult rlock(const RedisServer& server, const std::vector<std::string>& args,
                 const Env& env_extra = {}, std::chrono::milliseconds timeout = 30s);
@@ -205,6 +215,16 @@ RunResult rlock_raw(const std::vector<std::string>& args, const Env& env_extra =
 // Starts `rlock --url <server> args...` in the background.
 Spawned spawn_rlock(const RedisServer& server, const std::vector<std::string>& args,
                     const Env& env_extra = {});
+
+// Starts argv (as Spawned) under a helper process that is a child subreaper and never reaps
+// the orphans it inherits, only argv's own process, whose status it exits with. Orphaned
+// descendants that die stay zombies until the helper exits: the situation of a job in a
+// container whose PID 1 does not reap (or is rlock itself). argv's process gets SIGKILL
+// when the helper dies (PR_SET_PDEATHSIG), so a failing test leaves nothing behind.
+Spawned spawn_under_lazy_reaper(const std::vector<std::string>& argv, const Env& env_extra = {});
+
+// Parent pid of `pid` (from /proc/PID/stat); -1 if it is gone.
+pid_t parent_of(pid_t pid);
 
 // Waits (an event: pidfd + poll) until process `pid`, which need not be our child, has
 // exited; true if it is gone within `timeout`.

@@ -58,8 +58,15 @@ TEST_CASE("inspect: entries, waiters, pattern, table; on a server without KEYS")
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     REQUIRE(r.status == 0);
     auto entries = by_name(parse_json(r.out));
-    // The string at rlock:lock:{junk} may be skipped or reported, but nothing else appears.
-    entries.erase("junk");
+    // The string at rlock:lock:{junk} may be skipped, or reported as such (an "error"
+    // saying what is wrong, no holders); nothing else appears.
+    if (entries.count("junk") != 0) {
+      const auto& junk = entries["junk"];
+      CHECK(junk["key"] == lock_key("junk"));
+      CHECK(junk["holders"] == json::array());
+      CHECK(junk.contains("error"));
+      entries.erase("junk");
+    }
     CHECK(names_of(entries) == json::array({"deploy-prod", "deploy-staging", "other"}));
 
     auto& prod = entries["deploy-prod"];
@@ -114,7 +121,33 @@ TEST_CASE("inspect: entries, waiters, pattern, table; on a server without KEYS")
   }
 
   waiter.kill(SIGTERM);
-  CHECK(waiter.wait(deadline(10s)) == std::optional<int>(128 + SIGTERM));
+  CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 128 + SIGTERM);
+}
+
+// A hash under a lock key whose values are no counts (another program's data) is not a
+// lock: inspect still lists the real locks, and skips it or reports it with an "error".
+TEST_CASE("inspect: a hash that is no lock does not hide the real locks") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "real", "--owner", "o1"}).status == 0);
+  redis.cmd({"HSET", lock_key("settings"), "mode", "fast"});
+
+  for (const std::string format : {"json", "table"}) {
+    INFO("format: " << format);
+    auto r = rlock(redis, {"--format", format, "inspect"});
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 0);
+    if (format == "table") {
+      CHECK(r.out.find("real") != std::string::npos);
+      continue;
+    }
+    if (r.status != 0) continue;
+    auto entries = by_name(parse_json(r.out));
+    REQUIRE(entries.count("real") == 1);
+    CHECK(entries["real"]["holders"] ==
+          json::array({json::object({{"owner", "o1"}, {"count", 1}})}));
+    if (entries.count("settings") != 0) CHECK(entries["settings"].contains("error"));
+  }
+  CHECK(hash_of(redis, lock_key("settings")) == json::object({{"mode", "fast"}}));
 }
 
 }  // namespace

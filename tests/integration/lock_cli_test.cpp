@@ -116,9 +116,9 @@ TEST_CASE("lock: acquire, re-enter, busy, unlock and force print the documented 
   lock_ok(redis, "L", kBob);
   r = rlock(redis, {"unlock", "L", "--force"});
   CHECK(r.status == 0);
-  CHECK(parse_json(r.out) == json::object({{"name", "L"},
-                                           {"forced", true},
-                                           {"holders", json::array({holder(kBob, 1)})}}));
+  CHECK(
+      parse_json(r.out) ==
+      json::object({{"name", "L"}, {"forced", true}, {"holders", json::array({holder(kBob, 1)})}}));
   CHECK(redis.cmd_int({"EXISTS", lock_key("L")}) == 0);
   r = rlock(redis, {"unlock", "L", "--force"});
   CHECK(r.status == 0);
