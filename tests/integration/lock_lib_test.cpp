@@ -23,12 +23,16 @@ redis::ConnectOptions options_for(const RedisServer& server) {
 
 Deadline in(Millis d) { return SteadyClock::now() + d; }
 
+// A server of its own, one connection to it and the default key layout.
+struct Fixture {
+  RedisServer server;
+  redis::Connection conn = redis::Connection::open(options_for(server));
+  prim::KeyLayout layout;
+};
+
 }  // namespace
 
-TEST_CASE("re-entry to depth 100 and back") {
-  RedisServer server;
-  auto conn = redis::Connection::open(options_for(server));
-  prim::KeyLayout layout;
+TEST_CASE_FIXTURE(Fixture, "re-entry to depth 100 and back") {
   prim::Lock lock(conn, layout, "deep");
   long long fence = 0;
   for (int i = 1; i <= 100; ++i) {
@@ -52,10 +56,7 @@ TEST_CASE("re-entry to depth 100 and back") {
   CHECK(server.cmd_int({"EXISTS", "rlock:lock:{deep}"}) == 0);
 }
 
-TEST_CASE("EVALSHA falls back to EVAL after SCRIPT FLUSH") {
-  RedisServer server;
-  auto conn = redis::Connection::open(options_for(server));
-  prim::KeyLayout layout;
+TEST_CASE_FIXTURE(Fixture, "EVALSHA falls back to EVAL after SCRIPT FLUSH") {
   prim::Lock lock(conn, layout, "flushed");
   REQUIRE(lock.try_acquire("a", Millis(30'000)).acquired);
   CHECK(lock.release("a").held);
@@ -68,10 +69,7 @@ TEST_CASE("EVALSHA falls back to EVAL after SCRIPT FLUSH") {
   CHECK(lock.release("a").remaining == 0);
 }
 
-TEST_CASE("fencing tokens never go backwards, also after FLUSHALL") {
-  RedisServer server;
-  auto conn = redis::Connection::open(options_for(server));
-  prim::KeyLayout layout;
+TEST_CASE_FIXTURE(Fixture, "fencing tokens never go backwards, also after FLUSHALL") {
   prim::Lock lock(conn, layout, "fenced");
   long long previous = 0;
   for (int round = 0; round < 3; ++round) {
@@ -88,11 +86,8 @@ TEST_CASE("fencing tokens never go backwards, also after FLUSHALL") {
   CHECK(server.cmd_str({"GET", "rlock:lock:{fenced}:fence"}) == "9000000000000001");
 }
 
-TEST_CASE("a waiter is woken by the release, long before the lease runs out") {
-  RedisServer server;
-  auto conn = redis::Connection::open(options_for(server));
+TEST_CASE_FIXTURE(Fixture, "a waiter is woken by the release, long before the lease runs out") {
   auto holder_conn = redis::Connection::open(options_for(server));
-  prim::KeyLayout layout;
   prim::Lock holder(holder_conn, layout, "handoff");
   REQUIRE(holder.try_acquire("holder", Millis(60'000)).acquired);
   std::thread releaser([&] {
@@ -108,10 +103,7 @@ TEST_CASE("a waiter is woken by the release, long before the lease runs out") {
   CHECK(ms_between(start) < 5'000);
 }
 
-TEST_CASE("a waiter is woken when the holder's lease runs out, with no release") {
-  RedisServer server;
-  auto conn = redis::Connection::open(options_for(server));
-  prim::KeyLayout layout;
+TEST_CASE_FIXTURE(Fixture, "a waiter is woken when the holder's lease runs out, with no release") {
   prim::Lock lock(conn, layout, "expiring");
   REQUIRE(lock.try_acquire("gone", Millis(800)).acquired);
   auto start = Clock::now();
@@ -121,13 +113,11 @@ TEST_CASE("a waiter is woken when the holder's lease runs out, with no release")
   CHECK(ms_between(start) < 5'000);
 }
 
-TEST_CASE("a wait that runs out reports the holder; the socket timeout does not cut it short") {
-  RedisServer server;
+TEST_CASE_FIXTURE(Fixture, "a wait that runs out reports the holder; the socket timeout does not cut it short") {
   auto o = options_for(server);
   o.command_timeout = Millis(200);
-  auto conn = redis::Connection::open(o);
-  prim::KeyLayout layout;
-  prim::Lock lock(conn, layout, "busy");
+  auto short_timeout = redis::Connection::open(o);
+  prim::Lock lock(short_timeout, layout, "busy");
   REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
   auto start = Clock::now();
   auto a = lock.acquire("waiter", Millis(30'000), in(Millis(700)));
@@ -139,10 +129,7 @@ TEST_CASE("a wait that runs out reports the holder; the socket timeout does not 
   CHECK(a.ttl.count() > 50'000);
 }
 
-TEST_CASE("renew is refused once the lock is gone or taken over") {
-  RedisServer server;
-  auto conn = redis::Connection::open(options_for(server));
-  prim::KeyLayout layout;
+TEST_CASE_FIXTURE(Fixture, "renew is refused once the lock is gone or taken over") {
   prim::Lock lock(conn, layout, "renewed");
   REQUIRE(lock.try_acquire("me", Millis(5'000)).acquired);
   CHECK(lock.renew("me", Millis(60'000)));
@@ -155,10 +142,7 @@ TEST_CASE("renew is refused once the lock is gone or taken over") {
   CHECK(server.cmd_str({"GET", "rlock:lock:{renewed}"}) == "not a lock");
 }
 
-TEST_CASE("keys of another type are reported, never overwritten") {
-  RedisServer server;
-  auto conn = redis::Connection::open(options_for(server));
-  prim::KeyLayout layout;
+TEST_CASE_FIXTURE(Fixture, "keys of another type are reported, never overwritten") {
   prim::Lock lock(conn, layout, "typed");
   server.cmd({"SET", "rlock:lock:{typed}", "precious"});
   for (int op = 0; op < 3; ++op) {
@@ -184,10 +168,7 @@ TEST_CASE("keys of another type are reported, never overwritten") {
   CHECK(server.cmd_int({"EXISTS", "rlock:lock:{typed}"}) == 0);
 }
 
-TEST_CASE("min-hold keeps the lock (count 0) and an explicit unlock ends it") {
-  RedisServer server;
-  auto conn = redis::Connection::open(options_for(server));
-  prim::KeyLayout layout;
+TEST_CASE_FIXTURE(Fixture, "min-hold keeps the lock (count 0) and an explicit unlock ends it") {
   prim::Lock lock(conn, layout, "kept");
   REQUIRE(lock.try_acquire("me", Millis(30'000)).acquired);
   auto r = lock.release("me", Millis(5'000));
