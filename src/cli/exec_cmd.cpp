@@ -4,6 +4,7 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
+#include "exec/guardian.hpp"
 #include "exec/signals.hpp"
 #include "exec/supervisor.hpp"
 #include "exec/watchdog.hpp"
@@ -36,6 +37,8 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
   so.min_hold = parse_duration(f.min_hold, "--min-hold");
 
   exec::SignalFd signals;  // from here on, INT/TERM/HUP/QUIT stop the wait instead of rlock
+  // Forked now, not after acquisition, so that its fork is not part of the handoff.
+  auto guardian = exec::Guardian::start(so.on_lost_signal, so.kill_after);
   auto conn = redis::Connection::open(settings.connect);
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(conn, layout, req.name);
@@ -74,7 +77,7 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
   so.acquired_at = a.sent_at;
   so.verbose = [&console](const std::string& m) { console.explain(m); };
   so.warn = [&console](const std::string& m) { console.notice(m); };
-  return exec::supervise(job, watchdog, signals, so);
+  return exec::supervise(job, watchdog, signals, guardian, so);
 }
 
 }  // namespace

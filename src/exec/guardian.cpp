@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +18,7 @@ namespace {
 // No event announces that a process group became empty, so this one loop checks it
 // every 20ms; it only runs while a job is being stopped.
 constexpr Millis kGroupPollInterval{20};
+constexpr char kDone = 'd';
 
 void sleep_for(Millis d) {
   timespec ts{static_cast<time_t>(d.count() / 1000), static_cast<long>(d.count() % 1000 * 1'000'000)};
@@ -26,18 +26,30 @@ void sleep_for(Millis d) {
   }
 }
 
-[[noreturn]] void guardian_main(int life_fd, pid_t pgid, int signo, Millis kill_after) {
+// Reads exactly `n` bytes; false at EOF (every writer gone) or error.
+bool read_full(int fd, void* buf, size_t n) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+[[noreturn]] void guardian_main(int life_fd, int signo, Millis kill_after) {
   // Keep nothing of rlock's: no Redis socket, no stdio that a reader waits to close.
   int devnull = open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3; ++fd) dup2(devnull, fd);
   dup2(life_fd, 3);
   syscall(SYS_close_range, 4u, ~0u, 0u);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(s, SIG_IGN);
+  pid_t pgid = 0;
+  if (!read_full(3, &pgid, sizeof pgid)) _exit(0);  // no job was started
   char byte = 0;
-  ssize_t n;
-  while ((n = read(3, &byte, 1)) < 0 && errno == EINTR) {
-  }
-  if (n == 1) _exit(0);  // rlock finished the job itself
+  if (read_full(3, &byte, 1) && byte == kDone) _exit(0);
   stop_group(pgid, signo, kill_after);
   _exit(0);
 }
@@ -59,22 +71,20 @@ void stop_group(pid_t pgid, int signo, Millis kill_after) {
   }
 }
 
-Guardian Guardian::start(pid_t pgid, int signo, Millis kill_after) {
+Guardian Guardian::start(int signo, Millis kill_after) {
   auto [life_r, life_w] = make_pipe();
+  pid_t pid = fork();
+  if (pid < 0) throw Error(71, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) guardian_main(life_r.get(), signo, kill_after);
   Guardian g;
-  g.pid_ = fork();
-  if (g.pid_ < 0) throw Error(71, std::string("fork: ") + std::strerror(errno));
-  if (g.pid_ == 0) guardian_main(life_r.get(), pgid, signo, kill_after);
   g.life_ = std::move(life_w);
   return g;
 }
 
-Guardian::~Guardian() {
-  if (pid_ < 0) return;
-  (void)!write(life_.get(), "d", 1);
+void Guardian::finish() {
+  if (life_.get() < 0) return;
+  (void)!write(life_.get(), &kDone, 1);
   life_.reset();
-  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-  }
 }
 
 }  // namespace rlock::exec

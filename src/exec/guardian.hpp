@@ -10,29 +10,35 @@
 namespace rlock::exec {
 
 // A tiny process that outlives rlock for one purpose: if rlock dies (even by SIGKILL)
-// while the job runs, nobody renews the lease, so the job's process group must stop. It
-// notices rlock's death when the pipe it reads from closes without a "done" byte, then
-// sends the group `signo` and, after `kill_after`, SIGKILL.
+// while the job runs, nobody renews the lease, so the job's process group must stop.
+// It is forked before the lock is taken, off the path from acquisition to the job's
+// start. The job announces its pid on the guardian's pipe before it execs; when the pipe
+// then closes without a "done" byte (rlock died), the guardian sends the group `signo`
+// and, after `kill_after`, SIGKILL.
 class Guardian {
  public:
   Guardian() = default;
-  Guardian(Guardian&& o) noexcept : pid_(std::exchange(o.pid_, -1)), life_(std::move(o.life_)) {}
+  Guardian(Guardian&& o) noexcept = default;
   Guardian& operator=(Guardian&&) = delete;
-  // Tells the guardian the job is over and reaps it.
-  ~Guardian();
+  // Without finish(): the pipe closes as if rlock died (the group, if any, is stopped).
+  ~Guardian() = default;
 
-  static Guardian start(pid_t pgid, int signo, Millis kill_after);
+  static Guardian start(int signo, Millis kill_after);
+
+  // Where the job writes its pid (close-on-exec, so the job keeps no copy).
+  int announce_fd() const { return life_.get(); }
+  // The job's group is gone: the guardian exits without doing anything.
+  void finish();
 
  private:
-  pid_t pid_ = -1;
   Fd life_;  // write end; closes when rlock dies
 };
 
 // Sends the group `signo`; if members remain after `kill_after`, SIGKILL. Returns when the
-// group is empty. Used by the guardian and when a finished job left processes behind.
+// group is empty or KILL was sent. Used by the guardian.
 void stop_group(pid_t pgid, int signo, Millis kill_after);
 
-// True while any process of the group exists.
+// True while any process of the group exists (zombies included).
 bool group_alive(pid_t pgid);
 
 }  // namespace rlock::exec

@@ -5,37 +5,64 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "exec/fd.hpp"
 #include "util/error.hpp"
+
+extern char** environ;
 
 namespace rlock::exec {
 namespace {
 
 bool in_terminal_foreground() { return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
 
-// Runs in the forked child: only async-signal-safe work except setenv, which is safe
-// here because rlock is single-threaded.
-[[noreturn]] void child_main(const JobSpec& spec, int go_fd, int err_fd, bool take_terminal) {
-  setpgid(0, 0);
-  if (take_terminal) {
-    signal(SIGTTOU, SIG_IGN);
-    tcsetpgrp(STDIN_FILENO, getpid());
-    signal(SIGTTOU, SIG_DFL);
-  }
-  char go = 0;
-  if (read(go_fd, &go, 1) != 1) _exit(127);  // rlock died before the guardian was up
-  for (const auto& [k, v] : spec.env) setenv(k.c_str(), v.c_str(), 1);
-  if (spec.signal_mask) sigprocmask(SIG_SETMASK, spec.signal_mask, nullptr);
+// Everything the vfork child needs, prepared by the parent: the child may only make
+// async-signal-safe calls and must not allocate.
+struct ChildPlan {
   std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
-  int e = errno;
-  (void)!write(err_fd, &e, sizeof e);
+  std::vector<char*> envp;
+  int announce_fd = -1;
+  bool take_terminal = false;
+  const sigset_t* mask = nullptr;
+  sigset_t with_ttou{};
+  int exec_errno = 0;  // written by the child (shared memory under vfork)
+};
+
+std::vector<std::string> merged_environment(const JobSpec& spec) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    bool replaced = false;
+    for (const auto& kv : spec.env) {
+      replaced = replaced || (entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
+                              entry[kv.first.size()] == '=');
+    }
+    if (!replaced) env.emplace_back(entry);
+  }
+  for (const auto& [k, v] : spec.env) env.push_back(k + "=" + v);
+  return env;
+}
+
+[[noreturn]] void child_main(ChildPlan* plan) {
+  setpgid(0, 0);
+  if (plan->take_terminal) {
+    sigprocmask(SIG_BLOCK, &plan->with_ttou, nullptr);  // a background tcsetpgrp would stop us
+    tcsetpgrp(STDIN_FILENO, getpid());
+  }
+  pid_t self = getpid();
+  (void)!write(plan->announce_fd, &self, sizeof self);
+  if (plan->mask) sigprocmask(SIG_SETMASK, plan->mask, nullptr);
+  execvpe(plan->argv[0], plan->argv.data(), plan->envp.data());
+  plan->exec_errno = errno;
   _exit(127);
+}
+
+// Kept apart so that no local of the caller lives across vfork's second return.
+pid_t vfork_child(ChildPlan* plan) {
+  pid_t pid = vfork();
+  if (pid == 0) child_main(plan);
+  return pid;
 }
 
 Error exec_error(const std::string& cmd, int e) {
@@ -52,34 +79,39 @@ std::pair<Fd, Fd> make_pipe() {
   return {Fd(fds[0]), Fd(fds[1])};
 }
 
-Job start_job(const JobSpec& spec, void (*before_exec)(pid_t, void*), void* ctx) {
-  auto [go_r, go_w] = make_pipe();
-  auto [err_r, err_w] = make_pipe();
+Job start_job(const JobSpec& spec, int announce_fd) {
+  std::vector<std::string> env = merged_environment(spec);
+  ChildPlan plan;
+  for (const auto& a : spec.argv) plan.argv.push_back(const_cast<char*>(a.c_str()));
+  plan.argv.push_back(nullptr);
+  for (auto& e : env) plan.envp.push_back(e.data());
+  plan.envp.push_back(nullptr);
+  plan.announce_fd = announce_fd;
+  plan.take_terminal = in_terminal_foreground();
+  plan.mask = spec.signal_mask;
+  sigemptyset(&plan.with_ttou);
+  sigaddset(&plan.with_ttou, SIGTTOU);
+
   Job job;
-  job.took_terminal = in_terminal_foreground();
-  job.pid = fork();
-  if (job.pid < 0) throw Error(71, std::string("fork: ") + std::strerror(errno));
-  if (job.pid == 0) child_main(spec, go_r.get(), err_w.get(), job.took_terminal);
-  setpgid(job.pid, job.pid);  // also here: no race with the child's own call
-  go_r.reset();
-  err_w.reset();
-  if (before_exec) before_exec(job.pid, ctx);
-  (void)!write(go_w.get(), "g", 1);
-  go_w.reset();
-  int e = 0;
-  if (read(err_r.get(), &e, sizeof e) == static_cast<ssize_t>(sizeof e)) {
+  job.took_terminal = plan.take_terminal;
+  job.pid = vfork_child(&plan);
+  if (job.pid < 0) throw Error(71, std::string("vfork: ") + std::strerror(errno));
+  if (plan.exec_errno != 0) {  // the child has exited (vfork resumes us after exec or _exit)
     waitpid(job.pid, nullptr, 0);
     restore_terminal(job);
-    throw exec_error(spec.argv.front(), e);
+    throw exec_error(spec.argv.front(), plan.exec_errno);
   }
   return job;
 }
 
 void restore_terminal(const Job& job) {
   if (!job.took_terminal) return;
-  signal(SIGTTOU, SIG_IGN);
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
   tcsetpgrp(STDIN_FILENO, getpgrp());
-  signal(SIGTTOU, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
 }
 
 }  // namespace rlock::exec

@@ -21,10 +21,11 @@ struct Job {
   bool took_terminal = false;  // the group was made the terminal's foreground group
 };
 
-// Starts the job. `before_exec` runs in rlock between fork and letting the child exec,
-// so that whatever must watch the job (the guardian) exists before the job runs.
+// Starts the job with vfork + execvp, so starting it costs no copy of rlock's memory.
+// Before it execs, the child writes its pid to `announce_fd` (the guardian's pipe): there
+// is no moment in which the job runs and the guardian does not know it.
 // If the command cannot be executed, throws Error with exit 127 (not found) or 126.
-Job start_job(const JobSpec& spec, void (*before_exec)(pid_t pgid, void* ctx), void* ctx);
+Job start_job(const JobSpec& spec, int announce_fd);
 
 // Gives the terminal back to rlock's group if the job had taken it.
 void restore_terminal(const Job& job);

@@ -15,17 +15,6 @@ namespace {
 
 constexpr Millis kGroupPollInterval{20};
 
-struct GuardianSlot {
-  int signo;
-  Millis kill_after;
-  std::optional<Guardian> guardian;
-};
-
-void start_guardian(pid_t pgid, void* ctx) {
-  auto* slot = static_cast<GuardianSlot*>(ctx);
-  slot->guardian.emplace(Guardian::start(pgid, slot->signo, slot->kill_after));
-}
-
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -130,30 +119,34 @@ class Run {
 
 }  // namespace
 
-int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals,
+int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardian& guardian,
               const SuperviseOptions& options) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  GuardianSlot slot{options.on_lost_signal, options.kill_after, std::nullopt};
   Job job;
   try {
-    job = start_job(spec, start_guardian, &slot);
+    job = start_job(spec, guardian.announce_fd());
   } catch (const Error&) {
-    slot.guardian.reset();
+    guardian.finish();
     watchdog.release(Millis(0), nullptr);
     throw;
   }
   Run run(job, watchdog, signals, options);
   run.loop();
   restore_terminal(job);
-  slot.guardian.reset();  // the whole group is gone: nothing left for it to stop
 
-  if (run.lost()) return kExitLockLost;
-  auto held_for = std::chrono::duration_cast<Millis>(SteadyClock::now() - options.acquired_at);
+  // The whole group is gone. Release first: a waiter's handoff should not wait for the
+  // guardian's bookkeeping.
   std::string why;
-  if (!watchdog.release(std::max(options.min_hold - held_for, Millis(0)), &why) && options.warn) {
+  bool released = true;
+  if (!run.lost()) {
+    auto held_for = std::chrono::duration_cast<Millis>(SteadyClock::now() - options.acquired_at);
+    released = watchdog.release(std::max(options.min_hold - held_for, Millis(0)), &why);
+  }
+  guardian.finish();
+  if (!released && options.warn) {
     options.warn("could not release the lock (" + why + "); it expires when its lease runs out");
   }
-  return exit_code_of(run.status());
+  return run.lost() ? kExitLockLost : exit_code_of(run.status());
 }
 
 }  // namespace rlock::exec

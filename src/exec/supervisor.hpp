@@ -3,6 +3,7 @@
 #include <functional>
 #include <string>
 
+#include "exec/guardian.hpp"
 #include "exec/signals.hpp"
 #include "exec/spawn.hpp"
 #include "exec/watchdog.hpp"
@@ -23,7 +24,8 @@ struct SuperviseOptions {
 // process group, applies the lost-lock policy, waits until the whole group is gone, then
 // releases. Returns rlock's exit code: the job's status, 128+N for signal N, or
 // kExitLockLost. Throws Error (126/127) when the command cannot be executed.
-int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals,
+// `guardian` must have been started before; supervise() tells it when the job is over.
+int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardian& guardian,
               const SuperviseOptions& options);
 
 }  // namespace rlock::exec

@@ -1,0 +1,505 @@
+#!/usr/bin/env bash
+# bench/run.sh - compare rlock with the tools users would pick instead:
+# flock(1), `etcdctl lock` and raw redis-cli commands. See bench/README.md.
+#
+#   sudo bench/run.sh                                 # installs, builds, measures
+#   RLOCK_BIN=build/rlock bench/run.sh                # use an existing binary
+#
+# Knobs (all bounded): BENCH_RUNS (hyperfine runs per command, default 200),
+# BENCH_WARMUP (10), BENCH_HANDOFF_ROUNDS (50), BENCH_HANDOFF_BUDGET (seconds
+# per tool for part C, 180), BENCH_RSS_RUNS (20).
+#
+# Everything it starts (one redis-server, one etcd, the lock holders/waiters
+# of part C) listens on or talks to 127.0.0.1 only, and is stopped by pid on
+# exit, also on failure or Ctrl-C. The report goes to stdout and to
+# bench/out/report.md; the raw hyperfine JSON stays in bench/out/. It always
+# exits 0 once the servers are up: it is a report, not a gate.
+# Single-quoted '$1' etc. are meant for the inner sh; trap/indirect functions are reached.
+# shellcheck disable=SC2016,SC2317
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ -n ${RLOCK_BIN:-} ]]; then
+    RLOCK_BIN=$(readlink -f -- "$RLOCK_BIN") || { echo "bench: RLOCK_BIN not found" >&2; exit 1; }
+fi
+cd "$ROOT"
+OUT=$ROOT/bench/out
+REPORT=$OUT/report.md
+LOG=$OUT/bench.log
+
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+log() { printf 'bench: %s\n' "$*" >&2; }
+
+# bounded integer knob: name default min max
+knob() {
+    local v=${!1:-$2}
+    if ! [[ $v =~ ^[0-9]+$ ]] || ((v < $3 || v > $4)); then
+        die "$1 must be an integer in [$3, $4], got '$v'"
+    fi
+    printf '%s' "$v"
+}
+RUNS=$(knob BENCH_RUNS 200 3 5000)
+WARMUP=$(knob BENCH_WARMUP 10 0 500)
+ROUNDS=$(knob BENCH_HANDOFF_ROUNDS 50 1 1000)
+BUDGET=$(knob BENCH_HANDOFF_BUDGET 180 5 3600)
+RSS_RUNS=$(knob BENCH_RSS_RUNS 20 1 500)
+
+# ---------------------------------------------------------------- install
+have_pkg() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == *'install ok installed'* ]]; }
+
+install_missing() {
+    local -a missing=()
+    local pair cmd pkg
+    # command -> Debian package that provides it
+    for pair in redis-server:redis-server redis-cli:redis-tools etcd:etcd-server \
+        etcdctl:etcd-client hyperfine:hyperfine /usr/bin/time:time flock:util-linux \
+        cc:gcc python3:python3 timeout:coreutils setsid:util-linux; do
+        cmd=${pair%%:*} pkg=${pair#*:}
+        if ! command -v "$cmd" >/dev/null 2>&1; then missing+=("$pkg"); fi
+    done
+    if command -v dpkg-query >/dev/null 2>&1; then
+        # libc.a for the static stamp helper
+        have_pkg libc6-dev || missing+=(libc6-dev)
+        if [[ -z ${RLOCK_BIN:-} ]]; then
+            for pkg in cmake g++ libhiredis-dev libcli11-dev nlohmann-json3-dev doctest-dev; do
+                have_pkg "$pkg" || missing+=("$pkg")
+            done
+        fi
+    fi
+    ((${#missing[@]})) || return 0
+    # de-duplicate
+    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+        die "missing: ${missing[*]} - run as root on Debian (sudo bench/run.sh) or install them"
+    fi
+    log "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+install_missing
+
+mkdir -p "$OUT"
+: >"$LOG"
+
+# ---------------------------------------------------------------- rlock binary
+if [[ -n ${RLOCK_BIN:-} ]]; then
+    RLOCK=$RLOCK_BIN
+else
+    log "building rlock (Release) into bench/out/build"
+    cmake -S . -B "$OUT/build" -DCMAKE_BUILD_TYPE=Release -DRLOCK_BUILD_TESTS=OFF >>"$LOG" 2>&1 ||
+        die "cmake configure failed, see $LOG"
+    cmake --build "$OUT/build" -j "$(nproc)" >>"$LOG" 2>&1 || die "build failed, see $LOG"
+    RLOCK=$OUT/build/rlock
+fi
+[[ -x $RLOCK ]] || die "no rlock binary at $RLOCK"
+RLOCK_VERSION=$("$RLOCK" --version 2>&1) || die "$RLOCK --version failed: $RLOCK_VERSION"
+
+# ---------------------------------------------------------------- stamp helper
+STAMP=$OUT/stamp
+if ! cc -O2 -static -o "$STAMP" bench/stamp.c 2>>"$LOG"; then
+    log "static link failed, building stamp dynamically"
+    cc -O2 -o "$STAMP" bench/stamp.c || die "cannot compile bench/stamp.c"
+fi
+
+# ---------------------------------------------------------------- servers
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/rlock-bench.XXXXXX")
+REDIS_PID='' ETCD_PID=''
+declare -a JOB_PIDS=() # setsid'ed holders/waiters of part C (pid = pgid)
+
+cleanup() {
+    local rc=$? pid
+    set +e
+    trap - EXIT INT TERM
+    for pid in "${JOB_PIDS[@]}"; do
+        kill -0 "$pid" 2>/dev/null && kill -TERM -- "-$pid" 2>/dev/null
+    done
+    for pid in "${JOB_PIDS[@]}"; do
+        kill -0 "$pid" 2>/dev/null && { sleep 0.5; kill -KILL -- "-$pid" 2>/dev/null; }
+        wait "$pid" 2>/dev/null
+    done
+    for pid in $REDIS_PID $ETCD_PID; do
+        kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    done
+    rm -rf "$TMP"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+read -r REDIS_PORT ETCD_PORT ETCD_PEER_PORT < <(
+    python3 - <<'EOF'
+import socket
+socks = []
+for _ in range(3):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(*(s.getsockname()[1] for s in socks))
+EOF
+)
+
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode yes \
+    --save '' --appendonly no --daemonize no --dir "$TMP" \
+    --logfile "$TMP/redis.log" >/dev/null 2>&1 &
+REDIS_PID=$!
+
+ETCD_EP=http://127.0.0.1:$ETCD_PORT
+ETCD_PEER=http://127.0.0.1:$ETCD_PEER_PORT
+etcd --name bench --data-dir "$TMP/etcd" \
+    --listen-client-urls "$ETCD_EP" --advertise-client-urls "$ETCD_EP" \
+    --listen-peer-urls "$ETCD_PEER" --initial-advertise-peer-urls "$ETCD_PEER" \
+    --initial-cluster "bench=$ETCD_PEER" --initial-cluster-state new \
+    >"$TMP/etcd.log" 2>&1 &
+ETCD_PID=$!
+
+export ETCDCTL_API=3
+rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+ectl() { etcdctl --endpoints="$ETCD_EP" "$@"; }
+
+up=0
+for _ in $(seq 100); do
+    [[ $(rcli ping 2>/dev/null) == PONG ]] && { up=1; break; }
+    kill -0 "$REDIS_PID" 2>/dev/null || break
+    sleep 0.1
+done
+((up)) || { cat "$TMP/redis.log" >&2; die "redis-server did not come up on 127.0.0.1:$REDIS_PORT"; }
+up=0
+for _ in $(seq 200); do
+    ectl endpoint health >/dev/null 2>&1 && { up=1; break; }
+    kill -0 "$ETCD_PID" 2>/dev/null || break
+    sleep 0.1
+done
+((up)) || { tail -n 20 "$TMP/etcd.log" >&2; die "etcd did not come up on $ETCD_EP"; }
+
+# rlock talks to the throwaway redis; no user config or identity leaks in.
+export RLOCK_URL=redis://127.0.0.1:$REDIS_PORT RLOCK_PREFIX=rlock:
+unset REDIS_URL RLOCK_OWNER RLOCK_PASSWORD
+
+# From here on nothing is fatal: a failing tool shows up as "error" in the report.
+set +e
+
+: >"$REPORT"
+say() { printf '%s\n' "$*" | tee -a "$REPORT"; }
+
+# ---------------------------------------------------------------- helpers
+q() { printf '%q' "$1"; } # quote a word for hyperfine's shell-word splitting
+RL=$(q "$RLOCK")
+
+HF_ARGS=(--warmup "$WARMUP" --runs "$RUNS" --style basic --time-unit millisecond)
+if grep -qE -- '^[[:space:]]+-N\b|--shell=none' <<<"$(hyperfine --help 2>&1)"; then
+    HF_ARGS+=(--shell=none)
+    HF_MODE='no shell (-N)'
+else
+    HF_MODE='via shell (hyperfine subtracts the shell start-up)'
+fi
+
+# bench KEY CMD [PREPARE]: hyperfine one command, export bench/out/KEY.json.
+bench() {
+    local key=$1 cmd=$2 prep=${3:-}
+    local -a extra=()
+    [[ -n $prep ]] && extra=(--prepare "$prep")
+    log "hyperfine: $cmd"
+    {
+        printf '\n### %s: %s\n' "$key" "$cmd"
+        hyperfine "${HF_ARGS[@]}" "${extra[@]}" --export-json "$OUT/$key.json" "$cmd"
+    } >>"$LOG" 2>&1 || { rm -f "$OUT/$key.json"; log "  failed, see $LOG"; }
+}
+
+# hstat KEY FIELD: a field of the exported result in ms (median, mean, stddev, min, max)
+hstat() {
+    [[ -s $OUT/$1.json ]] || { echo ''; return; }
+    python3 -c 'import json,sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print("%.3f" % (r[sys.argv[2]] * 1000))' "$OUT/$1.json" "$2"
+}
+
+# calc EXPR: float arithmetic; empty if any operand is empty
+calc() { python3 -c 'import sys
+try: print(sys.argv[1] % eval(sys.argv[2]))
+except Exception: print("")' "$1" "$2"; }
+
+# row LABEL KEY [BASEKEY]: a markdown table row for hyperfine results
+row() {
+    local label=$1 key=$2 base=${3:-} med mean sd min max ratio=''
+    med=$(hstat "$key" median)
+    if [[ -z $med ]]; then
+        say "| $label | error | | | | |"
+        return
+    fi
+    mean=$(hstat "$key" mean) sd=$(hstat "$key" stddev) min=$(hstat "$key" min) max=$(hstat "$key" max)
+    if [[ -n $base ]]; then
+        local b
+        b=$(hstat "$base" median)
+        [[ -n $b ]] && ratio=$(calc '%.2fx' "$med / $b")
+    fi
+    say "| $label | $(calc '%.2f' "$med") | $(calc '%.2f' "$mean") ± $(calc '%.2f' "$sd") | $(calc '%.2f' "$min") | $(calc '%.2f' "$max") | $ratio |"
+}
+
+# ---------------------------------------------------------------- header
+say "# rlock benchmark"
+say ""
+say "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), host: $(uname -srm), $(nproc) CPU(s)"
+say "- rlock: \`$RLOCK_VERSION\` ($RLOCK)"
+say "- redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') on 127.0.0.1:$REDIS_PORT (--save '' --appendonly no)"
+say "- etcd $(etcd --version | sed -n 's/^etcd Version: //p') on $ETCD_EP (data dir in $TMP)"
+say "- $(hyperfine --version), $HF_MODE, --warmup $WARMUP --runs $RUNS; times in ms"
+say "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the host skews every row)"
+say ""
+
+# ---------------------------------------------------------------- A
+log "A: one locked run of a trivial command"
+bench a_rlock "$RL exec bench-a -- true"
+bench a_flock "flock $(q "$TMP/a.lock") true"
+bench a_etcd "etcdctl --endpoints=$ETCD_EP lock bench-a true"
+bench a_true "true"
+bench a_rlock_version "$RL --version"
+
+say "## A. Run \`true\` under a lock (one process per run)"
+say ""
+say "| command | median | mean ± σ | min | max | vs flock |"
+say "|---|---:|---:|---:|---:|---:|"
+row "rlock exec NAME -- true" a_rlock a_flock
+row "flock FILE true" a_flock a_flock
+row "etcdctl lock NAME true" a_etcd a_flock
+row "true (no lock)" a_true a_flock
+row "rlock --version (start-up only, no Redis)" a_rlock_version a_flock
+say ""
+
+# ---------------------------------------------------------------- B
+log "B: lock and unlock as separate processes"
+EVAL_CAD="if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end"
+RC="redis-cli -h 127.0.0.1 -p $REDIS_PORT"
+bench b_rlock_lock "$RL lock bench-b --owner bench-owner" "$RL unlock bench-b --force"
+bench b_rlock_unlock "$RL unlock bench-b --owner bench-owner" "$RL lock bench-b --owner bench-owner"
+bench b_set "$RC SET bench-b-k v NX PX 30000" "$RC DEL bench-b-k"
+bench b_eval "$RC EVAL \"$EVAL_CAD\" 1 bench-b-k v" "$RC SET bench-b-k v PX 30000"
+bench b_ping "$RC PING"
+rcli del bench-b-k >/dev/null
+
+say "## B. Acquire and release as separate processes"
+say ""
+say "Each timed run starts from the opposite state (a hyperfine --prepare step, untimed,"
+say "frees or takes the lock first), so every \`lock\` is a fresh acquisition and every"
+say "\`unlock\` a real release."
+say ""
+say "| command | median | mean ± σ | min | max | vs redis-cli |"
+say "|---|---:|---:|---:|---:|---:|"
+row "rlock lock NAME --owner O" b_rlock_lock b_set
+row "redis-cli SET k v NX PX 30000" b_set b_set
+row "rlock unlock NAME --owner O" b_rlock_unlock b_eval
+row "redis-cli EVAL compare-and-delete" b_eval b_eval
+row "redis-cli PING (round-trip floor)" b_ping b_set
+say ""
+
+# ---------------------------------------------------------------- C
+# The holder's child marks that it runs (so the lock is held), waits for the
+# go-signal on a fifo, then execs stamp > end and exits. The waiter's child is
+# stamp > start. Hand-off = start - end.
+HOLD_SH='printf held > "$1"; read -r _ < "$2"; exec "$3" > "$4"'
+
+alive() { kill -0 "$1" 2>/dev/null; }
+# wait_pid PID SECONDS: wait for a job to end, kill its group after SECONDS
+wait_pid() {
+    local pid=$1 deadline=$((SECONDS + $2))
+    while alive "$pid" && ((SECONDS < deadline)); do sleep 0.01; done
+    if alive "$pid"; then
+        kill -TERM -- "-$pid" 2>/dev/null
+        sleep 0.2
+        kill -KILL -- "-$pid" 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+}
+# until_true SECONDS CMD...: poll CMD every 10 ms
+until_true() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.01
+    done
+}
+rlock_subscribed() { [[ $(rcli PUBSUB NUMSUB "rlock:chan:{$1}:lock" 2>/dev/null | sed -n 2p) == 1 ]]; }
+etcd_queued() { (($(ectl get --prefix --keys-only "$1/" 2>/dev/null | grep -c .) >= 2)); }
+
+# handoff TOOL: ROUNDS rounds; prints "ok median p90 worst notes".
+# Runs in the current shell (call it with a redirection, not in $(...)), so
+# that the EXIT trap knows the pids of the jobs it started.
+handoff() {
+    local tool=$1 i r hp wp hs ws ok=0 errs=0 unblocked=0 overlap=0 start end t0=$SECONDS
+    local name=bench-c-$tool lockfile=$TMP/c.lock
+    local -a ns=() holder waiter
+    case $tool in
+    rlock)
+        holder=("$RLOCK" exec "$name" --)
+        waiter=("$RLOCK" exec --wait 30s "$name" -- "$STAMP")
+        ;;
+    flock)
+        holder=(flock "$lockfile")
+        waiter=(flock "$lockfile" "$STAMP")
+        ;;
+    etcd)
+        holder=(etcdctl --endpoints="$ETCD_EP" lock "$name" --)
+        waiter=(etcdctl --endpoints="$ETCD_EP" lock "$name" "$STAMP")
+        ;;
+    esac
+    for ((i = 1; i <= ROUNDS; i++)); do
+        ((SECONDS - t0 > BUDGET)) && break
+        r=$TMP/c-$tool-$i
+        mkdir "$r" && mkfifo "$r/go"
+        # setsid on a simple command: $! is the job's pid and its process group id
+        setsid "${holder[@]}" sh -c "$HOLD_SH" sh "$r/held" "$r/go" "$STAMP" "$r/end" \
+            >"$r/holder.out" 2>"$r/holder.err" &
+        hp=$!
+        JOB_PIDS=("$hp")
+        if ! until_true 10 test -e "$r/held"; then
+            errs=$((errs + 1))
+            { printf '%s round %d: holder never ran\n' "$tool" "$i"; cat "$r/holder.err"; } >>"$LOG"
+            wait_pid "$hp" 1
+            JOB_PIDS=()
+            continue
+        fi
+        setsid "${waiter[@]}" >"$r/start" 2>"$r/waiter.err" &
+        wp=$!
+        JOB_PIDS+=("$wp")
+        # make sure the waiter is really blocked before the holder lets go
+        case $tool in
+        rlock) if until_true 10 rlock_subscribed "$name"; then sleep 0.05; else sleep 0.2; fi ;;
+        flock) sleep 0.2 ;;
+        etcd) if until_true 10 etcd_queued "$name"; then sleep 0.05; else sleep 0.2; fi ;;
+        esac
+        if [[ -s $r/start ]] || ! alive "$wp"; then
+            unblocked=$((unblocked + 1)) # the waiter got in while the lock was held, or died
+        fi
+        timeout 10 sh -c 'printf "go\n" > "$1"' sh "$r/go"
+        wait_pid "$wp" 40
+        ws=$?
+        wait_pid "$hp" 10
+        hs=$?
+        JOB_PIDS=()
+        start=$(head -n1 "$r/start" 2>/dev/null) end=$(head -n1 "$r/end" 2>/dev/null)
+        if ((hs != 0 || ws != 0)) || [[ ! $start =~ ^[0-9]+$ || ! $end =~ ^[0-9]+$ ]]; then
+            errs=$((errs + 1))
+            {
+                printf '%s round %d: holder exit %d, waiter exit %d\n' "$tool" "$i" "$hs" "$ws"
+                cat "$r/holder.err" "$r/waiter.err"
+            } >>"$LOG"
+            continue
+        fi
+        ((start < end)) && overlap=$((overlap + 1))
+        ns+=($((start - end)))
+        ok=$((ok + 1))
+        rm -rf "$r"
+    done
+    python3 - "$ok" "$errs" "$unblocked" "$overlap" "${ns[@]}" <<'EOF'
+import statistics, sys
+ok, errs, unblocked, overlap = map(int, sys.argv[1:5])
+ms = sorted(int(x) / 1e6 for x in sys.argv[5:])
+notes = []
+if errs: notes.append(f"{errs} failed rounds")
+if unblocked: notes.append(f"{unblocked} waiters not blocked")
+if overlap: notes.append(f"{overlap} overlaps")
+note = ", ".join(notes) or "-"
+if not ms:
+    print(ok, "", "", "", note)
+else:
+    p90 = ms[min(len(ms) - 1, int(0.9 * len(ms)))]
+    print(ok, "%.2f" % statistics.median(ms), "%.2f" % p90, "%.2f" % ms[-1], note)
+EOF
+}
+
+log "C: hand-off latency, $ROUNDS rounds per tool"
+say "## C. Hand-off latency: holder's child exits -> blocked waiter's child starts"
+say ""
+say "$ROUNDS rounds per tool (at most ${BUDGET}s each); ms from the holder child's last"
+say "\`stamp\` to the waiter child's \`stamp\` (CLOCK_REALTIME, same host)."
+say ""
+say "| tool | waiter | rounds | median | p90 | worst | notes |"
+say "|---|---|---:|---:|---:|---:|---|"
+declare -A HO_MED HO_MAX
+for tool in rlock flock etcd; do
+    log "  $tool"
+    handoff "$tool" >"$TMP/handoff"
+    read -r ok med p90 worst note <"$TMP/handoff"
+    case $tool in
+    rlock) how='`rlock exec --wait 30s L -- stamp` (pub/sub)' ;;
+    flock) how='`flock FILE stamp` (kernel)' ;;
+    etcd) how='`etcdctl lock L stamp` (watch)' ;;
+    esac
+    HO_MED[$tool]=$med HO_MAX[$tool]=$worst
+    say "| $tool | $how | $ok | $med | $p90 | $worst | $note |"
+done
+say ""
+
+# ---------------------------------------------------------------- D
+# rss KEY PREP CMD...: run function PREP (if any, untimed) before each run; peak RSS (KiB, GNU time %M) over RSS_RUNS runs -> "median max" in MiB
+rss() {
+    local key=$1 prep=$2 i kib
+    shift 2
+    local -a vals=()
+    for ((i = 0; i < RSS_RUNS; i++)); do
+        [[ -n $prep ]] && "$prep" >/dev/null 2>&1
+        if /usr/bin/time -f %M -o "$TMP/rss" "$@" >/dev/null 2>>"$LOG"; then
+            kib=$(tail -n1 "$TMP/rss")
+            [[ $kib =~ ^[0-9]+$ ]] && vals+=("$kib")
+        else
+            printf 'rss %s: exit %s\n' "$key" "$?" >>"$LOG"
+        fi
+    done
+    python3 -c 'import statistics, sys
+v = sorted(int(x) for x in sys.argv[1:])
+print("%.2f %.2f %d" % (statistics.median(v) / 1024, v[-1] / 1024, len(v)) if v else "error error 0")' "${vals[@]}"
+}
+
+log "D: peak RSS"
+say "## D. Peak RSS (GNU time %M, MiB; the largest of the process and its children)"
+say ""
+say "| command | median | max | runs |"
+say "|---|---:|---:|---:|"
+declare -A RSS_MAX
+rss_row() {
+    local label=$1 key=$2 prep=$3 med max n
+    shift 3
+    read -r med max n <<<"$(rss "$key" "$prep" "$@")"
+    RSS_MAX[$key]=$max
+    say "| $label | ${med:-error} | ${max:-error} | ${n:-0} |"
+}
+rss_row 'rlock exec L -- true' r_exec '' "$RLOCK" exec bench-d -- true
+rss_row 'rlock exec L -- sleep 0.2 (holding, renewing)' r_hold '' "$RLOCK" exec bench-d -- sleep 0.2
+prep_free_d2() { "$RLOCK" unlock bench-d2 --force; }
+prep_del_k() { rcli DEL bench-d-k; }
+rss_row 'rlock lock L --owner O' r_lock prep_free_d2 "$RLOCK" lock bench-d2 --owner bench-owner
+rss_row 'etcdctl lock L true' e_lock '' etcdctl --endpoints="$ETCD_EP" lock bench-d true
+rss_row 'redis-cli SET k v NX PX 30000' r_set prep_del_k redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SET bench-d-k v NX PX 30000
+rss_row 'flock FILE true' f_lock '' flock "$TMP/d.lock" true
+rss_row 'flock FILE sleep 0.2' f_hold '' flock "$TMP/d.lock" sleep 0.2
+say ""
+
+# ---------------------------------------------------------------- summary
+# verdict LABEL VALUE_EXPR LIMIT_EXPR SHOWN
+verdict() {
+    local label=$1 value=$2 limit=$3 shown=$4 ok
+    ok=$(calc '%s' "'PASS' if ($value) <= ($limit) else 'FAIL'")
+    say "| $label | $shown | ${ok:-FAIL (no data)} |"
+}
+ra=$(hstat a_rlock median) fa=$(hstat a_flock median)
+rl=$(hstat b_rlock_lock median) rs=$(hstat b_set median)
+say "## Summary against targets"
+say ""
+say "| target | measured | verdict |"
+say "|---|---|---|"
+verdict 'rlock exec NAME -- true <= 1.5x flock FILE true' "$ra / $fa" 1.5 \
+    "$(calc '%.2f' "$ra") ms vs $(calc '%.2f' "$fa") ms = $(calc '%.2fx' "$ra / $fa")"
+verdict 'rlock lock <= 0.8x redis-cli SET' "$rl / $rs" 0.8 \
+    "$(calc '%.2f' "$rl") ms vs $(calc '%.2f' "$rs") ms = $(calc '%.2fx' "$rl / $rs")"
+verdict 'rlock hand-off median <= 2 ms' "${HO_MED[rlock]}" 2 "${HO_MED[rlock]:-?} ms"
+verdict 'rlock hand-off worst <= 10 ms' "${HO_MAX[rlock]}" 10 "${HO_MAX[rlock]:-?} ms"
+verdict 'rlock exec peak RSS <= 5 MiB (max of both exec rows)' \
+    "max(${RSS_MAX[r_exec]}, ${RSS_MAX[r_hold]})" 5 \
+    "$(calc '%.2f' "max(${RSS_MAX[r_exec]}, ${RSS_MAX[r_hold]})") MiB"
+say ""
+say "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)."
+say "Raw data: bench/out/*.json (hyperfine), bench/out/bench.log (tool output)."
+log "report written to $REPORT"
+exit 0
