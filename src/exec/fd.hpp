@@ -30,7 +30,4 @@ class Fd {
   int fd_ = -1;
 };
 
-// A close-on-exec pipe: {read end, write end}. Throws Error on failure.
-std::pair<Fd, Fd> make_pipe();
-
 }  // namespace rlock::exec

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -72,7 +73,13 @@ void stop_group(pid_t pgid, int signo, Millis kill_after) {
 }
 
 Guardian Guardian::start(int signo, Millis kill_after) {
-  auto [life_r, life_w] = make_pipe();
+  // A socket pair rather than a pipe: send(MSG_NOSIGNAL) to a guardian that is gone fails
+  // with EPIPE instead of killing rlock or the job with SIGPIPE.
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    throw Error(71, std::string("socketpair: ") + std::strerror(errno));
+  }
+  Fd life_r(fds[0]), life_w(fds[1]);
   pid_t pid = fork();
   if (pid < 0) throw Error(71, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) guardian_main(life_r.get(), signo, kill_after);
@@ -83,7 +90,7 @@ Guardian Guardian::start(int signo, Millis kill_after) {
 
 void Guardian::finish() {
   if (life_.get() < 0) return;
-  (void)!write(life_.get(), &kDone, 1);
+  (void)!send(life_.get(), &kDone, 1, MSG_NOSIGNAL);
   life_.reset();
 }
 

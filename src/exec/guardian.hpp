@@ -12,8 +12,8 @@ namespace rlock::exec {
 // A tiny process that outlives rlock for one purpose: if rlock dies (even by SIGKILL)
 // while the job runs, nobody renews the lease, so the job's process group must stop.
 // It is forked before the lock is taken, off the path from acquisition to the job's
-// start. The job announces its pid on the guardian's pipe before it execs; when the pipe
-// then closes without a "done" byte (rlock died), the guardian sends the group `signo`
+// start. The job announces its pid on the guardian's socket before it execs; when the
+// socket then closes without a "done" byte (rlock died), the guardian sends the group `signo`
 // and, after `kill_after`, SIGKILL.
 class Guardian {
  public:
@@ -25,7 +25,7 @@ class Guardian {
 
   static Guardian start(int signo, Millis kill_after);
 
-  // Where the job writes its pid (close-on-exec, so the job keeps no copy).
+  // The socket the job sends its pid to (close-on-exec, so the job keeps no copy).
   int announce_fd() const { return life_.get(); }
   // The job's group is gone: the guardian exits without doing anything.
   void finish();

@@ -1,13 +1,12 @@
 #include "exec/spawn.hpp"
 
-#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "exec/fd.hpp"
 #include "util/error.hpp"
 
 extern char** environ;
@@ -51,7 +50,7 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
     tcsetpgrp(STDIN_FILENO, getpid());
   }
   pid_t self = getpid();
-  (void)!write(plan->announce_fd, &self, sizeof self);
+  (void)!send(plan->announce_fd, &self, sizeof self, MSG_NOSIGNAL);
   if (plan->mask) sigprocmask(SIG_SETMASK, plan->mask, nullptr);
   execvpe(plan->argv[0], plan->argv.data(), plan->envp.data());
   plan->exec_errno = errno;
@@ -72,12 +71,6 @@ Error exec_error(const std::string& cmd, int e) {
 }
 
 }  // namespace
-
-std::pair<Fd, Fd> make_pipe() {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw Error(71, std::string("pipe: ") + std::strerror(errno));
-  return {Fd(fds[0]), Fd(fds[1])};
-}
 
 Job start_job(const JobSpec& spec, int announce_fd) {
   std::vector<std::string> env = merged_environment(spec);

@@ -116,9 +116,19 @@ Endpoint parse_unix(std::string_view rest) {
 }  // namespace
 
 std::string Endpoint::describe() const {
-  if (kind == Kind::kUnix) return "unix:" + path + (db ? "?db=" + std::to_string(db) : "");
-  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  return h + ":" + std::to_string(port) + (db ? "/" + std::to_string(db) : "");
+  std::string out;
+  if (kind == Kind::kUnix) {
+    out.append("unix:").append(path);
+    if (db) out.append("?db=").append(std::to_string(db));
+    return out;
+  }
+  bool ipv6 = host.find(':') != std::string::npos;
+  if (ipv6) out.push_back('[');
+  out.append(host);
+  if (ipv6) out.push_back(']');
+  out.append(":").append(std::to_string(port));
+  if (db) out.append("/").append(std::to_string(db));
+  return out;
 }
 
 Endpoint parse_url(std::string_view url) {

@@ -51,7 +51,7 @@ Millis parse_duration(std::string_view text, std::string_view what) {
 std::string format_duration(Millis d) {
   long long ms = d.count();
   char buf[48];
-  if (ms < 0) return "-" + format_duration(Millis(-ms));
+  if (ms < 0) return std::string(1, '-').append(format_duration(Millis(-ms)));
   if (ms < 1000) {
     std::snprintf(buf, sizeof buf, "%lldms", ms);
   } else if (ms < 60'000) {
