@@ -25,6 +25,12 @@ std::string KeyLayout::lock_channel(std::string_view name) const {
   return prefix_ + "chan:{" + std::string(name) + "}:lock";
 }
 
+std::string KeyLayout::waiters_key(std::string_view name) const { return lock_key(name) + ":waiters"; }
+
+std::string KeyLayout::grant_channel(std::string_view name, std::string_view owner) const {
+  return lock_channel(name) + ":" + std::string(owner);
+}
+
 std::string KeyLayout::lock_key_pattern(std::string_view name_glob) const {
   return glob_escape(prefix_) + "lock:{" + std::string(name_glob) + "}";
 }

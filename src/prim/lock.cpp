@@ -1,6 +1,7 @@
 #include "prim/lock.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "prim/object_script.hpp"
 #include "redis/reply.hpp"
@@ -16,6 +17,9 @@ constexpr std::string_view kKind = "lock";
 // A waiter woken by the lease running out retries a little after it, so that the key has
 // really expired on the server when it asks.
 constexpr Millis kExpirySlack{2};
+
+// The waiters' queue outlives the longest wait in it by this much; dead entries go with it.
+constexpr Millis kQueueMargin{1000};
 
 }  // namespace
 
@@ -39,14 +43,16 @@ Lock::Lock(redis::Connection& conn, const KeyLayout& layout, std::string name)
       name_(std::move(name)),
       key_(layout.lock_key(name_)),
       fence_key_(layout.fence_key(name_)),
+      waiters_key_(layout.waiters_key(name_)),
       channel_(layout.lock_channel(name_)) {}
 
-Acquisition Lock::try_acquire(const std::string& owner, Millis lease) {
+Acquisition Lock::attempt(const std::string& owner, Millis lease, bool waiting, Millis wait_left) {
   std::string lease_ms = std::to_string(lease.count());
+  std::string queue_ms = std::to_string(wait_left.count() + kQueueMargin.count());
   Acquisition a;
   a.sent_at = SteadyClock::now();
-  auto reply = run_object_script(conn_, redis::scripts::lock_acquire, {key_, fence_key_},
-                                 {owner, lease_ms}, kKind);
+  auto reply = run_object_script(conn_, redis::scripts::lock_acquire, {key_, fence_key_, waiters_key_},
+                                 {owner, lease_ms, waiting ? "wait" : "try", queue_ms}, kKind);
   a.acquired = redis::as_integer(redis::element(reply.get(), 0)) == 1;
   if (a.acquired) {
     a.count = redis::as_integer(redis::element(reply.get(), 1));
@@ -59,20 +65,65 @@ Acquisition Lock::try_acquire(const std::string& owner, Millis lease) {
   return a;
 }
 
+Acquisition Lock::try_acquire(const std::string& owner, Millis lease) {
+  return attempt(owner, lease, false, Millis(0));
+}
+
+Acquisition Lock::cancel_wait(const std::string& owner, Millis lease, Acquisition busy) {
+  std::string lease_ms = std::to_string(lease.count());
+  auto reply = run_object_script(conn_, redis::scripts::lock_cancel_wait, {key_, fence_key_, waiters_key_},
+                                 {owner, lease_ms}, kKind);
+  if (redis::as_integer(redis::element(reply.get(), 0)) != 1) return busy;
+  busy.acquired = true;
+  busy.count = redis::as_integer(redis::element(reply.get(), 1));
+  busy.fence = redis::as_integer(redis::element(reply.get(), 2));
+  busy.lease = lease;
+  busy.holders.clear();
+  return busy;
+}
+
+// "granted <fence> <lease_ms>" on the waiter's own channel.
+static bool parse_grant(const std::string& payload, Acquisition& a) {
+  long long fence = 0, lease = 0;
+  if (std::sscanf(payload.c_str(), "granted %lld %lld", &fence, &lease) != 2) return false;
+  a.acquired = true;
+  a.count = 1;
+  a.fence = fence;
+  a.lease = Millis(lease);
+  a.holders.clear();
+  return true;
+}
+
 Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until,
                           const WaitHooks& hooks) {
   Acquisition a = try_acquire(owner, lease);
   if (a.acquired || SteadyClock::now() >= until) return a;
-  // Subscribe before trying again, so a release between the two is not missed.
-  auto sub = redis::Subscriber::open(conn_.options(), channel_);
+  // Subscribe before queueing, so that neither a release nor a grant can be missed.
+  std::string grant_channel = layout_.grant_channel(name_, owner);
+  auto sub = redis::Subscriber::open(conn_.options(), {channel_, grant_channel});
+  // A grant is made after the previous attempt was sent: its lease runs from there at the
+  // latest, which keeps the caller's lease deadline on the safe side.
+  Deadline lease_start = a.sent_at;
   while (true) {
-    a = try_acquire(owner, lease);
-    if (a.acquired || SteadyClock::now() >= until) return a;
+    Deadline sent = SteadyClock::now();
+    a = attempt(owner, lease, true, millis_until(until));
+    a.sent_at = lease_start;
+    if (a.acquired) return a;
+    lease_start = sent;
+    if (SteadyClock::now() >= until) return cancel_wait(owner, lease, a);
     if (hooks.on_wait) hooks.on_wait(a, millis_until(until));
     Deadline wake = until;
     if (a.ttl.count() >= 0) wake = std::min(until, SteadyClock::now() + a.ttl + kExpirySlack);
-    if (sub.wait(wake, hooks.interrupt_fd) == redis::Subscriber::Wake::kInterrupted) {
+    auto event = sub.wait(wake, hooks.interrupt_fd);
+    if (event.wake == redis::Subscriber::Wake::kInterrupted) {
+      Acquisition c = cancel_wait(owner, lease, a);
+      if (c.acquired) release(owner);
       a.interrupted = true;
+      return a;
+    }
+    if (event.wake == redis::Subscriber::Wake::kMessage && event.channel == grant_channel &&
+        parse_grant(event.payload, a)) {
+      a.sent_at = lease_start;
       return a;
     }
   }
@@ -80,7 +131,7 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
 
 Release Lock::release(const std::string& owner, Millis keep) {
   std::string keep_ms = std::to_string(std::max<long long>(keep.count(), 0));
-  auto reply = run_object_script(conn_, redis::scripts::lock_release, {key_},
+  auto reply = run_object_script(conn_, redis::scripts::lock_release, {key_, fence_key_, waiters_key_},
                                  {owner, channel_, keep_ms}, kKind);
   Release r;
   r.held = redis::as_integer(redis::element(reply.get(), 0)) == 1;

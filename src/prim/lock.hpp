@@ -51,8 +51,11 @@ class Lock {
   // One attempt: acquire, re-enter (count + 1, lease extended) or report the holders.
   Acquisition try_acquire(const std::string& owner, Millis lease);
 
-  // Tries until `until`, sleeping on the release channel (its own connection) and waking
-  // on a release or when the holder's lease runs out, whichever comes first.
+  // Tries until `until`. Meanwhile it is queued as a waiter and sleeps on pub/sub (its own
+  // connection): a release hands the lock straight to the longest-waiting live waiter on
+  // that waiter's grant channel, with no second round trip; without a release it retries
+  // when the holder's lease runs out. Never returns acquired when interrupted (a hold
+  // granted at that moment is released again).
   Acquisition acquire(const std::string& owner, Millis lease, Deadline until,
                       const WaitHooks& hooks = {});
 
@@ -70,11 +73,16 @@ class Lock {
 
  private:
 
+  Acquisition attempt(const std::string& owner, Millis lease, bool waiting, Millis wait_left);
+  // Leaves the queue; `busy` is returned unless a grant arrived just before.
+  Acquisition cancel_wait(const std::string& owner, Millis lease, Acquisition busy);
+
   redis::Connection& conn_;
   const KeyLayout& layout_;
   std::string name_;
   std::string key_;
   std::string fence_key_;
+  std::string waiters_key_;
   std::string channel_;
 };
 

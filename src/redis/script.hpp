@@ -27,6 +27,7 @@ extern const Script lock_acquire;
 extern const Script lock_release;
 extern const Script lock_force_release;
 extern const Script lock_renew;
+extern const Script lock_cancel_wait;
 }  // namespace scripts
 
 }  // namespace rlock::redis

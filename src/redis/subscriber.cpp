@@ -8,26 +8,40 @@
 
 namespace rlock::redis {
 
-Subscriber Subscriber::open(const ConnectOptions& options, const std::string& channel) {
+Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std::string>& channels) {
   Subscriber sub(Connection::open(options));
-  sub.conn_.command({"SUBSCRIBE", channel});  // reply is the subscribe confirmation
+  std::vector<std::string_view> argv = {"SUBSCRIBE"};
+  argv.insert(argv.end(), channels.begin(), channels.end());
+  sub.conn_.command(argv);  // returns the first confirmation; the others follow
+  sub.confirmations_due_ = channels.size() - 1;
   return sub;
 }
 
-bool Subscriber::take_buffered_message() {
-  void* raw = nullptr;
-  bool got_message = false;
+// Moves every complete push already read from the socket into pending_.
+void Subscriber::read_buffered() {
   while (true) {
+    void* raw = nullptr;
     if (redisGetReplyFromReader(conn_.context(), &raw) != REDIS_OK) conn_.throw_io_error("while waiting");
-    if (!raw) return got_message;
+    if (!raw) return;
     ReplyPtr reply(static_cast<redisReply*>(raw));
-    got_message = true;  // only "message" pushes arrive once subscribed
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) continue;
+    std::string kind = as_string(reply->element[0]);
+    if (kind == "subscribe" && confirmations_due_ > 0) {
+      --confirmations_due_;
+    } else if (kind == "message") {
+      pending_.push_back({Wake::kMessage, as_string(reply->element[1]), as_string(reply->element[2])});
+    }
   }
 }
 
-Subscriber::Wake Subscriber::wait(Deadline until, int interrupt_fd) {
+Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
   while (true) {
-    if (take_buffered_message()) return Wake::kMessage;
+    read_buffered();
+    if (!pending_.empty()) {
+      Event e = std::move(pending_.front());
+      pending_.pop_front();
+      return e;
+    }
     pollfd fds[2] = {{conn_.fd(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
     int nfds = interrupt_fd >= 0 ? 2 : 1;
     auto left = millis_until(until);
@@ -36,12 +50,12 @@ Subscriber::Wake Subscriber::wait(Deadline until, int interrupt_fd) {
       if (errno == EINTR) continue;
       conn_.throw_io_error("while waiting");
     }
-    if (nfds == 2 && fds[1].revents) return Wake::kInterrupted;
+    if (nfds == 2 && fds[1].revents) return {Wake::kInterrupted, {}, {}};
     if (fds[0].revents) {
       if (redisBufferRead(conn_.context()) != REDIS_OK) conn_.throw_io_error("while waiting");
       continue;
     }
-    if (SteadyClock::now() >= until) return Wake::kTimeout;
+    if (SteadyClock::now() >= until) return {Wake::kTimeout, {}, {}};
   }
 }
 

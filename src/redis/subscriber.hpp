@@ -1,32 +1,41 @@
 #pragma once
 
+#include <deque>
 #include <string>
+#include <vector>
 
 #include "redis/connection.hpp"
 #include "util/clock.hpp"
 
 namespace rlock::redis {
 
-// A connection in subscribe mode on one channel, used to sleep until a release is
-// published. It never lets a socket timeout end a wait: it polls the socket itself with
-// the wait's own deadline, so a long --wait is not cut short by --timeout.
+// A connection in subscribe mode, used to sleep until something is published. It never
+// lets a socket timeout end a wait: it polls the socket itself with the wait's own
+// deadline, so a long --wait is not cut short by --timeout.
 class Subscriber {
  public:
   enum class Wake { kMessage, kTimeout, kInterrupted };
+  struct Event {
+    Wake wake = Wake::kTimeout;
+    std::string channel;  // kMessage: where it was published
+    std::string payload;  // kMessage: what
+  };
 
-  // Opens its own connection and subscribes. Throws UnavailableError.
-  static Subscriber open(const ConnectOptions& options, const std::string& channel);
+  // Opens its own connection and subscribes to all `channels`. Throws UnavailableError.
+  static Subscriber open(const ConnectOptions& options, const std::vector<std::string>& channels);
 
-  // Sleeps until a message arrives on the channel, `until` passes, or `interrupt_fd`
-  // (if >= 0) becomes readable. Messages that arrived earlier count. Throws IoError when
-  // the connection drops.
-  Wake wait(Deadline until, int interrupt_fd = -1);
+  // Sleeps until a message arrives, `until` passes, or `interrupt_fd` (if >= 0) becomes
+  // readable. Messages that arrived earlier come first, in publish order. Throws IoError
+  // when the connection drops.
+  Event wait(Deadline until, int interrupt_fd = -1);
 
  private:
   explicit Subscriber(Connection conn) : conn_(std::move(conn)) {}
-  bool take_buffered_message();
+  void read_buffered();
 
   Connection conn_;
+  std::deque<Event> pending_;
+  size_t confirmations_due_ = 0;
 };
 
 }  // namespace rlock::redis

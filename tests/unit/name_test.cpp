@@ -22,6 +22,8 @@ TEST_CASE("key layout shares the {NAME} hash tag and round-trips names") {
   CHECK(layout.lock_key("a") == "rlock:lock:{a}");
   CHECK(layout.fence_key("a") == "rlock:lock:{a}:fence");
   CHECK(layout.lock_channel("a") == "rlock:chan:{a}:lock");
+  CHECK(layout.waiters_key("a") == "rlock:lock:{a}:waiters");
+  CHECK(layout.grant_channel("a", "h:1:ff") == "rlock:chan:{a}:lock:h:1:ff");
   CHECK(layout.lock_name("rlock:lock:{deploy}") == std::optional<std::string>("deploy"));
   CHECK_FALSE(layout.lock_name("rlock:lock:{deploy}:fence"));
   CHECK_FALSE(layout.lock_name("other:lock:{deploy}"));

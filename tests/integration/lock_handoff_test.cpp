@@ -1,0 +1,118 @@
+// Handoff: a release gives the lock straight to the longest-waiting live waiter.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <future>
+
+#include "harness.hpp"
+#include "prim/lock.hpp"
+#include "redis/connection.hpp"
+#include "redis/url.hpp"
+
+namespace t = rlock::test;
+using rlock::Deadline;
+using rlock::Millis;
+using rlock::SteadyClock;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kKey = "rlock:lock:{baton}";
+constexpr const char* kQueue = "rlock:lock:{baton}:waiters";
+constexpr const char* kChannel = "rlock:chan:{baton}:lock";
+
+rlock::redis::ConnectOptions options_for(const t::RedisServer& server) {
+  rlock::redis::ConnectOptions o;
+  o.endpoint = rlock::redis::parse_url(server.url());
+  return o;
+}
+
+// A waiter on its own connection and thread, as a separate process would be.
+std::future<rlock::prim::Acquisition> start_waiter(const t::RedisServer& server, std::string owner) {
+  return std::async(std::launch::async, [&server, owner] {
+    auto conn = rlock::redis::Connection::open(options_for(server));
+    rlock::prim::KeyLayout layout;
+    rlock::prim::Lock lock(conn, layout, "baton");
+    return lock.acquire(owner, Millis(30'000), SteadyClock::now() + Millis(20'000));
+  });
+}
+
+bool queued(const t::RedisServer& server, long long n) {
+  return t::poll_until([&] { return server.cmd_int({"ZCARD", kQueue}) == n; }, 10s);
+}
+
+}  // namespace
+
+TEST_CASE("a release hands the lock to the waiter before the waiter does anything") {
+  t::RedisServer server;
+  auto conn = rlock::redis::Connection::open(options_for(server));
+  rlock::prim::KeyLayout layout;
+  rlock::prim::Lock holder(conn, layout, "baton");
+  auto first = holder.try_acquire("holder", Millis(60'000));
+  REQUIRE(first.acquired);
+  auto waiter = start_waiter(server, "waiter");
+  REQUIRE(queued(server, 1));
+  CHECK(holder.release("holder").remaining == 0);
+  // Same instant, no reply from the waiter needed: it already holds the lock.
+  CHECK(server.cmd_str({"HGET", kKey, "waiter"}) == "1");
+  CHECK(server.cmd_int({"HLEN", kKey}) == 1);
+  CHECK(server.cmd_int({"ZCARD", kQueue}) == 0);
+  auto a = waiter.get();
+  CHECK(a.acquired);
+  CHECK(a.count == 1);
+  CHECK(a.fence > first.fence);
+  CHECK(std::to_string(a.fence) == server.cmd_str({"GET", "rlock:lock:{baton}:fence"}));
+  CHECK(a.lease == Millis(30'000));
+  CHECK(server.cmd_int({"PTTL", kKey}) > 25'000);
+}
+
+TEST_CASE("waiters get the lock in arrival order") {
+  t::RedisServer server;
+  auto conn = rlock::redis::Connection::open(options_for(server));
+  rlock::prim::KeyLayout layout;
+  rlock::prim::Lock lock(conn, layout, "baton");
+  REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
+  auto w1 = start_waiter(server, "w1");
+  REQUIRE(queued(server, 1));
+  auto w2 = start_waiter(server, "w2");
+  REQUIRE(queued(server, 2));
+  lock.release("holder");
+  CHECK(w1.get().acquired);
+  CHECK(server.cmd_str({"HGET", kKey, "w1"}) == "1");
+  CHECK(server.cmd_int({"ZCARD", kQueue}) == 1);
+  lock.release("w1");
+  CHECK(w2.get().acquired);
+  CHECK(server.cmd_str({"HGET", kKey, "w2"}) == "1");
+  CHECK(server.cmd_int({"EXISTS", kQueue}) == 0);
+}
+
+TEST_CASE("a waiter that died is skipped: the lock is never handed to the dead") {
+  t::RedisServer server;
+  REQUIRE(t::rlock(server, {"lock", "baton", "--owner", "holder", "--lease", "60s"}).status == 0);
+  auto dead = t::spawn_rlock(server, {"lock", "baton", "--owner", "dead", "--wait", "60s"});
+  REQUIRE(queued(server, 1));
+  dead.kill(SIGKILL);
+  REQUIRE(dead.wait(t::deadline(10s)).has_value());
+  REQUIRE(t::poll_until([&] { return t::subscribers(server, kChannel) == 0; }, 10s));
+  CHECK(server.cmd_int({"ZCARD", kQueue}) == 1);  // its entry outlived it
+
+  auto r = t::rlock(server, {"unlock", "baton", "--owner", "holder"});
+  CHECK(r.status == 0);
+  CHECK(server.cmd_int({"EXISTS", kKey}) == 0);
+  CHECK(server.cmd_int({"EXISTS", kQueue}) == 0);
+}
+
+TEST_CASE("a wait that runs out or is interrupted leaves the queue") {
+  t::RedisServer server;
+  REQUIRE(t::rlock(server, {"lock", "baton", "--owner", "holder", "--lease", "60s"}).status == 0);
+  auto r = t::rlock(server, {"lock", "baton", "--owner", "late", "--wait", "300ms"});
+  CHECK(r.status == 75);
+  CHECK(server.cmd_int({"EXISTS", kQueue}) == 0);
+
+  auto waiting = t::spawn_rlock(server, {"exec", "--wait", "60s", "baton", "--", "true"});
+  REQUIRE(queued(server, 1));
+  waiting.kill(SIGTERM);
+  CHECK(waiting.wait(t::deadline(10s)) == std::optional<int>(143));
+  CHECK(server.cmd_int({"EXISTS", kQueue}) == 0);
+  CHECK(t::hash_of(server, kKey) == t::json{{"holder", "1"}});
+}
