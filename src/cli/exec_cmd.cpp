@@ -86,6 +86,7 @@ Command add_exec_command(CLI::App& parent, std::vector<std::string>& command) {
   auto flags = std::make_shared<ExecFlags>();
   auto* sub = parent.add_subcommand("exec", "Run a command while holding a lock");
   add_lock_flags(*sub, flags->lock);
+  sub->get_option("name")->description("lock name; then -- CMD [ARGS...], the command to run");
   sub->add_option("--on-lost", flags->on_lost, "signal for the job if the lock is lost (default TERM)")
       ->type_name("SIG");
   sub->add_option("--kill-after", flags->kill_after, "then SIGKILL after DUR (default 10s)")->type_name("DUR");

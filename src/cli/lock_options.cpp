@@ -64,7 +64,7 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name, int 
     hooks.on_wait = [&console, name](const prim::Acquisition& busy, Millis left) {
       std::string lease = busy.ttl.count() >= 0 ? format_duration(busy.ttl) + " of lease left" : "no lease";
       console.explain("waiting for lock '" + name + "' held by " + describe_holders(busy.holders) + " (" +
-                      lease + "): woken by its release or when the lease runs out; giving up in " +
+                      lease + "); queued: a release hands it over, or retrying when the lease runs out; giving up in " +
                       format_duration(left));
     };
   }
