@@ -2,10 +2,10 @@
 -- KEYS[1] lock hash
 -- ARGV[1] channel to publish the release on
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
---        error "WRONGTYPE <type> <key>" and no change when the key is not a lock.
+--        error "BADTYPE <type> <key>" and no change when the key is not a lock.
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'hash' then
-  return redis.error_reply('WRONGTYPE ' .. t .. ' ' .. KEYS[1])
+  return redis.error_reply('BADTYPE ' .. t .. ' ' .. KEYS[1])
 end
 local holders = redis.call('HGETALL', KEYS[1])
 if #holders > 0 then

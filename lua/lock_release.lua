@@ -2,17 +2,25 @@
 -- longest-waiting live waiter (one whose grant channel still has a subscriber: a waiter
 -- that died has none), published on that waiter's channel with its new fencing token; with
 -- no live waiter it is deleted and the release published. ARGV[3] > 0 instead keeps it held
--- (count 0) for that many ms (--min-hold).
+-- (count 0, busy for everyone) for that many ms (--min-hold); releasing a kept lock ends it.
 -- KEYS[1] lock hash, KEYS[2] fencing token, KEYS[3] waiters (see lock_acquire.lua)
--- ARGV[1] owner, ARGV[2] release channel (a waiter's grant channel is this plus
--- ":<owner>", as KeyLayout::grant_channel names it), ARGV[3] keep ms (0 = none)
+-- ARGV[1] owner, ARGV[2] release channel (a wait's grant channel is this plus
+-- ":<wait_id>", as KeyLayout::grant_channel names it), ARGV[3] keep ms (0 = none)
 -- Reply: {1, remaining_count} when the owner held it (0 = released, handed over or kept);
 --        {0, owner1, count1, ...} when it does not (empty list after the 0: the lock is free);
---        error "WRONGTYPE <type> <key>" and no change when the key is not a lock.
-local t = redis.call('TYPE', KEYS[1])['ok']
-if t ~= 'none' and t ~= 'hash' then
-  return redis.error_reply('WRONGTYPE ' .. t .. ' ' .. KEYS[1])
+--        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+local function bad_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('BADTYPE ' .. t .. ' ' .. key)
+  end
 end
+local err = bad_type(KEYS[1], 'hash') or bad_type(KEYS[2], 'string') or bad_type(KEYS[3], 'zset')
+if err then return err end
+local stored = redis.call('GET', KEYS[2])
+local last = tonumber(stored or '0')
+if not last then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+
 local count = tonumber(redis.call('HGET', KEYS[1], ARGV[1]))
 if not count then
   local reply = {0}
@@ -30,26 +38,21 @@ if count == 1 and keep > 0 then
 end
 redis.call('DEL', KEYS[1])
 
-if redis.call('TYPE', KEYS[3])['ok'] == 'zset' then
-  while true do
-    local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    if not first then break end
-    redis.call('ZREM', KEYS[3], first)
-    local sep = string.find(first, ':', 1, true)
-    local lease = sep and tonumber(string.sub(first, 1, sep - 1))
-    if lease then
-      local waiter = string.sub(first, sep + 1)
-      local channel = ARGV[2] .. ':' .. waiter
-      if redis.call('PUBSUB', 'NUMSUB', channel)[2] > 0 then
-        local now = redis.call('TIME')
-        local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-        local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
-        redis.call('SET', KEYS[2], string.format('%.0f', fence))
-        redis.call('HSET', KEYS[1], waiter, 1)
-        redis.call('PEXPIRE', KEYS[1], lease)
-        redis.call('PUBLISH', channel, string.format('granted %.0f %d', fence, lease))
-        return {1, 0}
-      end
+while true do
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if not first then break end
+  redis.call('ZREM', KEYS[3], first)
+  local lease, wait_id, waiter = string.match(first, '^(%d+):(%x+):(.*)$')
+  if lease then
+    local channel = ARGV[2] .. ':' .. wait_id
+    if redis.call('PUBSUB', 'NUMSUB', channel)[2] > 0 then
+      local now = redis.call('TIME')
+      local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
+      redis.call('SET', KEYS[2], string.format('%.0f', fence))
+      redis.call('HSET', KEYS[1], waiter, 1)
+      redis.call('PEXPIRE', KEYS[1], lease)
+      redis.call('PUBLISH', channel, string.format('granted %.0f %s', fence, lease))
+      return {1, 0}
     end
   end
 end

@@ -28,6 +28,15 @@ std::string join(const std::vector<std::string>& argv) {
   return out;
 }
 
+// Drains the pending signals; returns the last of INT/TERM/HUP/QUIT among them, or 0.
+int take_stop_signal(exec::SignalFd& signals) {
+  int signo = 0;
+  while (auto s = signals.next()) {
+    if (exec::is_forwarded(*s)) signo = *s;
+  }
+  return signo;
+}
+
 int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const Settings& settings) {
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
@@ -43,17 +52,16 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(conn, layout, req.name);
   auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
-  while (a.interrupted) {
-    // SIGCHLD of a child rlock inherited (`sh -c 'x & exec rlock ...'`) is no reason to stop.
-    int signo = 0;
-    while (auto s = signals.next()) {
-      if (exec::is_forwarded(*s)) signo = *s;
-    }
-    if (signo) {
+  // A signal that came while connecting or waiting stops everything, even if the lock was
+  // just taken; SIGCHLD of a child rlock inherited (`sh -c 'x & exec rlock ...'`) does not.
+  while (true) {
+    if (int signo = take_stop_signal(signals)) {
+      if (a.acquired) lock.release(req.owner);
       console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" + req.name +
                      "'; the command did not run");
       return 128 + signo;
     }
+    if (!a.interrupted) break;
     a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
   }
   if (!a.acquired) {
@@ -74,7 +82,7 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
              {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}};
   job.signal_mask = &signals.original_mask();
   exec::Watchdog watchdog(std::move(conn), layout, req.name, req.owner, req.lease, a.sent_at);
-  so.acquired_at = a.sent_at;
+  so.acquired_at = a.known_at;
   so.verbose = [&console](const std::string& m) { console.explain(m); };
   so.warn = [&console](const std::string& m) { console.notice(m); };
   return exec::supervise(job, watchdog, signals, guardian, so);

@@ -1,14 +1,18 @@
 #include "exec/guardian.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <ctime>
+#include <vector>
 
 #include "util/clock.hpp"
 #include "util/error.hpp"
@@ -40,12 +44,32 @@ bool read_full(int fd, void* buf, size_t n) {
   return true;
 }
 
-[[noreturn]] void guardian_main(int life_fd, int signo, Millis kill_after) {
-  // Keep nothing of rlock's: no Redis socket, no stdio that a reader waits to close.
+// Closes every descriptor from `first` up. close_range(2) needs Linux 5.9; older kernels
+// get the list from /proc.
+void close_from(int first) {
+  if (syscall(SYS_close_range, static_cast<unsigned>(first), ~0u, 0u) == 0) return;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) {
+    for (long fd = first, max = sysconf(_SC_OPEN_MAX); fd < max; ++fd) close(static_cast<int>(fd));
+    return;
+  }
+  std::vector<int> open_fds;
+  while (dirent* e = readdir(dir)) {
+    int fd = std::atoi(e->d_name);
+    if (fd >= first && fd != dirfd(dir)) open_fds.push_back(fd);
+  }
+  closedir(dir);
+  for (int fd : open_fds) close(fd);
+}
+
+[[noreturn]] void guardian_main(int life_fd, int rlock_end, int signo, Millis kill_after) {
+  // Keep nothing of rlock's: no Redis socket, no stdio that a reader waits to close, and
+  // above all not rlock's end of the socket, or rlock's death would never show as EOF.
+  close(rlock_end);
   int devnull = open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3; ++fd) dup2(devnull, fd);
   dup2(life_fd, 3);
-  syscall(SYS_close_range, 4u, ~0u, 0u);
+  close_from(4);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(s, SIG_IGN);
   pid_t pgid = 0;
   if (!read_full(3, &pgid, sizeof pgid)) _exit(0);  // no job was started
@@ -80,9 +104,16 @@ Guardian Guardian::start(int signo, Millis kill_after) {
     throw Error(71, std::string("socketpair: ") + std::strerror(errno));
   }
   Fd life_r(fds[0]), life_w(fds[1]);
-  pid_t pid = fork();
-  if (pid < 0) throw Error(71, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) guardian_main(life_r.get(), signo, kill_after);
+  // Forked twice so that it is not rlock's child: rlock, the job's subreaper, waits for
+  // all of its children before it releases, and the guardian lives on until then.
+  pid_t middle = fork();
+  if (middle < 0) throw Error(71, std::string("fork: ") + std::strerror(errno));
+  if (middle == 0) {
+    if (fork() == 0) guardian_main(life_r.get(), life_w.get(), signo, kill_after);
+    _exit(0);
+  }
+  while (waitpid(middle, nullptr, 0) < 0 && errno == EINTR) {
+  }
   Guardian g;
   g.life_ = std::move(life_w);
   return g;

@@ -32,6 +32,11 @@ SignalFd::SignalFd() {
   sigemptyset(&set);
   for (int s : kForwarded) sigaddset(&set, s);
   sigaddset(&set, SIGCHLD);
+  // With SIGCHLD ignored (inherited from a parent that set SIG_IGN) the kernel would reap
+  // the job itself and rlock could never learn that it ended.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGCHLD, &dfl, nullptr);
   sigprocmask(SIG_BLOCK, &set, &original_);
   fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   if (fd_ < 0) throw Error(kExitUnavailable, std::string("signalfd: ") + std::strerror(errno));

@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <optional>
 
 #include "exec/guardian.hpp"
+#include "exec/leftovers.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
@@ -27,16 +29,16 @@ class Run {
   Run(const Job& job, Watchdog& watchdog, SignalFd& signals, const SuperviseOptions& o)
       : job_(job), watchdog_(watchdog), signals_(signals), o_(o) {}
 
-  // Loops until the leader has exited and no process of its group is left.
+  // Loops until the leader has exited and nothing of the job is left.
   void loop() {
-    while (leader_alive() || group_alive(job_.pid)) {
-      if (!leader_alive() && !draining_) start_draining();
+    while (leader_alive() || leftovers_.any()) {
+      if (!leader_alive()) drain();
       wait_for_event();
       handle_signals();
       if (!leader_alive()) reap_children();
-      if (SteadyClock::now() >= kill_at_) {
+      if (lost_ && leader_alive() && !killed_ && SteadyClock::now() >= kill_at_) {
         kill(-job_.pid, SIGKILL);
-        kill_at_ = Deadline::max();
+        killed_ = true;
       }
       if (!lost_) renew();
     }
@@ -49,8 +51,10 @@ class Run {
   bool leader_alive() const { return !status_; }
 
   void wait_for_event() {
-    Deadline wake = lost_ ? kill_at_ : std::min(kill_at_, watchdog_.next_due());
-    if (!leader_alive()) wake = std::min(wake, SteadyClock::now() + kGroupPollInterval);
+    auto now = SteadyClock::now();
+    Deadline wake = lost_ ? Deadline::max() : watchdog_.next_due();
+    if (kill_at_ > now) wake = std::min(wake, kill_at_);
+    if (!leader_alive()) wake = std::min(wake, now + kGroupPollInterval);
     pollfd p{signals_.fd(), POLLIN, 0};
     poll(&p, 1, static_cast<int>(std::min<long long>(millis_until(wake).count(), 1 << 30)));
   }
@@ -74,6 +78,7 @@ class Run {
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
       if (pid == job_.pid) status_ = st;
     }
+    if (pid < 0 && errno == ECHILD && leader_alive()) status_ = 0;  // reaped by someone else
   }
 
   void renew() {
@@ -92,14 +97,17 @@ class Run {
     }
   }
 
-  // The leader is gone but processes of its group remain: they must not run on after
-  // the lock is released, so they get the stop signal and, after --kill-after, KILL.
-  void start_draining() {
+  // The leader is gone but processes of the job remain: they must not run on after the
+  // lock is released, so they get the stop signal and, after --kill-after, KILL.
+  void drain() {
+    if (!draining_ && !lost_ && o_.verbose) {
+      o_.verbose("the command exited but left processes behind; stopping them");
+    }
+    if (!draining_ && !lost_) kill_at_ = SteadyClock::now() + o_.kill_after;
     draining_ = true;
-    if (lost_) return;  // already signalled
-    if (o_.verbose) o_.verbose("the command exited but left processes in its group; stopping them");
-    signal_group(o_.on_lost_signal);
-    kill_at_ = SteadyClock::now() + o_.kill_after;
+    bool hard = SteadyClock::now() >= kill_at_;
+    leftovers_.signal(hard ? SIGKILL : o_.on_lost_signal, hard);
+    if (!hard && o_.on_lost_signal != SIGCONT) leftovers_.signal(SIGCONT, true);
   }
 
   void signal_group(int signo) {
@@ -114,6 +122,8 @@ class Run {
   std::optional<int> status_;
   bool lost_ = false;
   bool draining_ = false;
+  bool killed_ = false;
+  Leftovers leftovers_{job_.pid};
   Deadline kill_at_ = Deadline::max();
 };
 
@@ -134,19 +144,24 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   run.loop();
   restore_terminal(job);
 
-  // The whole group is gone. Release first: a waiter's handoff should not wait for the
+  // Nothing of the job is left. Release first: a waiter's handoff should not wait for the
   // guardian's bookkeeping.
-  std::string why;
-  bool released = true;
-  if (!run.lost()) {
-    auto held_for = std::chrono::duration_cast<Millis>(SteadyClock::now() - options.acquired_at);
-    released = watchdog.release(std::max(options.min_hold - held_for, Millis(0)), &why);
+  if (run.lost()) {
+    guardian.finish();
+    return kExitLockLost;
   }
+  auto held_for = std::chrono::duration_cast<Millis>(SteadyClock::now() - options.acquired_at);
+  std::string why;
+  auto released = watchdog.release(std::max(options.min_hold - held_for, Millis(0)), &why);
   guardian.finish();
-  if (!released && options.warn) {
+  if (released == Watchdog::Released::kNotHeld) {
+    if (options.warn) options.warn("lock lost before the command ended: " + why);
+    return kExitLockLost;
+  }
+  if (released == Watchdog::Released::kUnreachable && options.warn) {
     options.warn("could not release the lock (" + why + "); it expires when its lease runs out");
   }
-  return run.lost() ? kExitLockLost : exit_code_of(run.status());
+  return exit_code_of(run.status());
 }
 
 }  // namespace rlock::exec

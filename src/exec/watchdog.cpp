@@ -28,7 +28,10 @@ prim::Lock& Watchdog::lock() {
     lock_.reset();
     conn_.reset();
     auto opts = options_;
-    opts.connect_timeout = std::min(opts.connect_timeout, std::max(millis_until(lease_deadline_), Millis(1)));
+    // Connecting, AUTH and SELECT must all end before the lease deadline.
+    Millis left = std::max(millis_until(lease_deadline_), Millis(1));
+    opts.connect_timeout = std::min(opts.connect_timeout, left);
+    opts.command_timeout = std::min(opts.command_timeout, left);
     conn_.emplace(redis::Connection::open(opts));
   }
   if (!lock_) lock_.emplace(*conn_, layout_, name_);
@@ -59,15 +62,17 @@ Watchdog::State Watchdog::tick() {
   }
 }
 
-bool Watchdog::release(Millis keep, std::string* why) {
+Watchdog::Released Watchdog::release(Millis keep, std::string* why) {
   try {
     auto& l = lock();
     conn_->set_timeout(options_.command_timeout);
-    l.release(owner_, keep);
-    return true;
+    auto r = l.release(owner_, keep);
+    if (r.held) return Released::kReleased;
+    if (why) *why = "it was no longer held by " + owner_ + " (held by " + std::to_string(r.holders.size()) + " other owner(s))";
+    return Released::kNotHeld;
   } catch (const Error& e) {
     if (why) *why = e.what();
-    return false;
+    return Released::kUnreachable;
   }
 }
 

@@ -28,9 +28,11 @@ class Watchdog {
   // Why the lock was lost, for the one-line message.
   const std::string& lost_reason() const { return lost_reason_; }
 
-  // Releases the hold; with `keep` > 0 the lock stays held that much longer. Returns
-  // false (and a reason) when Redis could not be reached: the lease will expire by itself.
-  bool release(Millis keep, std::string* why);
+  enum class Released { kReleased, kNotHeld, kUnreachable };
+  // Releases the hold; with `keep` > 0 the lock stays held that much longer. kNotHeld: the
+  // lock was lost after the last renewal; kUnreachable: Redis could not be reached and the
+  // lease will expire by itself. `why` says more for both.
+  Released release(Millis keep, std::string* why);
 
  private:
   prim::Lock& lock();

@@ -27,8 +27,8 @@ std::string KeyLayout::lock_channel(std::string_view name) const {
 
 std::string KeyLayout::waiters_key(std::string_view name) const { return lock_key(name) + ":waiters"; }
 
-std::string KeyLayout::grant_channel(std::string_view name, std::string_view owner) const {
-  return lock_channel(name) + ":" + std::string(owner);
+std::string KeyLayout::grant_channel(std::string_view name, std::string_view wait_id) const {
+  return lock_channel(name) + ":" + std::string(wait_id);
 }
 
 std::string KeyLayout::lock_key_pattern(std::string_view name_glob) const {

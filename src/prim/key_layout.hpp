@@ -18,9 +18,9 @@ class KeyLayout {
   std::string fence_key(std::string_view name) const;     // fencing token
   std::string lock_channel(std::string_view name) const;  // release notifications
   std::string waiters_key(std::string_view name) const;   // queue of waiters
-  // Where a release hands the lock to waiting `owner`: lock_channel + ":" + owner
+  // Where a release hands the lock to the wait `wait_id`: lock_channel + ":" + wait_id
   // (lock_release.lua builds the same name from the release channel).
-  std::string grant_channel(std::string_view name, std::string_view owner) const;
+  std::string grant_channel(std::string_view name, std::string_view wait_id) const;
 
   // SCAN MATCH pattern for the lock hashes whose names match `name_glob` (Redis glob).
   std::string lock_key_pattern(std::string_view name_glob) const;

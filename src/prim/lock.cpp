@@ -8,6 +8,7 @@
 #include "redis/script.hpp"
 #include "redis/subscriber.hpp"
 #include "util/error.hpp"
+#include "util/owner.hpp"
 
 namespace rlock::prim {
 namespace {
@@ -46,13 +47,15 @@ Lock::Lock(redis::Connection& conn, const KeyLayout& layout, std::string name)
       waiters_key_(layout.waiters_key(name_)),
       channel_(layout.lock_channel(name_)) {}
 
-Acquisition Lock::attempt(const std::string& owner, Millis lease, bool waiting, Millis wait_left) {
+Acquisition Lock::attempt(const std::string& owner, Millis lease, const char* mode, Millis wait_left,
+                          const std::string& wait_id) {
   std::string lease_ms = std::to_string(lease.count());
   std::string queue_ms = std::to_string(wait_left.count() + kQueueMargin.count());
   Acquisition a;
   a.sent_at = SteadyClock::now();
   auto reply = run_object_script(conn_, redis::scripts::lock_acquire, {key_, fence_key_, waiters_key_},
-                                 {owner, lease_ms, waiting ? "wait" : "try", queue_ms}, kKind);
+                                 {owner, lease_ms, mode, queue_ms, wait_id}, kKind);
+  a.known_at = SteadyClock::now();
   a.acquired = redis::as_integer(redis::element(reply.get(), 0)) == 1;
   if (a.acquired) {
     a.count = redis::as_integer(redis::element(reply.get(), 1));
@@ -66,23 +69,25 @@ Acquisition Lock::attempt(const std::string& owner, Millis lease, bool waiting, 
 }
 
 Acquisition Lock::try_acquire(const std::string& owner, Millis lease) {
-  return attempt(owner, lease, false, Millis(0));
+  return attempt(owner, lease, "try", Millis(0), "-");
 }
 
-Acquisition Lock::cancel_wait(const std::string& owner, Millis lease, Acquisition busy) {
+Acquisition Lock::cancel_wait(const std::string& owner, Millis lease, const std::string& wait_id,
+                              Acquisition busy) {
   std::string lease_ms = std::to_string(lease.count());
   auto reply = run_object_script(conn_, redis::scripts::lock_cancel_wait, {key_, fence_key_, waiters_key_},
-                                 {owner, lease_ms}, kKind);
+                                 {owner, lease_ms, wait_id}, kKind);
   if (redis::as_integer(redis::element(reply.get(), 0)) != 1) return busy;
   busy.acquired = true;
   busy.count = redis::as_integer(redis::element(reply.get(), 1));
   busy.fence = redis::as_integer(redis::element(reply.get(), 2));
   busy.lease = lease;
+  busy.known_at = SteadyClock::now();
   busy.holders.clear();
   return busy;
 }
 
-// "granted <fence> <lease_ms>" on the waiter's own channel.
+// "granted <fence> <lease_ms>" on the wait's own channel.
 static bool parse_grant(const std::string& payload, Acquisition& a) {
   long long fence = 0, lease = 0;
   if (std::sscanf(payload.c_str(), "granted %lld %lld", &fence, &lease) != 2) return false;
@@ -90,6 +95,7 @@ static bool parse_grant(const std::string& payload, Acquisition& a) {
   a.count = 1;
   a.fence = fence;
   a.lease = Millis(lease);
+  a.known_at = SteadyClock::now();
   a.holders.clear();
   return true;
 }
@@ -99,25 +105,25 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
   Acquisition a = try_acquire(owner, lease);
   if (a.acquired || SteadyClock::now() >= until) return a;
   // Subscribe before queueing, so that neither a release nor a grant can be missed.
-  std::string grant_channel = layout_.grant_channel(name_, owner);
+  std::string wait_id = random_hex(8);
+  std::string grant_channel = layout_.grant_channel(name_, wait_id);
   auto sub = redis::Subscriber::open(conn_.options(), {channel_, grant_channel});
   // A grant is made after the previous attempt was sent: its lease runs from there at the
   // latest, which keeps the caller's lease deadline on the safe side.
   Deadline lease_start = a.sent_at;
+  const char* mode = "wait";
   while (true) {
-    Deadline sent = SteadyClock::now();
-    a = attempt(owner, lease, true, millis_until(until));
-    a.sent_at = lease_start;
+    a = attempt(owner, lease, mode, millis_until(until), wait_id);
+    mode = "queued";
+    std::swap(a.sent_at, lease_start);  // acquired: the earlier bound; busy: remember this one
     if (a.acquired) return a;
-    lease_start = sent;
-    if (SteadyClock::now() >= until) return cancel_wait(owner, lease, a);
+    if (SteadyClock::now() >= until) return cancel_wait(owner, lease, wait_id, a);
     if (hooks.on_wait) hooks.on_wait(a, millis_until(until));
     Deadline wake = until;
     if (a.ttl.count() >= 0) wake = std::min(until, SteadyClock::now() + a.ttl + kExpirySlack);
     auto event = sub.wait(wake, hooks.interrupt_fd);
     if (event.wake == redis::Subscriber::Wake::kInterrupted) {
-      Acquisition c = cancel_wait(owner, lease, a);
-      if (c.acquired) release(owner);
+      if (cancel_wait(owner, lease, wait_id, a).acquired) release(owner);
       a.interrupted = true;
       return a;
     }

@@ -25,7 +25,8 @@ struct Acquisition {
   Millis lease{0};           // acquired: lease granted
   std::vector<Holder> holders;  // busy: who holds it
   Millis ttl{0};                // busy: holders' remaining lease; -1 = no expiry
-  Deadline sent_at{};           // when the deciding attempt was sent (lease clock start)
+  Deadline sent_at{};           // acquired: the lease runs from no earlier than this
+  Deadline known_at{};          // acquired: when this process learned it holds the lock
 };
 
 struct Release {
@@ -73,9 +74,12 @@ class Lock {
 
  private:
 
-  Acquisition attempt(const std::string& owner, Millis lease, bool waiting, Millis wait_left);
+  // `mode`: "try", "wait" or "queued" (see lua/lock_acquire.lua).
+  Acquisition attempt(const std::string& owner, Millis lease, const char* mode, Millis wait_left,
+                      const std::string& wait_id);
   // Leaves the queue; `busy` is returned unless a grant arrived just before.
-  Acquisition cancel_wait(const std::string& owner, Millis lease, Acquisition busy);
+  Acquisition cancel_wait(const std::string& owner, Millis lease, const std::string& wait_id,
+                          Acquisition busy);
 
   redis::Connection& conn_;
   const KeyLayout& layout_;

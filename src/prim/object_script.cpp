@@ -15,7 +15,7 @@ redis::ReplyPtr run_object_script(redis::Connection& conn, const redis::Script& 
   } catch (const redis::ReplyError& e) {
     const std::string& msg = e.reply();
     std::string kind(object_kind);
-    if (e.code() == "WRONGTYPE") {
+    if (e.code() == "BADTYPE") {
       size_t type_start = msg.find(' ') + 1;
       size_t type_end = msg.find(' ', type_start);
       std::string type = msg.substr(type_start, type_end - type_start);

@@ -7,7 +7,7 @@
 
 namespace rlock::prim {
 
-// Runs a primitive's script and turns its "WRONGTYPE <type> <key>" / "MALFORMED <key>"
+// Runs a primitive's script and turns its "BADTYPE <type> <key>" / "MALFORMED <key>"
 // error replies into DataError (exit 65) naming the key and `object_kind` ("lock", ...).
 redis::ReplyPtr run_object_script(redis::Connection& conn, const redis::Script& script,
                                   const std::vector<std::string_view>& keys,

@@ -56,9 +56,7 @@ void Connection::authenticate() {
     }
     if (ep.db != 0) command({"SELECT", std::to_string(ep.db)});
   } catch (const ReplyError& e) {
-    std::string hint = e.code() == "NOAUTH" ? " (the server needs a password: RLOCK_PASSWORD or --password-file)"
-                                           : "";
-    throw UnavailableError("redis at " + ep.describe() + " refused the connection: " + e.reply() + hint);
+    throw UnavailableError("redis at " + ep.describe() + " refused the connection: " + e.reply());
   }
 }
 

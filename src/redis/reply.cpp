@@ -19,10 +19,19 @@ int exit_code_for(const std::string& code) {
   return kExitData;
 }
 
+// A server with a password answers NOAUTH, or (for commands of more than 10 arguments
+// before AUTH) closes with a protocol error about an unauthenticated client.
+bool needs_password(const std::string& message) {
+  return first_word(message) == "NOAUTH" || message.find("unauthenticated") != std::string::npos;
+}
+
 }  // namespace
 
 ReplyError::ReplyError(const std::string& message)
-    : Error(exit_code_for(first_word(message)), "redis: " + message),
+    : Error(needs_password(message) ? kExitUnavailable : exit_code_for(first_word(message)),
+            "redis: " + message +
+                (needs_password(message) ? " (the server needs a password: RLOCK_PASSWORD or --password-file)"
+                                         : "")),
       code_(first_word(message)),
       reply_(message) {}
 

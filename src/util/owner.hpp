@@ -8,4 +8,7 @@ namespace rlock {
 // and across pid reuse.
 std::string default_owner();
 
+// `bytes` random bytes as lowercase hex (ids that must not collide across processes).
+std::string random_hex(size_t bytes);
+
 }  // namespace rlock

@@ -8,6 +8,7 @@
 #include "prim/lock.hpp"
 #include "redis/connection.hpp"
 #include "redis/url.hpp"
+#include "util/error.hpp"
 
 namespace t = rlock::test;
 using rlock::Deadline;
@@ -115,4 +116,42 @@ TEST_CASE("a wait that runs out or is interrupted leaves the queue") {
   CHECK(waiting.wait(t::deadline(10s)) == std::optional<int>(143));
   CHECK(server.cmd_int({"EXISTS", kQueue}) == 0);
   CHECK(t::hash_of(server, kKey) == t::json{{"holder", "1"}});
+}
+
+TEST_CASE("two waits by one owner get a grant each, one after the other") {
+  t::RedisServer server;
+  auto conn = rlock::redis::Connection::open(options_for(server));
+  rlock::prim::KeyLayout layout;
+  rlock::prim::Lock lock(conn, layout, "baton");
+  REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
+  auto first = start_waiter(server, "shared");
+  REQUIRE(queued(server, 1));
+  auto second = start_waiter(server, "shared");
+  REQUIRE(queued(server, 2));
+  lock.release("holder");
+  auto a = first.get();
+  CHECK(a.acquired);
+  CHECK(server.cmd_int({"ZCARD", kQueue}) == 1);  // the second still waits its turn
+  CHECK(lock.release("shared").remaining == 0);
+  auto b = second.get();
+  CHECK(b.acquired);
+  CHECK(b.fence > a.fence);
+  CHECK(server.cmd_str({"HGET", kKey, "shared"}) == "1");
+}
+
+TEST_CASE("a release with a malformed neighbour key changes nothing") {
+  t::RedisServer server;
+  auto conn = rlock::redis::Connection::open(options_for(server));
+  rlock::prim::KeyLayout layout;
+  rlock::prim::Lock lock(conn, layout, "baton");
+  REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
+  server.cmd({"DEL", "rlock:lock:{baton}:fence"});
+  server.cmd({"RPUSH", "rlock:lock:{baton}:fence", "x"});
+  CHECK_THROWS_AS(lock.release("holder"), rlock::DataError);
+  CHECK(server.cmd_str({"HGET", kKey, "holder"}) == "1");
+  server.cmd({"DEL", "rlock:lock:{baton}:fence"});
+  server.cmd({"SET", kQueue, "x"});
+  CHECK_THROWS_AS(lock.release("holder"), rlock::DataError);
+  CHECK(server.cmd_str({"HGET", kKey, "holder"}) == "1");
+  CHECK(server.cmd_str({"GET", kQueue}) == "x");
 }

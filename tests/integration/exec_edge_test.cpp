@@ -1,0 +1,73 @@
+// exec in the corners: inherited dispositions, locks lost late, escaping processes,
+// min-hold after a handover.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace t = rlock::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("exec: with SIGCHLD ignored by the parent, rlock still sees the job end") {
+  t::RedisServer server;
+  auto argv = t::rlock_argv(server, {"exec", "ign", "--", "sh", "-c", "exit 3"});
+  argv.insert(argv.begin(), {"perl", "-e", "$SIG{CHLD} = 'IGNORE'; exec @ARGV or die"});
+  auto r = t::run(argv, {}, 20s);
+  CHECK(r.status == 3);
+  CHECK(server.cmd_int({"EXISTS", "rlock:lock:{ign}"}) == 0);
+}
+
+TEST_CASE("exec: a lock lost after the last renewal still exits 76") {
+  t::RedisServer server;
+  t::TempDir dir;
+  std::string fifo = dir / "go";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto job = t::spawn_rlock(server, {"exec", "late", "--", "sh", "-c", "echo ready; read x < \"$0\"", fifo});
+  REQUIRE(job.read_line(t::deadline(10s)) == std::optional<std::string>("ready"));
+  REQUIRE(t::rlock(server, {"unlock", "late", "--force"}).status == 0);
+  REQUIRE(t::rlock(server, {"lock", "late", "--owner", "other"}).status == 0);
+  std::ofstream(fifo) << "go\n";
+  CHECK(job.wait(t::deadline(10s)) == std::optional<int>(76));
+  CHECK(job.err().find("lock lost") != std::string::npos);
+  CHECK(t::hash_of(server, "rlock:lock:{late}") == t::json{{"other", "1"}});
+}
+
+TEST_CASE("exec: processes that left the job's group are stopped before the release") {
+  t::RedisServer server;
+  // The escapee prints its pid; the job waits a moment so that it exists, then exits.
+  auto job = t::spawn_rlock(server, {"exec", "--kill-after", "2s", "esc", "--", "sh", "-c",
+                                     "setsid sh -c 'echo $$; exec sleep 60' & sleep 0.5"});
+  auto line = job.read_line(t::deadline(10s));
+  REQUIRE(line.has_value());
+  t::PidGuard escapee(std::stoi(*line));
+  CHECK(job.wait(t::deadline(15s)) == std::optional<int>(0));
+  CHECK(escapee.wait_gone(1s));
+  CHECK(server.cmd_int({"EXISTS", "rlock:lock:{esc}"}) == 0);
+}
+
+TEST_CASE("exec: --min-hold counts from the handover, not from when the wait began") {
+  t::RedisServer server;
+  REQUIRE(t::rlock(server, {"lock", "tick", "--owner", "holder", "--lease", "60s"}).status == 0);
+  auto waiter = t::spawn_rlock(server, {"exec", "--wait", "30s", "--min-hold", "5s", "tick", "--", "true"});
+  REQUIRE(t::poll_until([&] { return server.cmd_int({"ZCARD", "rlock:lock:{tick}:waiters"}) == 1; }, 10s));
+  std::this_thread::sleep_for(1500ms);  // time spent waiting must not shorten the hold
+  REQUIRE(t::rlock(server, {"unlock", "tick", "--owner", "holder"}).status == 0);
+  REQUIRE(waiter.wait(t::deadline(10s)) == std::optional<int>(0));
+  auto pttl = server.cmd_int({"PTTL", "rlock:lock:{tick}"});
+  CHECK(pttl > 4'000);
+  CHECK(pttl <= 5'000);
+}
+
+TEST_CASE("exec: a hold kept by --min-hold is busy for its own owner too") {
+  t::RedisServer server;
+  REQUIRE(t::rlock(server, {"exec", "--owner", "cron", "--min-hold", "30s", "once", "--", "true"}).status == 0);
+  auto fence = server.cmd_str({"GET", "rlock:lock:{once}:fence"});
+  CHECK(t::rlock(server, {"exec", "--owner", "cron", "once", "--", "true"}).status == 75);
+  CHECK(t::rlock(server, {"lock", "once", "--owner", "cron"}).status == 75);
+  CHECK(server.cmd_str({"GET", "rlock:lock:{once}:fence"}) == fence);
+  CHECK(t::hash_of(server, "rlock:lock:{once}") == t::json{{"cron", "0"}});
+}
