@@ -4,6 +4,15 @@ string(APPEND body "#include \"redis/script.hpp\"\n\nnamespace rlock::redis::scr
 foreach(f IN LISTS FILES)
   get_filename_component(stem ${f} NAME_WE)
   file(READ ${f} src)
+  # `-- @include NAME` lines are replaced by lua/include/NAME: Redis runs each script
+  # alone, so shared helpers are spliced in here.
+  string(REGEX MATCHALL "-- @include [A-Za-z0-9_.]+" includes "${src}")
+  foreach(inc IN LISTS includes)
+    string(REPLACE "-- @include " "" inc_name "${inc}")
+    get_filename_component(dir ${f} DIRECTORY)
+    file(READ ${dir}/include/${inc_name} inc_src)
+    string(REPLACE "${inc}\n" "${inc_src}" src "${src}")
+  endforeach()
   string(SHA1 sha "${src}")
   string(FIND "${src}" ")rlock_lua\"" clash)
   if(NOT clash EQUAL -1)

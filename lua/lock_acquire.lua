@@ -12,12 +12,7 @@
 -- Reply: {1, count, fence, lease_ms} when acquired, re-entered or granted earlier;
 --        {0, pttl_ms, owner1, count1, ...} when held by others;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
-local function bad_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then
-    return redis.error_reply('BADTYPE ' .. t .. ' ' .. key)
-  end
-end
+-- @include lock_common.lua
 local err = bad_type(KEYS[1], 'hash') or bad_type(KEYS[2], 'string') or bad_type(KEYS[3], 'zset')
 if err then return err end
 local owner, lease, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -36,10 +31,7 @@ if mode == 'queued' and count > 0 and not redis.call('ZSCORE', KEYS[3], member) 
 end
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  -- max(stored + 1, server microseconds): never backwards, even when the counter was lost.
-  local now = redis.call('TIME')
-  local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
-  redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  local fence = next_fence(KEYS[2], last)
   redis.call('HSET', KEYS[1], owner, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   redis.call('ZREM', KEYS[3], member)

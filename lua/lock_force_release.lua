@@ -3,10 +3,9 @@
 -- ARGV[1] channel to publish the release on
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
 --        error "BADTYPE <type> <key>" and no change when the key is not a lock.
-local t = redis.call('TYPE', KEYS[1])['ok']
-if t ~= 'none' and t ~= 'hash' then
-  return redis.error_reply('BADTYPE ' .. t .. ' ' .. KEYS[1])
-end
+-- @include lock_common.lua
+local err = bad_type(KEYS[1], 'hash')
+if err then return err end
 local holders = redis.call('HGETALL', KEYS[1])
 if #holders > 0 then
   redis.call('DEL', KEYS[1])

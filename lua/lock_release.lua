@@ -9,12 +9,7 @@
 -- Reply: {1, remaining_count} when the owner held it (0 = released, handed over or kept);
 --        {0, owner1, count1, ...} when it does not (empty list after the 0: the lock is free);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
-local function bad_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then
-    return redis.error_reply('BADTYPE ' .. t .. ' ' .. key)
-  end
-end
+-- @include lock_common.lua
 local err = bad_type(KEYS[1], 'hash') or bad_type(KEYS[2], 'string') or bad_type(KEYS[3], 'zset')
 if err then return err end
 local stored = redis.call('GET', KEYS[2])
@@ -46,9 +41,7 @@ while true do
   if lease then
     local channel = ARGV[2] .. ':' .. wait_id
     if redis.call('PUBSUB', 'NUMSUB', channel)[2] > 0 then
-      local now = redis.call('TIME')
-      local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
-      redis.call('SET', KEYS[2], string.format('%.0f', fence))
+      local fence = next_fence(KEYS[2], last)
       redis.call('HSET', KEYS[1], waiter, 1)
       redis.call('PEXPIRE', KEYS[1], lease)
       redis.call('PUBLISH', channel, string.format('granted %.0f %s', fence, lease))

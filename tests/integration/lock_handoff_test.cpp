@@ -42,13 +42,18 @@ bool queued(const t::RedisServer& server, long long n) {
   return t::poll_until([&] { return server.cmd_int({"ZCARD", kQueue}) == n; }, 10s);
 }
 
+// A server of its own, and the lock "baton" on one connection to it.
+struct Baton {
+  t::RedisServer server;
+  rlock::redis::Connection conn = rlock::redis::Connection::open(options_for(server));
+  rlock::prim::KeyLayout layout;
+  rlock::prim::Lock lock{conn, layout, "baton"};
+};
+
 }  // namespace
 
-TEST_CASE("a release hands the lock to the waiter before the waiter does anything") {
-  t::RedisServer server;
-  auto conn = rlock::redis::Connection::open(options_for(server));
-  rlock::prim::KeyLayout layout;
-  rlock::prim::Lock holder(conn, layout, "baton");
+TEST_CASE_FIXTURE(Baton, "a release hands the lock to the waiter before the waiter does anything") {
+  auto& holder = lock;
   auto first = holder.try_acquire("holder", Millis(60'000));
   REQUIRE(first.acquired);
   auto waiter = start_waiter(server, "waiter");
@@ -67,11 +72,7 @@ TEST_CASE("a release hands the lock to the waiter before the waiter does anythin
   CHECK(server.cmd_int({"PTTL", kKey}) > 25'000);
 }
 
-TEST_CASE("waiters get the lock in arrival order") {
-  t::RedisServer server;
-  auto conn = rlock::redis::Connection::open(options_for(server));
-  rlock::prim::KeyLayout layout;
-  rlock::prim::Lock lock(conn, layout, "baton");
+TEST_CASE_FIXTURE(Baton, "waiters get the lock in arrival order") {
   REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
   auto w1 = start_waiter(server, "w1");
   REQUIRE(queued(server, 1));
@@ -118,11 +119,7 @@ TEST_CASE("a wait that runs out or is interrupted leaves the queue") {
   CHECK(t::hash_of(server, kKey) == t::json{{"holder", "1"}});
 }
 
-TEST_CASE("two waits by one owner get a grant each, one after the other") {
-  t::RedisServer server;
-  auto conn = rlock::redis::Connection::open(options_for(server));
-  rlock::prim::KeyLayout layout;
-  rlock::prim::Lock lock(conn, layout, "baton");
+TEST_CASE_FIXTURE(Baton, "two waits by one owner get a grant each, one after the other") {
   REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
   auto first = start_waiter(server, "shared");
   REQUIRE(queued(server, 1));
@@ -139,11 +136,7 @@ TEST_CASE("two waits by one owner get a grant each, one after the other") {
   CHECK(server.cmd_str({"HGET", kKey, "shared"}) == "1");
 }
 
-TEST_CASE("a release with a malformed neighbour key changes nothing") {
-  t::RedisServer server;
-  auto conn = rlock::redis::Connection::open(options_for(server));
-  rlock::prim::KeyLayout layout;
-  rlock::prim::Lock lock(conn, layout, "baton");
+TEST_CASE_FIXTURE(Baton, "a release with a malformed neighbour key changes nothing") {
   REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
   server.cmd({"DEL", "rlock:lock:{baton}:fence"});
   server.cmd({"RPUSH", "rlock:lock:{baton}:fence", "x"});
