@@ -2,10 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +17,8 @@
 #include "util/clock.hpp"
 #include "util/error.hpp"
 
+extern char** environ;
+
 namespace rlock::exec {
 namespace {
 
@@ -24,6 +26,7 @@ namespace {
 // every 20ms; it only runs while a job is being stopped.
 constexpr Millis kGroupPollInterval{20};
 constexpr char kDone = 'd';
+constexpr int kGuardianFd = 3;
 
 void sleep_for(Millis d) {
   timespec ts{static_cast<time_t>(d.count() / 1000), static_cast<long>(d.count() % 1000 * 1'000'000)};
@@ -62,23 +65,6 @@ void close_from(int first) {
   for (int fd : open_fds) close(fd);
 }
 
-[[noreturn]] void guardian_main(int life_fd, int rlock_end, int signo, Millis kill_after) {
-  // Keep nothing of rlock's: no Redis socket, no stdio that a reader waits to close, and
-  // above all not rlock's end of the socket, or rlock's death would never show as EOF.
-  close(rlock_end);
-  int devnull = open("/dev/null", O_RDWR);
-  for (int fd = 0; fd < 3; ++fd) dup2(devnull, fd);
-  dup2(life_fd, 3);
-  close_from(4);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(s, SIG_IGN);
-  pid_t pgid = 0;
-  if (!read_full(3, &pgid, sizeof pgid)) _exit(0);  // no job was started
-  char byte = 0;
-  if (read_full(3, &byte, 1) && byte == kDone) _exit(0);
-  stop_group(pgid, signo, kill_after);
-  _exit(0);
-}
-
 }  // namespace
 
 bool group_alive(pid_t pgid) { return kill(-pgid, 0) == 0 || errno == EPERM; }
@@ -98,25 +84,45 @@ void stop_group(pid_t pgid, int signo, Millis kill_after) {
 
 Guardian Guardian::start(int signo, Millis kill_after) {
   // A socket pair rather than a pipe: send(MSG_NOSIGNAL) to a guardian that is gone fails
-  // with EPIPE instead of killing rlock or the job with SIGPIPE.
+  // with EPIPE instead of killing rlock or the job with SIGPIPE. Close-on-exec, so the
+  // guardian keeps only the end it gets as fd 3.
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     throw Error(71, std::string("socketpair: ") + std::strerror(errno));
   }
   Fd life_r(fds[0]), life_w(fds[1]);
-  // Forked twice so that it is not rlock's child: rlock, the job's subreaper, waits for
-  // all of its children before it releases, and the guardian lives on until then.
-  pid_t middle = fork();
-  if (middle < 0) throw Error(71, std::string("fork: ") + std::strerror(errno));
-  if (middle == 0) {
-    if (fork() == 0) guardian_main(life_r.get(), life_w.get(), signo, kill_after);
-    _exit(0);
-  }
-  while (waitpid(middle, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  // rlock itself in guardian mode, started with posix_spawn (vfork + exec): a fork would
+  // make every page rlock touches afterwards a copy-on-write fault.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, life_r.get(), kGuardianFd);  // before fds 0-2 are reused
+  for (int fd = 0; fd < 3; ++fd) posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_RDWR, 0);
+  std::string signo_arg = std::to_string(signo), kill_after_arg = std::to_string(kill_after.count());
+  char* argv[] = {const_cast<char*>("rlock"), const_cast<char*>(kGuardianFlag), signo_arg.data(),
+                  kill_after_arg.data(), nullptr};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw Error(71, std::string("cannot start the guardian: ") + std::strerror(rc));
   Guardian g;
+  g.pid_ = pid;
   g.life_ = std::move(life_w);
   return g;
+}
+
+int guardian_main(int argc, char** argv) {
+  if (argc != 4) return kExitUsage;
+  int signo = std::atoi(argv[2]);
+  Millis kill_after(std::atoll(argv[3]));
+  // Nothing of the caller's that was not close-on-exec, so no reader waits for us to close.
+  close_from(kGuardianFd + 1);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(s, SIG_IGN);
+  pid_t pgid = 0;
+  if (!read_full(kGuardianFd, &pgid, sizeof pgid)) return 0;  // no job was started
+  char byte = 0;
+  if (read_full(kGuardianFd, &byte, 1) && byte == kDone) return 0;
+  stop_group(pgid, signo, kill_after);  // rlock died while the job ran
+  return 0;
 }
 
 void Guardian::finish() {

@@ -11,7 +11,7 @@ namespace rlock::exec {
 
 // A tiny process that outlives rlock for one purpose: if rlock dies (even by SIGKILL)
 // while the job runs, nobody renews the lease, so the job's process group must stop.
-// It is forked before the lock is taken, off the path from acquisition to the job's
+// It is started before the lock is taken, off the path from acquisition to the job's
 // start. The job announces its pid on the guardian's socket before it execs; when the
 // socket then closes without a "done" byte (rlock died), the guardian sends the group `signo`
 // and, after `kill_after`, SIGKILL.
@@ -29,10 +29,18 @@ class Guardian {
   int announce_fd() const { return life_.get(); }
   // The job's group is gone: the guardian exits without doing anything.
   void finish();
+  // A child of rlock, but no part of the job.
+  pid_t pid() const { return pid_; }
 
  private:
+  pid_t pid_ = -1;
   Fd life_;  // write end; closes when rlock dies
 };
+
+// rlock runs as the guardian when started as `rlock --guardian-internal SIGNO KILL_AFTER_MS`
+// with the socket at fd 3; main() hands such a call here before anything else.
+inline constexpr const char* kGuardianFlag = "--guardian-internal";
+int guardian_main(int argc, char** argv);
 
 // Sends the group `signo`; if members remain after `kill_after`, SIGKILL. Returns when the
 // group is empty or KILL was sent. Used by the guardian.

@@ -12,16 +12,6 @@
 namespace rlock::exec {
 namespace {
 
-// rlock's live children, from /proc (rlock is single-threaded: its one task is its pid).
-std::set<pid_t> children() {
-  std::string pid = std::to_string(getpid());
-  std::ifstream in("/proc/" + pid + "/task/" + pid + "/children");
-  std::set<pid_t> out;
-  pid_t child;
-  while (in >> child) out.insert(child);
-  return out;
-}
-
 bool has_children() {
   siginfo_t info{};
   return waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
@@ -29,7 +19,20 @@ bool has_children() {
 
 }  // namespace
 
-bool Leftovers::any() const { return group_alive(pgid_) || has_children(); }
+// rlock's live children but the guardian, from /proc (rlock is single-threaded: its one
+// task is its pid).
+std::set<pid_t> Leftovers::children() const {
+  std::string pid = std::to_string(getpid());
+  std::ifstream in("/proc/" + pid + "/task/" + pid + "/children");
+  std::set<pid_t> out;
+  pid_t child;
+  while (in >> child) {
+    if (child != guardian_) out.insert(child);
+  }
+  return out;
+}
+
+bool Leftovers::any() const { return group_alive(pgid_) || (has_children() && !children().empty()); }
 
 void Leftovers::signal(int signo, bool again) {
   if (again || signalled_.insert(-pgid_).second) kill(-pgid_, signo);

@@ -26,8 +26,8 @@ int exit_code_of(int status) {
 // The supervision state: the job's leader, the rest of its group, the lease.
 class Run {
  public:
-  Run(const Job& job, Watchdog& watchdog, SignalFd& signals, const SuperviseOptions& o)
-      : job_(job), watchdog_(watchdog), signals_(signals), o_(o) {}
+  Run(const Job& job, pid_t guardian, Watchdog& watchdog, SignalFd& signals, const SuperviseOptions& o)
+      : job_(job), watchdog_(watchdog), signals_(signals), o_(o), leftovers_(job.pid, guardian) {}
 
   // Loops until the leader has exited and nothing of the job is left.
   void loop() {
@@ -123,7 +123,7 @@ class Run {
   bool lost_ = false;
   bool draining_ = false;
   bool killed_ = false;
-  Leftovers leftovers_{job_.pid};
+  Leftovers leftovers_;
   Deadline kill_at_ = Deadline::max();
 };
 
@@ -140,7 +140,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
     watchdog.release(Millis(0), nullptr);
     throw;
   }
-  Run run(job, watchdog, signals, options);
+  Run run(job, guardian.pid(), watchdog, signals, options);
   run.loop();
   restore_terminal(job);
 
