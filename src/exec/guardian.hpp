@@ -37,11 +37,6 @@ class Guardian {
   Fd life_;  // write end; closes when rlock dies
 };
 
-// rlock runs as the guardian when started as `rlock --guardian-internal SIGNO KILL_AFTER_MS`
-// with the socket at fd 3; main() hands such a call here before anything else.
-inline constexpr const char* kGuardianFlag = "--guardian-internal";
-int guardian_main(int argc, char** argv);
-
 // Sends the group `signo`; if members remain after `kill_after`, SIGKILL. Returns when the
 // group is empty or KILL was sent. Used by the guardian.
 void stop_group(pid_t pgid, int signo, Millis kill_after);
