@@ -54,6 +54,49 @@ int print_help(CLI::App& app, const std::string& topic) {
   return 0;
 }
 
+// The subcommands, in help order. Only the one the command line names gets its options
+// defined (CLI11 builds every option eagerly, a measurable part of start-up); the others
+// exist with their name and description for the overview and for errors.
+struct Entry {
+  const char* name;
+  const char* description;
+};
+constexpr Entry kSubcommands[] = {
+    {"lock", "Acquire (or re-enter) a lock and hold it for its lease"},
+    {"unlock", "Release one level of a lock held by an owner"},
+    {"exec", "Run a command while holding a lock"},
+    {"inspect", "Show held locks: holders, lease left, fence, waiters"},
+};
+
+// Global options that take a value, so that value is not taken for a subcommand name.
+bool takes_value(const std::string& arg) {
+  for (const char* o : {"--url", "--password-file", "--prefix", "--connect-timeout", "--timeout", "--format"}) {
+    if (arg == o) return true;
+  }
+  return false;
+}
+
+// The subcommand whose options must be defined: the first word that is not an option or a
+// global option's value; for `help X`, X. Empty when unclear: then all are defined.
+std::string chosen_subcommand(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (takes_value(args[i])) {
+      ++i;
+    } else if (!args[i].empty() && args[i][0] != '-') {
+      if (args[i] != "help") return args[i];
+      return i + 1 < args.size() ? args[i + 1] : std::string();
+    }
+  }
+  return {};
+}
+
+Runner define(const std::string& name, CLI::App& sub, std::vector<std::string>& command) {
+  if (name == "lock") return define_lock_command(sub);
+  if (name == "unlock") return define_unlock_command(sub);
+  if (name == "exec") return define_exec_command(sub, command);
+  return define_inspect_command(sub);
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -65,9 +108,15 @@ int run(int argc, char** argv) {
   app.footer("Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.");
   GlobalFlags globals;
   add_global_flags(app, globals);
+  std::string chosen = chosen_subcommand(args.rlock);
+  bool known = std::any_of(std::begin(kSubcommands), std::end(kSubcommands),
+                           [&](const Entry& e) { return chosen == e.name; });
+  std::vector<std::pair<CLI::App*, Runner>> commands;
+  for (const auto& e : kSubcommands) {
+    CLI::App* sub = app.add_subcommand(e.name, e.description);
+    if (!known || chosen == e.name) commands.emplace_back(sub, define(e.name, *sub, args.command));
+  }
   std::string help_topic;
-  std::vector<Command> commands = {add_lock_command(app), add_unlock_command(app),
-                                   add_exec_command(app, args.command), add_inspect_command(app)};
   add_help_command(app, help_topic);
 
   std::vector<std::string> reversed(args.rlock.rbegin(), args.rlock.rend());
@@ -84,13 +133,13 @@ int run(int argc, char** argv) {
   }
 
   if (app.got_subcommand("help")) return print_help(app, help_topic);
-  for (const auto& cmd : commands) {
-    if (!cmd.app->parsed()) continue;
-    if (cmd.app->get_name() == "exec" && args.command.empty()) {
+  for (const auto& [sub, runner] : commands) {
+    if (!sub->parsed()) continue;
+    if (sub->get_name() == "exec" && args.command.empty()) {
       throw UsageError(args.has_dashes ? std::string("exec: missing command after '--' (") + kExecUsage + ")"
                                        : std::string("exec: missing '--' before the command (") + kExecUsage + ")");
     }
-    return cmd.run(resolve_settings(globals));
+    return runner.run(resolve_settings(globals));
   }
   std::cerr << app.help("rlock");
   throw UsageError("missing subcommand (lock, unlock, exec, inspect, help)");

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "cli/settings.hpp"
 
@@ -11,16 +12,16 @@ class App;
 
 namespace rlock::cli {
 
-// One registered subcommand: its CLI11 node and what runs when it was chosen.
-struct Command {
-  CLI::App* app = nullptr;
+// What runs when a subcommand was chosen.
+struct Runner {
   std::function<int(const Settings&)> run;
 };
 
-// Each subcommand file declares its options and its run function here.
-Command add_lock_command(CLI::App& parent);
-Command add_unlock_command(CLI::App& parent);
-Command add_exec_command(CLI::App& parent, std::vector<std::string>& command_after_dashes);
-Command add_inspect_command(CLI::App& parent);
+// Each subcommand file declares the options, footer and run function of its subcommand
+// on `app`, which main's table has created with its name and one-line description.
+Runner define_lock_command(CLI::App& app);
+Runner define_unlock_command(CLI::App& app);
+Runner define_exec_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
+Runner define_inspect_command(CLI::App& app);
 
 }  // namespace rlock::cli

@@ -90,9 +90,9 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
 
 }  // namespace
 
-Command add_exec_command(CLI::App& parent, std::vector<std::string>& command) {
+Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   auto flags = std::make_shared<ExecFlags>();
-  auto* sub = parent.add_subcommand("exec", "Run a command while holding a lock");
+  auto* sub = &app;
   add_lock_flags(*sub, flags->lock);
   sub->get_option("name")->description("lock name; then -- CMD [ARGS...], the command to run");
   sub->add_option("--on-lost", flags->on_lost, "signal for the job if the lock is lost (default TERM)")
@@ -110,7 +110,7 @@ Examples:
   rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
   rlock exec --min-hold 50s tick -- ./every-minute.sh     # once per minute across hosts
   rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");
-  return {sub, [flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};
+  return {[flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};
 }
 
 }  // namespace rlock::cli

@@ -21,9 +21,9 @@ Json to_json(const inspect::LockView& v) {
 
 }  // namespace
 
-Command add_inspect_command(CLI::App& parent) {
+Runner define_inspect_command(CLI::App& app) {
   auto pattern = std::make_shared<std::string>("*");
-  auto* sub = parent.add_subcommand("inspect", "Show held locks: holders, lease left, fence, waiters");
+  auto* sub = &app;
   sub->add_option("pattern", *pattern, "glob over lock names (default *)")->type_name("PATTERN");
   sub->footer(R"(Prints a JSON array with, for each held lock,
 {"type":"lock","name","key","holders":[{"owner","count"}],"ttl_ms","fence","waiters"};
@@ -32,7 +32,7 @@ Command add_inspect_command(CLI::App& parent) {
 Examples:
   rlock inspect
   rlock inspect 'deploy*' --format table)");
-  return {sub, [pattern](const Settings& settings) {
+  return {[pattern](const Settings& settings) {
             Console console(settings);
             auto conn = redis::Connection::open(settings.connect);
             prim::KeyLayout layout(settings.prefix);

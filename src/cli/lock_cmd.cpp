@@ -8,9 +8,9 @@
 
 namespace rlock::cli {
 
-Command add_lock_command(CLI::App& parent) {
+Runner define_lock_command(CLI::App& app) {
   auto flags = std::make_shared<LockFlags>();
-  auto* sub = parent.add_subcommand("lock", "Acquire (or re-enter) a lock and hold it for its lease");
+  auto* sub = &app;
   add_lock_flags(*sub, *flags);
   sub->footer(R"(Prints {"name","owner","acquired":true,"count","fence","lease_ms"}; when the lock
 is held by someone else prints {"name","acquired":false,"holders","ttl_ms"} and exits 75 (or -E).
@@ -20,7 +20,7 @@ Examples:
   rlock lock deploy-prod --owner ci-42 --lease 10m     # same owner again: re-enter, extend
   rlock lock backup --wait 30s                          # wait up to 30s for it
   rlock unlock deploy-prod --owner ci-42)");
-  return {sub, [flags](const Settings& settings) {
+  return {[flags](const Settings& settings) {
             Console console(settings);
             LockRequest req = resolve_lock_request(*flags, settings);
             auto conn = redis::Connection::open(settings.connect);

@@ -25,9 +25,9 @@ int force_unlock(prim::Lock& lock, const Console& console) {
 
 }  // namespace
 
-Command add_unlock_command(CLI::App& parent) {
+Runner define_unlock_command(CLI::App& app) {
   auto flags = std::make_shared<UnlockFlags>();
-  auto* sub = parent.add_subcommand("unlock", "Release one level of a lock held by an owner");
+  auto* sub = &app;
   sub->add_option("name", flags->name, "lock name")->required()->type_name("NAME");
   auto* owner = sub->add_option("--owner", flags->owner, "the owner that holds it (or RLOCK_OWNER)")
                     ->type_name("ID");
@@ -39,7 +39,7 @@ reached 0. By a non-holder it changes nothing, names the holder and exits 75.
 Examples:
   rlock unlock deploy-prod --owner ci-42
   rlock unlock nightly-report --force      # on-call: clear a stuck lock)");
-  return {sub, [flags](const Settings& settings) {
+  return {[flags](const Settings& settings) {
             Console console(settings);
             validate_name(flags->name);
             std::string owner = flags->force ? std::string() : explicit_owner(flags->owner, settings);
