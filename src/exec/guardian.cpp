@@ -18,9 +18,6 @@
 namespace rlock::exec {
 namespace {
 
-// No event announces that a process group became empty, so this one loop checks it
-// every 20ms; it only runs while a job is being stopped.
-constexpr Millis kGroupPollInterval{20};
 constexpr char kDone = 'd';
 constexpr int kGuardianFd = 3;
 
@@ -41,6 +38,21 @@ bool read_full(int fd, void* buf, size_t n) {
     n -= static_cast<size_t>(r);
   }
   return true;
+}
+
+// Sends the group `signo`; if members remain after `kill_after`, SIGKILL. Returns when the
+// group is empty or KILL was sent.
+void stop_group(pid_t pgid, int signo, Millis kill_after) {
+  if (kill(-pgid, signo) != 0 && errno == ESRCH) return;
+  if (signo != SIGKILL && signo != SIGCONT) kill(-pgid, SIGCONT);  // a stopped job can't act on it
+  Deadline hard = SteadyClock::now() + kill_after;
+  while (group_alive(pgid)) {
+    if (SteadyClock::now() >= hard) {
+      kill(-pgid, SIGKILL);
+      return;
+    }
+    sleep_for(kGroupPollInterval);
+  }
 }
 
 // What the guardian gets, copied onto its own stack first thing.
@@ -73,19 +85,6 @@ int guardian_entry(void* raw) {
 }  // namespace
 
 bool group_alive(pid_t pgid) { return kill(-pgid, 0) == 0 || errno == EPERM; }
-
-void stop_group(pid_t pgid, int signo, Millis kill_after) {
-  if (kill(-pgid, signo) != 0 && errno == ESRCH) return;
-  if (signo != SIGKILL && signo != SIGCONT) kill(-pgid, SIGCONT);  // a stopped job can't act on it
-  Deadline hard = SteadyClock::now() + kill_after;
-  while (group_alive(pgid)) {
-    if (SteadyClock::now() >= hard) {
-      kill(-pgid, SIGKILL);
-      return;
-    }
-    sleep_for(kGroupPollInterval);
-  }
-}
 
 Guardian Guardian::start(int signo, Millis kill_after) {
   // A socket pair rather than a pipe: send(MSG_NOSIGNAL) to a guardian that is gone fails

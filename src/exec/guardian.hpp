@@ -20,7 +20,7 @@ class Guardian {
   Guardian() = default;
   Guardian(Guardian&& o) noexcept = default;
   Guardian& operator=(Guardian&&) = delete;
-  // Without finish(): the pipe closes as if rlock died (the group, if any, is stopped).
+  // Without finish(): the socket closes as if rlock died (the group, if any, is stopped).
   ~Guardian() = default;
 
   static Guardian start(int signo, Millis kill_after);
@@ -37,11 +37,11 @@ class Guardian {
   Fd life_;  // write end; closes when rlock dies
 };
 
-// Sends the group `signo`; if members remain after `kill_after`, SIGKILL. Returns when the
-// group is empty or KILL was sent. Used by the guardian.
-void stop_group(pid_t pgid, int signo, Millis kill_after);
-
 // True while any process of the group exists (zombies included).
 bool group_alive(pid_t pgid);
+
+// No event announces that a process group became empty, so whoever waits for that checks
+// this often; it only happens while a job is being stopped.
+inline constexpr Millis kGroupPollInterval{20};
 
 }  // namespace rlock::exec

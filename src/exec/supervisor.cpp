@@ -15,8 +15,6 @@
 namespace rlock::exec {
 namespace {
 
-constexpr Millis kGroupPollInterval{20};
-
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
