@@ -79,9 +79,10 @@ local function drop_expired(now_ms)
   end
 end
 
--- The longest-waiting waiter that is still there to take the lock (its grant channel has
--- a subscriber); waiters that died are dropped on the way.
+-- The longest-waiting waiter that is still there to take the lock (its wait has not run
+-- out and its grant channel has a subscriber); the others are dropped on the way.
 local function first_live(channel)
+  drop_expired(server_time().ms)
   while true do
     local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
     if not head then return nil end

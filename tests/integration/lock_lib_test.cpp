@@ -178,3 +178,46 @@ TEST_CASE_FIXTURE(Fixture, "min-hold keeps the lock (count 0) and an explicit un
   CHECK(lock.release("me").remaining == 0);
   CHECK(server.cmd_int({"EXISTS", "rlock:lock:{kept}"}) == 0);
 }
+
+TEST_CASE_FIXTURE(Fixture,
+                  "a granted waiter's deadline runs from its claim, not from when it queued") {
+  redis::Topology holder_conn(options_for(server));
+  prim::Lock holder(holder_conn, layout, "claimed");
+  REQUIRE(acquired(holder.try_acquire("holder", Millis(60'000))));
+  std::thread releaser([&] {
+    if (poll_until(
+            [&] {
+              return server.cmd_int({"ZCARD", "rlock:lock:{claimed}:waiters"}) == 1;
+            },
+            10s)) {
+      std::this_thread::sleep_for(1500ms);  // the wait is long compared with the lease
+      holder.release("holder");
+    }
+  });
+  prim::Lock waiter(conn, layout, "claimed");
+  auto a = waiter.acquire("waiter", Millis(3'000), in(Millis(20'000)));
+  const auto got_at = SteadyClock::now();
+  releaser.join();
+  auto h = held(a);
+  CHECK(h.fresh);
+  // Counted from the claim: nearly the whole 3s lease is left, not 3s minus the wait.
+  CHECK(h.deadline - got_at > Millis(2'500));
+  CHECK(h.deadline - got_at <= Millis(3'000));
+}
+
+TEST_CASE_FIXTURE(
+    Fixture, "an acquisition repeated with the same request is idempotent; its clean-up frees it") {
+  // A second attempt of the same request (a retry after a lost reply) must not re-enter.
+  prim::Lock lock(conn, layout, "idem");
+  auto first = lock.try_acquire("o", Millis(30'000), prim::HoldKind::kExec);
+  auto h = held(first);
+  CHECK(server.cmd_str({"GET", "rlock:lock:{idem}:exec"}) == h.hold_id);
+  CHECK(server.cmd_str({"GET", "rlock:lock:{idem}:req:" + h.hold_id}) == "1");
+  // A second exec of the same owner is refused while the first runs.
+  auto second = lock.try_acquire("o", Millis(30'000), prim::HoldKind::kExec);
+  CHECK(busy(second).same_owner_exec);
+  // Releasing twice by the same hold: the second is a retry and still says released.
+  CHECK(released(lock.release("o", Millis(0), h.hold_id)));
+  CHECK(released(lock.release("o", Millis(0), h.hold_id)));
+  CHECK(server.cmd_int({"EXISTS", "rlock:lock:{idem}"}) == 0);
+}
