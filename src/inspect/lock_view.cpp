@@ -18,34 +18,34 @@ std::vector<std::string> scan_keys(redis::Topology& topology, const std::string&
   do {
     auto reply = topology.command({"SCAN", cursor, "MATCH", pattern, "COUNT", kScanBatch},
                                   redis::Retry::kIdempotent);
-    cursor = redis::as_string(redis::element(reply.get(), 0));
-    const redisReply* batch = redis::element(reply.get(), 1);
-    for (size_t i = 0; i < batch->elements; ++i) keys.insert(redis::as_string(batch->element[i]));
+    cursor = reply.at(0).str();
+    auto batch = reply.at(1);
+    for (size_t i = 0; i < batch.size(); ++i) keys.insert(batch.at(i).str());
   } while (cursor != "0");
   return {keys.begin(), keys.end()};
 }
 
 // Fills one view from the replies of HGETALL, PTTL, GET fence, ZCARD waiters.
-std::optional<LockView> decode(LockView v, const redis::ReplyPtr* r) {
-  if (r[0]->type == REDIS_REPLY_ERROR) {
+std::optional<LockView> decode(LockView v, const redis::Reply* r) {
+  if (r[0].is_error()) {
     v.error = "key holds another type than a lock hash";
   } else {
-    if (r[0]->elements == 0) return std::nullopt;  // expired since SCAN saw it
+    if (r[0].size() == 0) return std::nullopt;  // expired since SCAN saw it
     try {
-      v.holders = prim::decode_holders(r[0].get(), 0, v.key);
+      v.holders = prim::decode_holders(r[0], 0, v.key);
     } catch (const DataError&) {
       v.error = "hash whose values are not reentry counts: not a lock";
     }
   }
-  v.ttl_ms = redis::as_integer(r[1].get());
-  if (r[2]->type == REDIS_REPLY_STRING) {
+  v.ttl_ms = r[1].integer();
+  if (r[2].is_string()) {
     try {
-      v.fence = redis::as_integer(r[2].get());
+      v.fence = r[2].integer();
     } catch (const std::exception&) {
       v.error = "fencing token is not a number";
     }
   }
-  if (r[3]->type == REDIS_REPLY_INTEGER) v.waiters = r[3]->integer;
+  if (r[3].is_integer()) v.waiters = r[3].integer();
   return v;
 }
 

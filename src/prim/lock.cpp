@@ -36,12 +36,13 @@ std::string ms(Millis d) { return std::to_string(std::max<long long>(d.count(), 
 
 }  // namespace
 
-std::vector<Holder> decode_holders(const redisReply* r, size_t first, const std::string& key) {
+std::vector<Holder> decode_holders(const redis::ReplyView& r, size_t first,
+                                   const std::string& key) {
   std::vector<Holder> holders;
-  for (size_t i = first; i + 1 < r->elements; i += 2) {
-    std::string owner = redis::as_string(r->element[i]);
+  for (size_t i = first; i + 1 < r.size(); i += 2) {
+    std::string owner = r.at(i).str();
     try {
-      holders.push_back({owner, redis::as_integer(r->element[i + 1])});
+      holders.push_back({owner, r.at(i + 1).integer()});
     } catch (const DataError&) {
       throw DataError("key '" + key + "' holds a hash that is not a lock (field '" + owner +
                       "' is not a reentry count); rlock will not overwrite it");
@@ -72,13 +73,13 @@ class LockWait : public Waitable {
                           {owner_, lease_ms, mode_name(mode), wait_ms, id_, kind_name(kind_),
                            lock_.channel_, claim, arrival_},
                           kKind, redis::Retry::kIdempotent);
-    long long status = redis::as_integer(redis::element(reply.get(), 0));
+    long long status = reply.at(0).integer();
     if (status == 1) {
       Held h;
-      h.count = redis::as_integer(redis::element(reply.get(), 1));
-      h.fence = redis::as_integer(redis::element(reply.get(), 2));
-      h.lease = Millis(redis::as_integer(redis::element(reply.get(), 3)));
-      h.fresh = redis::as_integer(redis::element(reply.get(), 4)) == 1;
+      h.count = reply.at(1).integer();
+      h.fence = reply.at(2).integer();
+      h.lease = Millis(reply.at(3).integer());
+      h.fresh = reply.at(4).integer() == 1;
       h.hold_id = id_;
       // The hold may have been taken by an earlier try whose reply was lost.
       h.deadline = std::min(sent, *unconfirmed_since_) + lease_;
@@ -91,11 +92,11 @@ class LockWait : public Waitable {
       result_ = b;
       return {false, Millis(-1), {}};
     }
-    b.ttl = Millis(redis::as_integer(redis::element(reply.get(), 1)));
-    long long arrival = redis::as_integer(redis::element(reply.get(), 2));
+    b.ttl = Millis(reply.at(1).integer());
+    long long arrival = reply.at(2).integer();
     if (arrival > 0) arrival_ = std::to_string(arrival);
-    b.same_owner_exec = redis::as_integer(redis::element(reply.get(), 3)) == 1;
-    b.holders = decode_holders(reply.get(), 4, lock_.key_);
+    b.same_owner_exec = reply.at(3).integer() == 1;
+    b.holders = decode_holders(reply, 4, lock_.key_);
     result_ = b;
     std::string who;
     for (const auto& h : b.holders)
@@ -217,14 +218,14 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
                         {owner, channel_, ms(keep), hold_id, ms(kClaimWindow), "release"}, kKind,
                         hold_id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
   Release r;
-  long long status = redis::as_integer(redis::element(reply.get(), 0));
+  long long status = reply.at(0).integer();
   if (status == 1) {
     r.outcome = Release::Outcome::kReleased;
-    r.remaining = redis::as_integer(redis::element(reply.get(), 1));
+    r.remaining = reply.at(1).integer();
     return r;
   }
   r.outcome = status == 0 ? Release::Outcome::kNotHeld : Release::Outcome::kExecRunning;
-  r.holders = decode_holders(reply.get(), 1, key_);
+  r.holders = decode_holders(reply, 1, key_);
   return r;
 }
 
@@ -232,13 +233,13 @@ std::vector<Holder> Lock::force_release() {
   auto reply =
       run_object_script(topology_, redis::scripts::lock_force_release,
                         keys(layout_.request_key(name_, "-")), {channel_, ms(kClaimWindow)}, kKind);
-  return decode_holders(reply.get(), 0, key_);
+  return decode_holders(reply, 0, key_);
 }
 
 Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id) {
   auto reply = topology_.run(redis::scripts::lock_renew, {key_, exec_key_},
                              {owner, ms(lease), hold_id}, redis::Retry::kIdempotent);
-  return Millis(std::max<long long>(redis::as_integer(reply.get()), 0));
+  return Millis(std::max<long long>(reply.integer(), 0));
 }
 
 std::unique_ptr<Hold> Lock::hold(const std::string& owner, Millis lease, const Held& held) {

@@ -105,7 +105,6 @@ class Lock {
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.
 // Throws DataError naming the key when a value is not a count (a hash that is no lock).
-std::vector<Holder> decode_holders(const struct redisReply* r, size_t first,
-                                   const std::string& key);
+std::vector<Holder> decode_holders(const redis::ReplyView& r, size_t first, const std::string& key);
 
 }  // namespace rlock::prim

@@ -6,10 +6,10 @@
 
 namespace rlock::prim {
 
-redis::ReplyPtr run_object_script(redis::Topology& topology, const redis::Script& script,
-                                  const std::vector<std::string_view>& keys,
-                                  const std::vector<std::string_view>& args,
-                                  std::string_view object_kind, redis::Retry retry) {
+redis::Reply run_object_script(redis::Topology& topology, const redis::Script& script,
+                               const std::vector<std::string_view>& keys,
+                               const std::vector<std::string_view>& args,
+                               std::string_view object_kind, redis::Retry retry) {
   try {
     return topology.run(script, keys, args, retry);
   } catch (const redis::ReplyError& e) {

@@ -63,17 +63,19 @@ void Topology::limit_timeout(Millis timeout) {
   if (conn_ && !conn_->broken()) conn_->set_timeout(effective);
 }
 
-ReplyPtr Topology::run(const Script& script, const std::vector<std::string_view>& keys,
-                       const std::vector<std::string_view>& args, Retry retry) {
-  return with_retry(retry, [&] { return run_script(connection(), script, keys, args); });
+Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
+                    const std::vector<std::string_view>& args, Retry retry) {
+  return Reply(with_retry(retry, [&] { return run_script(connection(), script, keys, args); }));
 }
 
-ReplyPtr Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
-  return with_retry(retry, [&] { return connection().command(argv); });
+Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
+  return Reply(with_retry(retry, [&] { return connection().command(argv); }));
 }
 
-std::vector<ReplyPtr> Topology::pipeline(const std::vector<std::vector<std::string>>& commands) {
-  return connection().pipeline(commands);
+std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  std::vector<Reply> out;
+  for (auto& r : connection().pipeline(commands)) out.emplace_back(std::move(r));
+  return out;
 }
 
 Subscriber Topology::subscribe(const std::vector<std::string>& channels) const {

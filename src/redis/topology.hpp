@@ -29,12 +29,14 @@ class Topology {
   // Runs `script` on the server of the keys' hash tag. Throws what the connection throws;
   // with Retry::kIdempotent an I/O error (not a timeout: the server may be working on it)
   // is followed by one more try on a fresh connection.
-  ReplyPtr run(const Script& script, const std::vector<std::string_view>& keys,
-               const std::vector<std::string_view>& args, Retry retry = Retry::kNever);
+  Reply run(const Script& script, const std::vector<std::string_view>& keys,
+            const std::vector<std::string_view>& args, Retry retry = Retry::kNever);
 
   // Runs a plain command (reads for inspect); same retry rule.
-  ReplyPtr command(const std::vector<std::string_view>& argv, Retry retry = Retry::kNever);
-  std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string>>& commands);
+  Reply command(const std::vector<std::string_view>& argv, Retry retry = Retry::kNever);
+  // Sends all commands in one write and reads all replies (one round trip); error replies
+  // are returned, not thrown.
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands);
 
   // A subscriber of its own connection, subscribed to `channels` (all of one hash tag).
   Subscriber subscribe(const std::vector<std::string>& channels) const;
