@@ -15,7 +15,7 @@
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
 -- @include lock_common.lua
-local err = check_lock_keys()
+local err = check_lock_keys(ARGV[7])
 if err then return err end
 local owner, lease, mode, wait_ms = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local rid, kind, channel, claim_ms = ARGV[5], ARGV[6], ARGV[7], ARGV[8]

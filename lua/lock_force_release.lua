@@ -5,7 +5,7 @@
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
 --        not a well-formed lock.
 -- @include lock_common.lua
-local err = check_lock_keys()
+local err = check_lock_keys(ARGV[1])
 if err then return err end
 local holders = redis.call('HGETALL', KEYS[1])
 redis.call('DEL', KEYS[5], KEYS[6])

@@ -13,7 +13,7 @@
 --        for "abandon": {1, n} with n = 1 when something was given back;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
 -- @include lock_common.lua
-local err = check_lock_keys()
+local err = check_lock_keys(ARGV[2])
 if err then return err end
 local owner, channel, keep, rid, claim_ms = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')

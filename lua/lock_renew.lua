@@ -4,6 +4,9 @@
 -- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] exec hold id or ""
 -- Reply: pttl_ms of the lock after renewal (> 0) when renewed; 0 when the hold is gone
 --        (expired, deleted, forced, or the keys now hold other types).
+if redis.acl_check_cmd and not (redis.acl_check_cmd('PEXPIRE', KEYS[1], '1') and redis.acl_check_cmd('SET', KEYS[2], '1')) then
+  return redis.error_reply('NOPERM rlock needs PEXPIRE and SET on ' .. KEYS[1] .. ' and ' .. KEYS[2] .. ' (nothing was changed)')
+end
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
 if ARGV[3] ~= '' then

@@ -24,8 +24,29 @@ local function bad_type(key, want)
   end
 end
 
--- The type checks every lock script starts with: nothing is written before they pass.
-local function check_lock_keys()
+-- Every write a lock script may make, checked against the caller's ACL first (Redis 7),
+-- so that a refusal comes before the first write and changes nothing.
+local function check_rights(channel)
+  if not redis.acl_check_cmd then return nil end
+  local needs = {
+    {'HSET', KEYS[1], 'f', '1'}, {'HINCRBY', KEYS[1], 'f', '1'}, {'DEL', KEYS[1]}, {'PEXPIRE', KEYS[1], '1'},
+    {'SET', KEYS[2], '1'}, {'ZADD', KEYS[3], '1', 'm'}, {'ZREM', KEYS[3], 'm'}, {'PEXPIRE', KEYS[3], '1'},
+    {'ZADD', KEYS[4], '1', 'm'}, {'ZREM', KEYS[4], 'm'}, {'PEXPIRE', KEYS[4], '1'}, {'SET', KEYS[5], 'm'},
+    {'DEL', KEYS[5]}, {'SET', KEYS[6], 'm'}, {'DEL', KEYS[6]}, {'SET', KEYS[7], '1'},
+    {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
+  }
+  for _, argv in ipairs(needs) do
+    if not redis.acl_check_cmd(unpack(argv)) then
+      return redis.error_reply('NOPERM rlock needs ' .. argv[1] .. ' on ' .. argv[2] .. ' (nothing was changed)')
+    end
+  end
+end
+
+-- The checks every lock script starts with (types, well-formed values, ACL rights for
+-- publishing on `channel`): nothing is written before they pass.
+local function check_lock_keys(channel)
+  local denied = check_rights(channel)
+  if denied then return denied end
   local want = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string'}
   for i = 1, #KEYS do
     local err = bad_type(KEYS[i], want[i])

@@ -34,12 +34,16 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   r.wait_until = SteadyClock::now() + wait;
   r.conflict_exit_code = f.conflict_exit_code;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
+  validate_owner(r.owner);
   return r;
 }
 
 std::string explicit_owner(const std::string& flag, const Settings& s) {
-  if (!flag.empty()) return flag;
-  if (s.owner) return *s.owner;
+  if (!flag.empty() || s.owner) {
+    std::string owner = !flag.empty() ? flag : *s.owner;
+    validate_owner(owner);
+    return owner;
+  }
   throw UsageError(
       "unlock needs --owner ID (the owner `rlock lock` printed) or RLOCK_OWNER, or --force");
 }

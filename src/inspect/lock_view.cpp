@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "redis/reply.hpp"
 #include "util/error.hpp"
@@ -12,10 +13,22 @@ namespace {
 constexpr const char* kScanBatch = "1000";
 constexpr size_t kReadsPerLock = 4;
 
+// SCAN visits every key in about DBSIZE / COUNT calls; a server whose cursor never comes
+// back to 0 (or comes back to one it gave before) is not answering SCAN as Redis does.
 std::vector<std::string> scan_keys(redis::Topology& topology, const std::string& pattern) {
   std::set<std::string> keys;  // SCAN may return a key twice
+  std::set<std::string> cursors;
+  long long dbsize =
+      std::max<long long>(topology.command({"DBSIZE"}, redis::Retry::kIdempotent).integer(), 0);
+  const long long max_calls = dbsize / std::stoll(kScanBatch) * 4 + 1000;
   std::string cursor = "0";
+  long long calls = 0;
   do {
+    if (++calls > max_calls || (cursor != "0" && !cursors.insert(cursor).second)) {
+      throw DataError("redis did not finish SCAN after " + std::to_string(calls - 1) +
+                      " calls for " + std::to_string(dbsize) + " keys (cursor " + cursor +
+                      "); the server is not answering as Redis does");
+    }
     auto reply = topology.command({"SCAN", cursor, "MATCH", pattern, "COUNT", kScanBatch},
                                   redis::Retry::kIdempotent);
     cursor = reply.at(0).str();

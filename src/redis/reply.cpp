@@ -9,16 +9,31 @@
 namespace rlock::redis {
 namespace {
 
-const char* kRetryable[] = {"NOAUTH",     "WRONGPASS", "NOPERM", "LOADING",     "BUSY",
-                            "MASTERDOWN", "READONLY",  "OOM",    "CLUSTERDOWN", "TRYAGAIN"};
+// Replies that say the stored data is not what rlock expects.
+const char* kData[] = {"WRONGTYPE", "BADTYPE", "MALFORMED"};
 
 std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
 
-int exit_code_for(const std::string& code) {
-  for (const char* c : kRetryable) {
-    if (code == c) return kExitUnavailable;
+bool one_of(const std::string& code, const auto& list) {
+  for (const char* c : list) {
+    if (code == c) return true;
   }
-  return kExitData;
+  return false;
+}
+
+int exit_code_for(const std::string& message) {
+  std::string code = first_word(message);
+  if (code == "NOPERM") return kExitNoPerm;
+  if (one_of(code, kData)) return kExitData;
+  // A runtime error inside one of rlock's own scripts is a bug in rlock.
+  if (message.find("user_script:") != std::string::npos ||
+      message.find("Error running script") != std::string::npos) {
+    return kExitInternal;
+  }
+  // NOAUTH, WRONGPASS, LOADING, BUSY, MASTERDOWN, READONLY, OOM, MISCONF, CLUSTERDOWN,
+  // TRYAGAIN, MOVED, ASK, CROSSSLOT, "ERR max number of clients reached", and whatever else a
+  // server answers: it cannot serve rlock now or here.
+  return kExitUnavailable;
 }
 
 // A server with a password answers NOAUTH, or (for commands of more than 10 arguments
@@ -27,14 +42,19 @@ bool needs_password(const std::string& message) {
   return first_word(message) == "NOAUTH" || message.find("unauthenticated") != std::string::npos;
 }
 
+std::string hint(const std::string& message) {
+  if (needs_password(message))
+    return " (the server needs a password: RLOCK_PASSWORD or --password-file)";
+  if (first_word(message) == "NOPERM")
+    return " (the ACL user lacks a right rlock needs; see ACL in rlock(1))";
+  return "";
+}
+
 }  // namespace
 
 ReplyError::ReplyError(const std::string& message)
-    : Error(needs_password(message) ? kExitUnavailable : exit_code_for(first_word(message)),
-            "redis: " + message +
-                (needs_password(message)
-                     ? " (the server needs a password: RLOCK_PASSWORD or --password-file)"
-                     : "")),
+    : Error(needs_password(message) ? kExitUnavailable : exit_code_for(message),
+            "redis: " + message + hint(message)),
       code_(first_word(message)),
       reply_(message) {}
 

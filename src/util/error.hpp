@@ -12,6 +12,8 @@ inline constexpr int kExitData = 65;         // key of another type, malformed s
 inline constexpr int kExitUnavailable = 69;  // connect/auth refused, timeout
 inline constexpr int kExitNotNow = 75;       // busy, wait ran out, not the holder
 inline constexpr int kExitLockLost = 76;     // exec: the lock was lost while the child ran
+inline constexpr int kExitNoPerm = 77;       // the server's ACL refused a command, key or channel
+inline constexpr int kExitInternal = 70;     // a bug in rlock
 
 // An error the user can act on. Thrown where the problem is known, translated into
 // one stderr line and an exit code once, in main.

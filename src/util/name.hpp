@@ -6,8 +6,15 @@ namespace rlock {
 
 inline constexpr size_t kMaxNameBytes = 512;
 
-// Checks an object name: non-empty, at most 512 bytes, no control characters.
-// Throws UsageError saying which rule it breaks.
+// Checks an object name: non-empty, at most 512 bytes, valid UTF-8, no control characters.
+// Throws UsageError saying which rule it breaks. Names and owners are printed in JSON and
+// on terminals, so bytes that are not text are refused up front rather than mangled later.
 void validate_name(std::string_view name);
+
+// The same rules for an owner id (`--owner`, RLOCK_OWNER, the config file).
+void validate_owner(std::string_view owner);
+
+// Offset of the first byte that is not part of valid UTF-8, or npos when all of it is.
+size_t invalid_utf8_at(std::string_view text);
 
 }  // namespace rlock

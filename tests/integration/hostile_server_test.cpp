@@ -1,0 +1,221 @@
+// A server's reply is data, not an order: servers that drip, loop, lie or refuse, and ACL
+// users missing rights. Every case ends in one stderr line, a documented code, and no
+// change in Redis.
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+// A TCP server on 127.0.0.1 that speaks just enough RESP: each command it reads (an array
+// of bulk strings) goes to `answer`, whose reply bytes are written back `drip` bytes at a
+// time, `drip_pause` apart. Stops (and closes every connection) when destroyed.
+class FakeRedis {
+ public:
+  using Answer = std::function<std::string(const std::vector<std::string>& argv)>;
+  explicit FakeRedis(Answer answer, size_t drip = 0, std::chrono::milliseconds drip_pause = 0ms)
+      : answer_(std::move(answer)), drip_(drip), pause_(drip_pause) {
+    listener_ = listen_silently(&port_);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeRedis() {
+    stop_ = true;
+    thread_.join();
+  }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  void serve() {
+    std::vector<std::pair<Fd, std::string>> clients;
+    while (!stop_) {
+      std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+      for (auto& c : clients) fds.push_back({c.first.get(), POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
+      if (fds[0].revents) clients.emplace_back(Fd(::accept(listener_.get(), nullptr, nullptr)), "");
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (!fds[i].revents) continue;
+        auto& [fd, buf] = clients[i - 1];
+        char chunk[4096];
+        ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+        if (n <= 0) {
+          fd.reset();
+          continue;
+        }
+        buf.append(chunk, static_cast<size_t>(n));
+        while (auto argv = take_command(buf)) send_reply(fd.get(), answer_(*argv));
+      }
+      std::erase_if(clients, [](auto& c) { return !c.first; });
+    }
+  }
+
+  void send_reply(int fd, const std::string& reply) {
+    size_t step = drip_ ? drip_ : reply.size();
+    for (size_t at = 0; at < reply.size() && !stop_; at += step) {
+      if (::send(fd, reply.data() + at, std::min(step, reply.size() - at), MSG_NOSIGNAL) < 0)
+        return;
+      if (drip_) std::this_thread::sleep_for(pause_);
+    }
+  }
+
+  // One complete "*N\r\n$L\r\narg\r\n..." command from the front of `buf`, if there is one.
+  static std::optional<std::vector<std::string>> take_command(std::string& buf) {
+    size_t pos = 0;
+    auto line = [&]() -> std::optional<std::string> {
+      size_t end = buf.find("\r\n", pos);
+      if (end == std::string::npos) return std::nullopt;
+      std::string l = buf.substr(pos, end - pos);
+      pos = end + 2;
+      return l;
+    };
+    auto head = line();
+    if (!head || head->empty() || (*head)[0] != '*') return std::nullopt;
+    std::vector<std::string> argv;
+    for (int i = 0, n = std::stoi(head->substr(1)); i < n; ++i) {
+      auto len = line();
+      if (!len) return std::nullopt;
+      size_t l = std::stoul(len->substr(1));
+      if (buf.size() < pos + l + 2) return std::nullopt;
+      argv.push_back(buf.substr(pos, l));
+      pos += l + 2;
+    }
+    buf.erase(0, pos);
+    return argv;
+  }
+
+  Answer answer_;
+  size_t drip_;
+  std::chrono::milliseconds pause_;
+  int port_ = 0;
+  Fd listener_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::string bulk(const std::string& s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
+TEST_CASE(
+    "a server that drips its reply byte by byte is bounded by --timeout for the whole command") {
+  FakeRedis server(
+      [](const std::vector<std::string>&) {
+        return std::string("*4\r\n:1\r\n:1\r\n:5\r\n:30000\r\n");
+      },
+      1, 400ms);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"lock", "d", "--owner", "o"}, {"exec", "-n", "d", "--", "echo", "ran"}}) {
+    CAPTURE(args[0]);
+    std::vector<std::string> argv{rlock_binary(), "--url", server.url(), "--timeout", "1s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run(argv, {}, 30s);
+    CHECK(r.status == 69);
+    CHECK(r.out.empty());
+    CHECK(line_count(r.err) == 1);
+    // The command, its clean-up and the clean-up's own connection: a few timeouts, not forever.
+    CHECK(r.elapsed < 8s);
+  }
+}
+
+TEST_CASE("inspect stops a SCAN whose cursor never returns to 0") {
+  std::atomic<long long> scans{0};
+  FakeRedis server([&](const std::vector<std::string>& argv) {
+    if (argv[0] == "DBSIZE") return std::string(":3\r\n");
+    ++scans;
+    return "*2\r\n" + bulk(std::to_string(scans.load())) + "*0\r\n";
+  });
+  auto r = rlock_raw({"--url", server.url(), "inspect"}, {}, 30s);
+  CHECK(r.status == 65);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("SCAN") != std::string::npos);
+  CHECK(scans.load() <= 1001);
+}
+
+TEST_CASE("replies of the wrong shape or absurd length end in one line and a documented code") {
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"+OK\r\n", 65},                           // a status where an array should be
+      {"*1\r\n:1\r\n", 65},                      // an array too short
+      {"$99999999999999999999\r\n", 69},         // a length hiredis refuses: protocol error
+      {"-MOVED 3999 127.0.0.1:6381\r\n", 69},    // cluster redirection
+      {"-LOADING loading the dataset\r\n", 69},  // server starting
+      {"-ERR max number of clients reached\r\n", 69},
+      {"-NOPERM this user has no permissions to run the 'evalsha' command\r\n", 77},
+      {"-ERR user_script:1: Script attempted to access nonexistent global variable 'x'\r\n", 70},
+  };
+  for (const auto& [reply, code] : cases) {
+    CAPTURE(reply);
+    FakeRedis server([&](const std::vector<std::string>&) { return reply; });
+    auto r =
+        rlock_raw({"--url", server.url(), "--timeout", "1s", "lock", "x", "--owner", "o"}, {}, 30s);
+    CHECK(r.status == code);
+    CHECK(r.out.empty());
+    CHECK(line_count(r.err) == 1);
+  }
+}
+
+// The rights rlock needs, and nothing more (documented under ACL in rlock(1)).
+const std::string kMinimalAcl =
+    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +subscribe "
+    "+unsubscribe "
+    "+ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time +zrangebyscore +zrem "
+    "+zrange "
+    "+pubsub|numsub +hset +pexpire +set +publish +del +hget +hincrby +zscore +zadd +exists "
+    "+hexists";
+
+TEST_CASE("the documented minimal ACL is enough for lock, unlock, exec, waiting and inspect") {
+  RedisServer redis(RedisOptions{.config = {kMinimalAcl}});
+  const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+  CHECK(rlock_raw({"lock", "m", "--owner", "a"}, as_rl).status == 0);
+  auto waiter = Spawned({rlock_binary(), "exec", "--wait", "20s", "m", "--", "echo", "ran"}, as_rl);
+  REQUIRE(poll_until(
+      [&] {
+        return redis.cmd_int({"ZCARD", lock_key("m") + ":waiters"}) == 1;
+      },
+      10s));
+  auto listed = rlock_raw({"inspect"}, as_rl);
+  CHECK(listed.status == 0);
+  CHECK(parse_json(listed.out).at(0).at("waiters") == 1);
+  CHECK(rlock_raw({"unlock", "m", "--owner", "a"}, as_rl).status == 0);
+  CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(waiter.out() == "ran\n");
+  CHECK(rlock_raw({"lock", "m", "--owner", "b"}, as_rl).status == 0);
+  CHECK(rlock_raw({"unlock", "--force", "m"}, as_rl).status == 0);
+}
+
+TEST_CASE("an ACL user missing any one right changes nothing and exits 77 naming it") {
+  for (const char* missing : {"publish", "zadd", "set", "hset", "del", "pexpire"}) {
+    CAPTURE(missing);
+    RedisServer redis(RedisOptions{.config = {kMinimalAcl + " -" + missing}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    // A lock held by someone else, with a waiter queued: a forced unlock must not drop it.
+    REQUIRE(rlock(redis, {"lock", "p", "--owner", "holder", "--lease", "60s"}).status == 0);
+    auto before = redis.cmd({"HGETALL", lock_key("p")});
+    auto fence = redis.cmd_str({"GET", fence_key("p")});
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"unlock", "--force", "p"},
+                                               {"lock", "--wait", "1s", "p", "--owner", "w"},
+                                               {"lock", "free", "--owner", "w"}}) {
+      CAPTURE(args[0]);
+      auto r = rlock_raw(args, as_rl);
+      CHECK(r.status == 77);
+      CHECK(line_count(r.err) == 1);
+      CHECK(r.err.find("NOPERM") != std::string::npos);
+    }
+    CHECK(redis.cmd({"HGETALL", lock_key("p")}) == before);
+    CHECK(redis.cmd_str({"GET", fence_key("p")}) == fence);
+    CHECK(redis.cmd_int({"EXISTS", lock_key("p") + ":waiters"}) == 0);
+    CHECK(redis.cmd_int({"EXISTS", lock_key("free")}) == 0);
+    CHECK(redis.cmd_int({"EXISTS", fence_key("free")}) == 0);
+  }
+}
+
+}  // namespace
+}  // namespace rlock::test
