@@ -1,5 +1,7 @@
 #include "prim/key_layout.hpp"
 
+#include "util/error.hpp"
+
 namespace rlock::prim {
 namespace {
 
@@ -63,6 +65,13 @@ std::optional<std::string> decode(std::string_view text) {
 }
 
 }  // namespace
+
+KeyLayout::KeyLayout(std::string prefix) : prefix_(std::move(prefix)) {
+  if (prefix_.find_first_of("{}") != std::string::npos) {
+    throw UsageError("--prefix '" + prefix_ +
+                     "' contains a brace; braces would split an object's keys over cluster slots");
+  }
+}
 
 std::string KeyLayout::tag(std::string_view name) { return "{" + encode(name) + "}"; }
 

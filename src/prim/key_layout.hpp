@@ -13,8 +13,9 @@ namespace rlock::prim {
 // without touching the primitives.
 class KeyLayout {
  public:
-  // `prefix` is prepended to every key and channel (may be empty; no braces). Default: "rlock:".
-  explicit KeyLayout(std::string prefix = "rlock:") : prefix_(std::move(prefix)) {}
+  // `prefix` is prepended to every key and channel. Default: "rlock:". It may be empty; a
+  // brace in it would move the hash tag into the prefix, so it throws UsageError.
+  explicit KeyLayout(std::string prefix = "rlock:");
   virtual ~KeyLayout() = default;
 
   virtual std::string lock_key(std::string_view name) const;      // hash owner -> count
