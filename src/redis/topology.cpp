@@ -17,13 +17,24 @@ namespace {
 bool retryable(const IoError& e) { return dynamic_cast<const TimeoutError*>(&e) == nullptr; }
 
 template <typename F>
-auto with_retry(Retry retry, F&& attempt) {
+auto with_retry(Retry retry, F&& attempt, std::optional<Connection>& conn) {
+  // A connection that failed is closed at once: a request that timed out must not wait in
+  // its socket for the next use.
+  auto drop_broken = [&] {
+    if (conn && conn->broken()) conn.reset();
+  };
   try {
     return attempt();
   } catch (const IoError& e) {
+    drop_broken();
     if (retry != Retry::kIdempotent || !retryable(e)) throw;
   }
-  return attempt();
+  try {
+    return attempt();
+  } catch (const IoError&) {
+    drop_broken();
+    throw;
+  }
 }
 
 timeval to_timeval(Millis ms) {
@@ -65,16 +76,18 @@ void Topology::limit_timeout(Millis timeout) {
 
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry) {
-  return Reply(with_retry(retry, [&] { return run_script(connection(), script, keys, args); }));
+  return Reply(with_retry(retry, [&] { return run_script(connection(), script, keys, args); }, conn_));
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
-  return Reply(with_retry(retry, [&] { return connection().command(argv); }));
+  return Reply(with_retry(retry, [&] { return connection().command(argv); }, conn_));
 }
 
 std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands) {
   std::vector<Reply> out;
-  for (auto& r : connection().pipeline(commands)) out.emplace_back(std::move(r));
+  for (auto& r : with_retry(Retry::kNever, [&] { return connection().pipeline(commands); }, conn_)) {
+    out.emplace_back(std::move(r));
+  }
   return out;
 }
 
