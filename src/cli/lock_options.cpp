@@ -8,18 +8,40 @@
 #include "util/owner.hpp"
 
 namespace rlock::cli {
+namespace {
+
+// An exit code for -E: decimal digits only (CLI11 would read `010` as octal 8).
+int parse_exit_code(const std::string& text) {
+  bool digits = !text.empty() && text.size() <= 3 &&
+                text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoi(text) > 255) {
+    throw UsageError("-E/--conflict-exit-code: '" + text + "' is not a number from 0 to 255");
+  }
+  return std::stoi(text);
+}
+
+}  // namespace
 
 void add_lock_flags(CLI::App& sub, LockFlags& f) {
   sub.add_option("name", f.name, "lock name")->required()->type_name("NAME");
   sub.add_option("--owner", f.owner, "owner id (default: RLOCK_OWNER or host:pid:random)")
       ->type_name("ID");
   sub.add_option("--lease", f.lease, "lease of the hold (default 30s)")->type_name("DUR");
-  auto* wait = sub.add_option("--wait", f.wait, "wait up to DUR for the lock (default: don't wait)")
+  // Checked as it is read: an empty value would otherwise mean "not given".
+  auto set_wait = [&f](const std::string& v) {
+    parse_duration(v, "--wait", /*allow_forever=*/true);
+    f.wait = v;
+  };
+  auto* wait = sub.add_option_function<std::string>(
+                      "-w,--wait", set_wait,
+                      "wait up to DUR for the lock, inf: forever (default: don't wait)")
                    ->type_name("DUR");
-  sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")->excludes(wait);
-  sub.add_option("-E,--conflict-exit-code", f.conflict_exit_code,
-                 "exit code when the lock is not acquired (default 75)")
-      ->check(CLI::Range(0, 255))
+  sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")
+      ->excludes(wait);
+  sub.add_option_function<std::string>(
+         "-E,--conflict-exit-code",
+         [&f](const std::string& v) { f.conflict_exit_code = parse_exit_code(v); },
+         "exit code when the lock is not acquired (default 75)")
       ->type_name("N");
 }
 
@@ -29,9 +51,11 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   r.name = f.name;
   r.lease = parse_duration(f.lease, "--lease");
   if (r.lease.count() < 1) throw UsageError("--lease must be at least 1ms");
-  Millis wait = f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait");
+  Millis wait =
+      f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait", /*allow_forever=*/true);
   r.wait_until = SteadyClock::now() + wait;
   r.conflict_exit_code = f.conflict_exit_code;
+  r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
   return r;
 }
@@ -39,7 +63,8 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
 std::string explicit_owner(const std::string& flag, const Settings& s) {
   if (!flag.empty()) return flag;
   if (s.owner) return *s.owner;
-  throw UsageError("unlock needs --owner ID (the owner `rlock lock` printed) or RLOCK_OWNER, or --force");
+  throw UsageError(
+      "unlock needs --owner ID (the owner `rlock lock` printed) or RLOCK_OWNER, or --force");
 }
 
 Json holders_json(const std::vector<prim::Holder>& holders) {
@@ -62,10 +87,13 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name, int 
   hooks.interrupt_fd = interrupt_fd;
   if (console.verbose()) {
     hooks.on_wait = [&console, name](const prim::Acquisition& busy, Millis left) {
-      std::string lease = busy.ttl.count() >= 0 ? format_duration(busy.ttl) + " of lease left" : "no lease";
-      console.explain("waiting for lock '" + name + "' held by " + describe_holders(busy.holders) + " (" +
-                      lease + "); queued: a release hands it over, or retrying when the lease runs out; giving up in " +
-                      format_duration(left));
+      std::string lease =
+          busy.ttl.count() >= 0 ? format_duration(busy.ttl) + " of lease left" : "no lease";
+      console.explain(
+          "waiting for lock '" + name + "' held by " + describe_holders(busy.holders) + " (" +
+          lease +
+          "); queued: a release hands it over, or retrying when the lease runs out; giving up in " +
+          format_duration(left));
     };
   }
   return hooks;
