@@ -22,9 +22,29 @@ function __rlock_exec_command
     end
 end
 
+# The words typed so far that are not options nor an option's value (rlock included).
+function __rlock_positionals
+    set -l tokens (commandline -opc)
+    set -l skip 0
+    for t in $tokens
+        if test $skip -eq 1
+            set skip 0
+            continue
+        end
+        switch $t
+            case --url --password-file --prefix --connect-timeout --timeout --format --owner --lease \
+                -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold
+                set skip 1
+            case '-*'
+            case '*'
+                echo $t
+        end
+    end
+end
+
 # True right after `rlock help`, before its one argument.
 function __rlock_help_wants_subcommand
-    set -l words (string match -v -- '-*' (commandline -opc))
+    set -l words (__rlock_positionals)
     test (count $words) -eq 2; and test "$words[2]" = help
 end
 
@@ -47,7 +67,7 @@ end
 
 # True after `rlock unlock` or `rlock inspect` until their one positional is typed.
 function __rlock_wants_lock_name
-    set -l words (string match -v -- '-*' (commandline -opc))
+    set -l words (__rlock_positionals)
     test (count $words) -eq 2; and contains -- "$words[2]" unlock inspect
 end
 
