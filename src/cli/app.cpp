@@ -131,21 +131,33 @@ std::string see_help(const std::string& subcommand) {
   return subcommand.empty() ? "; see rlock help" : "; see rlock help " + subcommand;
 }
 
+// How an unexpected word is quoted: a URL with userinfo (a forgotten --url) may hold a
+// password, and messages never repeat one.
+std::string quoted(const std::string& arg) {
+  bool url_with_userinfo =
+      arg.find("://") != std::string::npos && arg.find('@') != std::string::npos;
+  return url_with_userinfo
+             ? std::string("(a URL with userinfo, not repeated here; give it with --url)")
+             : "'" + arg + "'";
+}
+
 // One line for an argument CLI11 did not expect: an unknown option or subcommand (with a
 // suggestion) or a surplus positional. `parsed` is the subcommand entered, if any.
-UsageError unexpected_argument(const std::string& arg, const CLI::App* parsed, const CLI::App& top) {
+UsageError unexpected_argument(const std::string& arg, const CLI::App* parsed,
+                               const CLI::App& top) {
   std::string sub = parsed ? parsed->get_name() : std::string();
   if (!arg.empty() && arg[0] == '-' && arg != "-") {
     std::string option = arg.substr(0, arg.find('='));
-    std::string hint = option.rfind("--", 0) == 0 ? suggestion(option, long_options(parsed ? parsed : &top)) : "";
+    std::string hint =
+        option.rfind("--", 0) == 0 ? suggestion(option, long_options(parsed ? parsed : &top)) : "";
     return UsageError("unknown option '" + option + "'" + hint + see_help(sub));
   }
   if (!parsed) {
     std::vector<std::string> names = {"help"};
     for (const auto& e : kSubcommands) names.emplace_back(e.name);
-    return UsageError("unknown subcommand '" + arg + "'" + suggestion(arg, names) + see_help(""));
+    return UsageError("unknown subcommand " + quoted(arg) + suggestion(arg, names) + see_help(""));
   }
-  return UsageError("unexpected argument '" + arg + "'" + see_help(sub));
+  return UsageError("unexpected argument " + quoted(arg) + see_help(sub));
 }
 
 std::string overview(CLI::App& app) {
@@ -201,7 +213,10 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", "rlock " RLOCK_VERSION);
   app.fallthrough();
   app.require_subcommand(0, 1);
-  app.footer("Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.");
+  app.footer(
+      "Durations: 250ms, 30s, 5m, 2h, 1d, compounds such as 1h30m, a bare number of seconds;\n"
+      "at most 36500d. --wait inf waits forever.\n\n"
+      "Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.");
   GlobalFlags globals;
   add_global_flags(app, globals);
   std::string chosen = chosen_subcommand(args.rlock);

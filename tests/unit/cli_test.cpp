@@ -89,11 +89,20 @@ TEST_CASE("typos get a suggestion and a pointer to the help, words in order") {
       {{"exce"}, "unknown subcommand 'exce' (did you mean 'exec'?); see rlock help"},
       {{"lokc", "x"}, "unknown subcommand 'lokc' (did you mean 'lock'?); see rlock help"},
       {{"zzzzzz"}, "unknown subcommand 'zzzzzz'; see rlock help"},
-      {{"lock", "x", "--wiat", "5s"}, "unknown option '--wiat' (did you mean '--wait'?); see rlock help lock"},
-      {{"lock", "x", "--leese=5s"}, "unknown option '--leese' (did you mean '--lease'?); see rlock help lock"},
-      {{"--verbsoe", "inspect"}, "unknown option '--verbsoe' (did you mean '--verbose'?); see rlock help inspect"},
+      {{"lock", "x", "--wiat", "5s"},
+       "unknown option '--wiat' (did you mean '--wait'?); see rlock help lock"},
+      {{"lock", "x", "--leese=5s"},
+       "unknown option '--leese' (did you mean '--lease'?); see rlock help lock"},
+      {{"--verbsoe", "inspect"},
+       "unknown option '--verbsoe' (did you mean '--verbose'?); see rlock help inspect"},
       {{"lock", "a", "b", "c"}, "unexpected argument 'b'; see rlock help lock"},
       {{"help", "exce"}, "help: unknown subcommand 'exce' (did you mean 'exec'?); see rlock help"},
+      {{"inspect", "x", "redis://:S3cret@h"},
+       "unexpected argument (a URL with userinfo, not repeated here; give it with --url); see "
+       "rlock help inspect"},
+      {{"redis://u:S3cret@h"},
+       "unknown subcommand (a URL with userinfo, not repeated here; give it with --url); see rlock "
+       "help"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.message);
@@ -106,7 +115,8 @@ TEST_CASE("typos get a suggestion and a pointer to the help, words in order") {
 TEST_CASE("-E is decimal") {
   // 010 is ten, not octal eight: the lock is busy-checked only after a connection, so the
   // value is seen through the error of an unreachable server (69), not a usage error.
-  CHECK(usage_exit({"--url", "redis://127.0.0.1:1", "lock", "a", "-E", "010"}) == rlock::kExitUnavailable);
+  CHECK(usage_exit({"--url", "redis://127.0.0.1:1", "lock", "a", "-E", "010"}) ==
+        rlock::kExitUnavailable);
 }
 
 TEST_CASE("exec's missing -- is named") {
