@@ -16,5 +16,5 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLOCK_WERROR=ON -DR
 cmake --build build-asan -j"$(nproc)" --target rlock rlock_unit_tests rlock_fuzz_tests
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-  RLOCK_FUZZ_RUNS=${RLOCK_FUZZ_RUNS:-1000} RLOCK_FUZZ_SEED=${RLOCK_FUZZ_SEED:-7} \
+  RLOCK_FUZZ_RUNS=${RLOCK_FUZZ_RUNS:-2000} RLOCK_FUZZ_SEED=${RLOCK_FUZZ_SEED:-7} \
   ctest --test-dir build-asan --output-on-failure -R '^(unit|fuzz)$'

@@ -3,7 +3,7 @@
 // report, an exit status from the documented set, and stderr made of whole printable lines
 // starting "rlock: ", exactly one for an error.
 //
-// RLOCK_FUZZ_SEED and RLOCK_FUZZ_RUNS (default 2000) change the seed and the run count; a
+// RLOCK_FUZZ_SEED and RLOCK_FUZZ_RUNS (default 4000) change the seed and the run count; a
 // failure prints the seed and the argv, which reproduce it.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -325,7 +325,7 @@ TEST_CASE("fuzz: argv, durations, URLs, names and config files through the binar
   const char* runs_env = std::getenv("RLOCK_FUZZ_RUNS");
   const unsigned seed =
       seed_env ? static_cast<unsigned>(std::strtoul(seed_env, nullptr, 10)) : 20261122u;
-  const size_t runs = runs_env ? std::strtoul(runs_env, nullptr, 10) : 2000;
+  const size_t runs = runs_env ? std::strtoul(runs_env, nullptr, 10) : 4000;
   MESSAGE("fuzz seed " << seed << ", " << runs << " runs");
   RedisServer redis;
   TempDir dir;

@@ -271,3 +271,37 @@ TEST_CASE("hostile: lock with a made-up owner says so even with -q, and how to u
 
 }  // namespace
 }  // namespace rlock::test
+
+namespace rlock::test {
+namespace {
+
+// Runs bash's completion function for `words` (the last one being completed) and returns
+// the offered words, one per line, sorted (SCAN's order is the server's hash order).
+std::string bash_completion(const std::vector<std::string>& words) {
+  std::string script = "source '" RLOCK_SOURCE_DIR "/completions/rlock.bash'; COMP_WORDS=(";
+  for (const auto& w : words) script += "'" + w + "' ";
+  script += "); COMP_CWORD=" + std::to_string(words.size() - 1) +
+            "; _rlock; printf '%s\\n' \"${COMPREPLY[@]}\" | LC_ALL=C sort";
+  std::string bin_dir = std::filesystem::path(rlock_binary()).parent_path().string();
+  auto r = run({"bash", "-c", script}, {{"PATH", bin_dir + ":/usr/bin:/bin"}});
+  REQUIRE(r.status == 0);
+  return r.out;
+}
+
+TEST_CASE("completions: bash offers subcommands after help and held lock names") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "deploy prod", "--owner", "a"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "backup", "--owner", "a"}).status == 0);
+  CHECK(bash_completion({"rlock", "help", ""}) == "exec\nhelp\ninspect\nlock\nunlock\n");
+  CHECK(bash_completion({"rlock", "--url", redis.url(), "unlock", ""}) == "backup\ndeploy prod\n");
+  CHECK(bash_completion({"rlock", "--url", redis.url(), "inspect", "d"}) == "deploy prod\n");
+  CHECK(bash_completion({"rlock", "lock", "x", "-w", "i"}) == "inf\n");
+  // An unreachable server offers nothing, quickly and quietly.
+  auto start = Clock::now();
+  CHECK(bash_completion({"rlock", "--url", "redis://127.0.0.1:" + std::to_string(free_port()),
+                         "unlock", ""}) == "\n");
+  CHECK(ms_between(start) < 3000);
+}
+
+}  // namespace
+}  // namespace rlock::test
