@@ -57,8 +57,7 @@ constexpr Entry kSubcommands[] = {
 
 // Global options that take a value, so that value is not taken for a subcommand name.
 bool takes_value(const std::string& arg) {
-  for (const char* o :
-       {"--url", "--password-file", "--prefix", "--connect-timeout", "--timeout", "--format"}) {
+  for (const char* o : {"--url", "--password-file", "--prefix", "--connect-timeout", "--timeout", "--format"}) {
     if (arg == o) return true;
   }
   return false;
@@ -255,10 +254,8 @@ int run(int argc, char** argv) {
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
     if (sub->get_name() == "exec" && args.command.empty()) {
-      throw UsageError(args.has_dashes
-                           ? std::string("exec: missing command after '--' (") + kExecUsage + ")"
-                           : std::string("exec: missing '--' before the command (") + kExecUsage +
-                                 ")");
+      throw UsageError(args.has_dashes ? std::string("exec: missing command after '--' (") + kExecUsage + ")"
+                                       : std::string("exec: missing '--' before the command (") + kExecUsage + ")");
     }
     return runner.run(resolve_settings(globals));
   }

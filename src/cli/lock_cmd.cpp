@@ -39,28 +39,28 @@ Examples:
 Without --owner (or RLOCK_OWNER) the owner is made up (host:pid:random) and a warning on
 stderr, even with -q, says how to unlock it.)");
   return {[flags](const Settings& settings) {
-    Console console(settings);
-    LockRequest req = resolve_lock_request(*flags, settings);
-    auto conn = redis::Connection::open(settings.connect);
-    prim::KeyLayout layout(settings.prefix);
-    prim::Lock lock(conn, layout, req.name);
-    auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, -1));
-    if (!a.acquired) {
-      console.result({{"name", req.name},
-                      {"acquired", false},
-                      {"holders", holders_json(a.holders)},
-                      {"ttl_ms", a.ttl.count()}});
-      return req.conflict_exit_code;
-    }
-    if (req.owner_made_up) console.warning(made_up_owner_warning(req));
-    console.result({{"name", req.name},
-                    {"owner", req.owner},
-                    {"acquired", true},
-                    {"count", a.count},
-                    {"fence", a.fence},
-                    {"lease_ms", a.lease.count()}});
-    return 0;
-  }};
+            Console console(settings);
+            LockRequest req = resolve_lock_request(*flags, settings);
+            auto conn = redis::Connection::open(settings.connect);
+            prim::KeyLayout layout(settings.prefix);
+            prim::Lock lock(conn, layout, req.name);
+            auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, -1));
+            if (!a.acquired) {
+              console.result({{"name", req.name},
+                              {"acquired", false},
+                              {"holders", holders_json(a.holders)},
+                              {"ttl_ms", a.ttl.count()}});
+              return req.conflict_exit_code;
+            }
+            if (req.owner_made_up) console.warning(made_up_owner_warning(req));
+            console.result({{"name", req.name},
+                            {"owner", req.owner},
+                            {"acquired", true},
+                            {"count", a.count},
+                            {"fence", a.fence},
+                            {"lease_ms", a.lease.count()}});
+            return 0;
+          }};
 }
 
 }  // namespace rlock::cli

@@ -36,8 +36,7 @@ void add_lock_flags(CLI::App& sub, LockFlags& f) {
                       "-w,--wait", set_wait,
                       "wait up to DUR for the lock, inf: forever (default: don't wait)")
                    ->type_name("DUR");
-  sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")
-      ->excludes(wait);
+  sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")->excludes(wait);
   sub.add_option_function<std::string>(
          "-E,--conflict-exit-code",
          [&f](const std::string& v) { f.conflict_exit_code = parse_exit_code(v); },
@@ -63,8 +62,7 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
 std::string explicit_owner(const std::string& flag, const Settings& s) {
   if (!flag.empty()) return flag;
   if (s.owner) return *s.owner;
-  throw UsageError(
-      "unlock needs --owner ID (the owner `rlock lock` printed) or RLOCK_OWNER, or --force");
+  throw UsageError("unlock needs --owner ID (the owner `rlock lock` printed) or RLOCK_OWNER, or --force");
 }
 
 Json holders_json(const std::vector<prim::Holder>& holders) {
@@ -87,13 +85,10 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name, int 
   hooks.interrupt_fd = interrupt_fd;
   if (console.verbose()) {
     hooks.on_wait = [&console, name](const prim::Acquisition& busy, Millis left) {
-      std::string lease =
-          busy.ttl.count() >= 0 ? format_duration(busy.ttl) + " of lease left" : "no lease";
-      console.explain(
-          "waiting for lock '" + name + "' held by " + describe_holders(busy.holders) + " (" +
-          lease +
-          "); queued: a release hands it over, or retrying when the lease runs out; giving up in " +
-          format_duration(left));
+      std::string lease = busy.ttl.count() >= 0 ? format_duration(busy.ttl) + " of lease left" : "no lease";
+      console.explain("waiting for lock '" + name + "' held by " + describe_holders(busy.holders) + " (" +
+                      lease + "); queued: a release hands it over, or retrying when the lease runs out; giving up in " +
+                      format_duration(left));
     };
   }
   return hooks;

@@ -17,8 +17,7 @@ namespace {
 constexpr const char* kDefaultUrl = "redis://127.0.0.1:6379";
 constexpr size_t kMaxConfigBytes = 64 * 1024;
 constexpr size_t kMaxPasswordFileBytes = 4 * 1024;
-constexpr const char* kConfigKeys[] = {"url",   "password_file",   "prefix",
-                                       "owner", "connect_timeout", "timeout"};
+constexpr const char* kConfigKeys[] = {"url", "password_file", "prefix", "owner", "connect_timeout", "timeout"};
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -51,8 +50,7 @@ nlohmann::json load_config() {
     bool known = false;
     for (const char* k : kConfigKeys) known = known || key == k;
     if (!known) throw UsageError("config file " + *path + ": unknown key '" + key + "'");
-    if (!value.is_string())
-      throw UsageError("config file " + *path + ": '" + key + "' must be a string");
+    if (!value.is_string()) throw UsageError("config file " + *path + ": '" + key + "' must be a string");
   }
   return cfg;
 }
@@ -63,8 +61,7 @@ std::optional<std::string> config_value(const nlohmann::json& cfg, const char* k
   return it->get<std::string>();
 }
 
-std::string first_of(std::initializer_list<std::optional<std::string>> candidates,
-                     std::string fallback) {
+std::string first_of(std::initializer_list<std::optional<std::string>> candidates, std::string fallback) {
   for (const auto& c : candidates) {
     if (c) return *c;
   }
@@ -127,8 +124,7 @@ void resolve_password(const GlobalFlags& f, const nlohmann::json& cfg, redis::En
   if (!ep.user.empty() && ep.password.empty()) {
     throw UsageError(
         "the redis URL names an ACL user but no password: give it with --password-file, "
-        "RLOCK_PASSWORD, "
-        "the config file's password_file or redis://USER:PASSWORD@host");
+        "RLOCK_PASSWORD, the config file's password_file or redis://USER:PASSWORD@host");
   }
 }
 
@@ -168,10 +164,8 @@ Settings resolve_settings(const GlobalFlags& f) {
   s.table = f.format == "table";
   s.connect.endpoint = parse_url_from(pick_url(f.url, cfg));
   resolve_password(f, cfg, s.connect.endpoint);
-  s.prefix =
-      first_of({non_empty(f.prefix), env("RLOCK_PREFIX"), config_value(cfg, "prefix")}, "rlock:");
-  auto connect_timeout =
-      first_of({non_empty(f.connect_timeout), config_value(cfg, "connect_timeout")}, "2s");
+  s.prefix = first_of({non_empty(f.prefix), env("RLOCK_PREFIX"), config_value(cfg, "prefix")}, "rlock:");
+  auto connect_timeout = first_of({non_empty(f.connect_timeout), config_value(cfg, "connect_timeout")}, "2s");
   auto timeout = first_of({non_empty(f.timeout), config_value(cfg, "timeout")}, "5s");
   s.connect.connect_timeout = parse_duration(connect_timeout, "--connect-timeout");
   s.connect.command_timeout = parse_duration(timeout, "--timeout");
