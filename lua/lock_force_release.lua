@@ -1,14 +1,16 @@
--- Releases a lock whoever holds it (for stuck locks) and wakes its waiters.
--- KEYS[1] lock hash
--- ARGV[1] channel to publish the release on
+-- Releases a lock whoever holds it (for stuck locks) and passes it to the longest-waiting
+-- live waiter, or announces it free (KEYS: see lock_common.lua; KEYS[7] unused).
+-- ARGV[1] lock channel, ARGV[2] claim ms
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
---        error "BADTYPE <type> <key>" and no change when the key is not a lock.
+--        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
+--        not a well-formed lock.
 -- @include lock_common.lua
-local err = bad_type(KEYS[1], 'hash')
+local err = check_lock_keys()
 if err then return err end
 local holders = redis.call('HGETALL', KEYS[1])
+redis.call('DEL', KEYS[5], KEYS[6])
 if #holders > 0 then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[1], 'released')
+  pass_on(ARGV[1], ARGV[2])
 end
 return holders

@@ -1,4 +1,21 @@
 -- Shared by the lock scripts (spliced in at build time where a script says @include).
+-- Every lock script takes the same KEYS:
+--   KEYS[1] lock hash (owner -> reentry count; 0 = kept by --min-hold, busy for everyone)
+--   KEYS[2] fencing token (string, no TTL)
+--   KEYS[3] waiters (zset member -> arrival in server microseconds)
+--   KEYS[4] timeouts (zset member -> server ms at which that wait gives up)
+--   KEYS[5] grant (string: the member the lock was granted to, until it claims it)
+--   KEYS[6] exec (string: id of the `rlock exec` hold running inside the lock)
+--   KEYS[7] request record (string '1' = this request took the lock, '0' = it gave up)
+-- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"; its
+-- grant channel is the lock channel .. ':' .. wait_id.
+
+-- Requests are remembered this long (ms): long enough for a retry or a clean-up that was
+-- queued behind the request in a stalled server.
+local REQUEST_TTL = 60000
+-- Waiters' keys outlive the longest wait in them by this much (ms).
+local QUEUE_MARGIN = 1000
+
 -- An error reply when `key` holds another type than `want`; nil when it fits or is absent.
 local function bad_type(key, want)
   local t = redis.call('TYPE', key)['ok']
@@ -7,11 +24,118 @@ local function bad_type(key, want)
   end
 end
 
+-- The type checks every lock script starts with: nothing is written before they pass.
+local function check_lock_keys()
+  local want = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string'}
+  for i = 1, #KEYS do
+    local err = bad_type(KEYS[i], want[i])
+    if err then return err end
+  end
+  local stored = redis.call('GET', KEYS[2])
+  if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+  for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
+    if not string.match(v, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+  end
+end
+
+local function last_fence()
+  return tonumber(redis.call('GET', KEYS[2]) or '0')
+end
+
+-- Server time as {ms = ..., us = ...} since the epoch.
+local function server_time()
+  local t = redis.call('TIME')
+  local s, us = tonumber(t[1]), tonumber(t[2])
+  return {ms = s * 1000 + math.floor(us / 1000), us = s * 1000000 + us}
+end
+
 -- Stores and returns the next fencing token: max(last + 1, server microseconds), so it
 -- never goes backwards, even when the stored counter was lost.
-local function next_fence(fence_key, last)
-  local now = redis.call('TIME')
-  local fence = math.max(last + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
-  redis.call('SET', fence_key, string.format('%.0f', fence))
+local function next_fence()
+  local fence = math.max(last_fence() + 1, server_time().us)
+  redis.call('SET', KEYS[2], string.format('%.0f', fence))
   return fence
+end
+
+-- Sets the expiry of `key` to `ms` unless it already lasts longer: a re-entry or a
+-- renewal never shortens a hold.
+local function extend(key, ms)
+  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
+end
+
+local function remember(outcome)
+  redis.call('SET', KEYS[7], outcome, 'PX', REQUEST_TTL)
+end
+
+local function leave_queue(member)
+  redis.call('ZREM', KEYS[3], member)
+  redis.call('ZREM', KEYS[4], member)
+end
+
+-- Drops the waits whose deadline has passed.
+local function drop_expired(now_ms)
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. now_ms)) do
+    leave_queue(m)
+  end
+end
+
+-- The longest-waiting waiter that is still there to take the lock (its wait has not run
+-- out and its grant channel has a subscriber); the others are dropped on the way.
+local function first_live(channel)
+  drop_expired(server_time().ms)
+  while true do
+    local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    if not head then return nil end
+    local wait_id = string.match(head, '^%d+:%a+:(%x+):')
+    if wait_id and redis.call('PUBSUB', 'NUMSUB', channel .. ':' .. wait_id)[2] > 0 then
+      return head
+    end
+    leave_queue(head)
+  end
+end
+
+-- Reserves the free lock for `head` for claim_ms and wakes it; it confirms with a claim
+-- (lock_acquire.lua) or the reservation runs out and the next waiter gets its turn.
+local function grant(head, channel, claim_ms)
+  local _, kind, wait_id, waiter = string.match(head, '^(%d+):(%a+):(%x+):(.*)$')
+  leave_queue(head)
+  redis.call('HSET', KEYS[1], waiter, 1)
+  redis.call('PEXPIRE', KEYS[1], claim_ms)
+  if kind == 'exec' then redis.call('SET', KEYS[6], wait_id, 'PX', claim_ms) end
+  redis.call('SET', KEYS[5], head, 'PX', claim_ms)
+  redis.call('PUBLISH', channel .. ':' .. wait_id, 'grant')
+  -- The holder's expiry just got shorter: waiters sleeping until the old one wake earlier.
+  redis.call('PUBLISH', channel, 'changed ' .. claim_ms)
+end
+
+-- The lock is free: it goes to the head of the queue, or is announced as released.
+local function pass_on(channel, claim_ms)
+  local head = first_live(channel)
+  if head then
+    grant(head, channel, claim_ms)
+  else
+    redis.call('PUBLISH', channel, 'released')
+  end
+end
+
+-- Releases one level held by `owner` (the caller checked that it holds one). `keep` > 0 at
+-- the last level leaves the lock held, count 0, for that many ms (--min-hold).
+local function release_level(owner, count, keep, channel, claim_ms)
+  if count > 1 then
+    return redis.call('HINCRBY', KEYS[1], owner, -1)
+  end
+  if count == 1 and keep > 0 then
+    redis.call('HSET', KEYS[1], owner, 0)
+    redis.call('PEXPIRE', KEYS[1], keep)
+    redis.call('PUBLISH', channel, 'changed ' .. keep)
+    return 0
+  end
+  redis.call('DEL', KEYS[1])
+  pass_on(channel, claim_ms)
+  return 0
+end
+
+local function holders_reply(reply)
+  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
+  return reply
 end

@@ -39,7 +39,8 @@ int take_stop_signal(exec::SignalFd& signals) {
   return signo;
 }
 
-int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const Settings& settings) {
+int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
+             const Settings& settings) {
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
   exec::SuperviseOptions so;
@@ -50,42 +51,47 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
   exec::SignalFd signals;  // from here on, INT/TERM/HUP/QUIT stop the wait instead of rlock
   // Forked now, not after acquisition, so that its fork is not part of the handoff.
   auto guardian = exec::Guardian::start(so.on_lost_signal, so.kill_after);
-  auto conn = redis::Connection::open(settings.connect);
+  redis::Topology topology(settings.connect);
   prim::KeyLayout layout(settings.prefix);
-  prim::Lock lock(conn, layout, req.name);
-  auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
-  // A signal that came while connecting or waiting stops everything, even if the lock was
-  // just taken; SIGCHLD of a child rlock inherited (`sh -c 'x & exec rlock ...'`) does not.
-  while (true) {
-    if (int signo = take_stop_signal(signals)) {
-      if (a.acquired) lock.release(req.owner);
-      console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" + req.name +
-                     "'; the command did not run");
-      return 128 + signo;
-    }
-    if (!a.interrupted) break;
-    a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
+  prim::Lock lock(topology, layout, req.name);
+  // Only INT, TERM, HUP and QUIT end the wait; any other wake-up of the signal fd (the
+  // SIGCHLD of a child rlock inherited: `sh -c 'x & exec rlock ...'`) does not.
+  int stop_signal = 0;
+  auto hooks = wait_hooks(console, req.name);
+  hooks.interrupt_fd = signals.fd();
+  hooks.should_stop = [&] {
+    stop_signal = take_stop_signal(signals);
+    return stop_signal != 0;
+  };
+  auto a = lock.acquire(req.owner, req.lease, req.wait_until, hooks, prim::HoldKind::kExec);
+  if (!stop_signal)
+    stop_signal = take_stop_signal(signals);  // came while connecting, or at the grant
+  if (stop_signal) {
+    if (const auto* held = std::get_if<prim::Held>(&a))
+      lock.release(req.owner, Millis(0), held->hold_id);
+    console.notice("interrupted by signal " + std::to_string(stop_signal) +
+                   " while waiting for lock '" + req.name + "'; the command did not run");
+    return 128 + stop_signal;
   }
-  if (!a.acquired) {
-    console.notice("lock '" + req.name + "' is held by " + describe_holders(a.holders) +
-                   (a.ttl.count() >= 0 ? ", lease " + format_duration(a.ttl) + " left" : "") +
-                   "; not running the command");
+  if (const auto* busy = std::get_if<prim::Busy>(&a)) {
+    console.notice(describe_busy(req.name, *busy) + "; not running the command");
     return req.conflict_exit_code;
   }
-  console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(a.fence) + ", lease " +
-                  format_duration(req.lease) + ", renewed every " + format_duration(req.lease / 3) +
-                  "); running: " + join(command));
+  const auto& held = std::get<prim::Held>(a);
+  console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(held.fence) +
+                  ", lease " + format_duration(req.lease) + ", renewed every " +
+                  format_duration(req.lease / 3) + "); running: " + join(command));
 
   exec::JobSpec job;
   job.argv = command;
   job.env = {{"RLOCK_NAME", req.name},
              {"RLOCK_OWNER", req.owner},
-             {"RLOCK_FENCE", std::to_string(a.fence)},
+             {"RLOCK_FENCE", std::to_string(held.fence)},
              {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}};
   job.signal_mask = &signals.original_mask();
   if (!f.keep_secrets) job.unset = secret_variable_names(current_environment());
-  exec::Watchdog watchdog(std::move(conn), layout, req.name, req.owner, req.lease, a.sent_at);
-  so.acquired_at = a.known_at;
+  exec::Watchdog watchdog(lock.hold(req.owner, req.lease, held), topology);
+  so.acquired_at = SteadyClock::now();
   so.verbose = [&console](const std::string& m) { console.explain(m); };
   so.warn = [&console](const std::string& m) { console.notice(m); };
   return exec::supervise(job, watchdog, signals, guardian, so);
@@ -98,10 +104,13 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   auto* sub = &app;
   add_lock_flags(*sub, flags->lock);
   sub->get_option("name")->description("lock name; then -- CMD [ARGS...], the command to run");
-  sub->add_option("--on-lost", flags->on_lost, "signal for the job if the lock is lost (default TERM)")
+  sub->add_option("--on-lost", flags->on_lost,
+                  "signal for the job if the lock is lost (default TERM)")
       ->type_name("SIG");
-  sub->add_option("--kill-after", flags->kill_after, "then SIGKILL after DUR (default 10s)")->type_name("DUR");
-  sub->add_option("--min-hold", flags->min_hold, "keep the lock until DUR after acquisition")->type_name("DUR");
+  sub->add_option("--kill-after", flags->kill_after, "then SIGKILL after DUR (default 10s)")
+      ->type_name("DUR");
+  sub->add_option("--min-hold", flags->min_hold, "keep the lock until DUR after acquisition")
+      ->type_name("DUR");
   sub->add_flag("--keep-secrets", flags->keep_secrets,
                 "let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL");
   sub->footer(R"(Runs CMD (no shell) in its own process group while holding NAME, renewing the lease
@@ -117,7 +126,8 @@ Examples:
   rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
   rlock exec --min-hold 50s tick -- ./every-minute.sh     # once per minute across hosts
   rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");
-  return {[flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};
+  return {
+      [flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};
 }
 
 }  // namespace rlock::cli

@@ -11,7 +11,10 @@ namespace rlock::cli {
 namespace {
 
 Json to_json(const inspect::LockView& v) {
-  Json j = {{"type", "lock"}, {"name", v.name}, {"key", v.key}, {"holders", holders_json(v.holders)},
+  Json j = {{"type", "lock"},
+            {"name", v.name},
+            {"key", v.key},
+            {"holders", holders_json(v.holders)},
             {"ttl_ms", v.ttl_ms}};
   j["fence"] = v.fence ? Json(*v.fence) : Json(nullptr);
   j["waiters"] = v.waiters;
@@ -33,19 +36,19 @@ Examples:
   rlock inspect
   rlock inspect 'deploy*' --format table)");
   return {[pattern](const Settings& settings) {
-            Console console(settings);
-            auto conn = redis::Connection::open(settings.connect);
-            prim::KeyLayout layout(settings.prefix);
-            auto views = inspect::scan_locks(conn, layout, *pattern);
-            if (settings.table) {
-              console.result_text(inspect::render_table(views));
-              return 0;
-            }
-            Json arr = Json::array();
-            for (const auto& v : views) arr.push_back(to_json(v));
-            console.result(arr);
-            return 0;
-          }};
+    Console console(settings);
+    redis::Topology topology(settings.connect);
+    prim::KeyLayout layout(settings.prefix);
+    auto views = inspect::scan_locks(topology, layout, *pattern);
+    if (settings.table) {
+      console.result_text(inspect::render_table(views));
+      return 0;
+    }
+    Json arr = Json::array();
+    for (const auto& v : views) arr.push_back(to_json(v));
+    console.result(arr);
+    return 0;
+  }};
 }
 
 }  // namespace rlock::cli

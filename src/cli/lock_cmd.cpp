@@ -29,6 +29,7 @@ Runner define_lock_command(CLI::App& app) {
   add_lock_flags(*sub, *flags);
   sub->footer(R"(Prints {"name","owner","acquired":true,"count","fence","lease_ms"}; when the lock
 is held by someone else prints {"name","acquired":false,"holders","ttl_ms"} and exits 75 (or -E).
+The same owner again re-enters (count + 1); a re-entry never shortens the lease in force.
 
 Examples:
   rlock lock deploy-prod --owner ci-42 --lease 10m     # hold for 10 minutes
@@ -39,28 +40,29 @@ Examples:
 Without --owner (or RLOCK_OWNER) the owner is made up (host:pid:random) and a warning on
 stderr, even with -q, says how to unlock it.)");
   return {[flags](const Settings& settings) {
-            Console console(settings);
-            LockRequest req = resolve_lock_request(*flags, settings);
-            auto conn = redis::Connection::open(settings.connect);
-            prim::KeyLayout layout(settings.prefix);
-            prim::Lock lock(conn, layout, req.name);
-            auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, -1));
-            if (!a.acquired) {
-              console.result({{"name", req.name},
-                              {"acquired", false},
-                              {"holders", holders_json(a.holders)},
-                              {"ttl_ms", a.ttl.count()}});
-              return req.conflict_exit_code;
-            }
-            if (req.owner_made_up) console.warning(made_up_owner_warning(req));
-            console.result({{"name", req.name},
-                            {"owner", req.owner},
-                            {"acquired", true},
-                            {"count", a.count},
-                            {"fence", a.fence},
-                            {"lease_ms", a.lease.count()}});
-            return 0;
-          }};
+    Console console(settings);
+    LockRequest req = resolve_lock_request(*flags, settings);
+    redis::Topology topology(settings.connect);
+    prim::KeyLayout layout(settings.prefix);
+    prim::Lock lock(topology, layout, req.name);
+    auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name));
+    if (const auto* busy = std::get_if<prim::Busy>(&a)) {
+      console.result({{"name", req.name},
+                      {"acquired", false},
+                      {"holders", holders_json(busy->holders)},
+                      {"ttl_ms", busy->ttl.count()}});
+      return req.conflict_exit_code;
+    }
+    const auto& held = std::get<prim::Held>(a);
+    if (req.owner_made_up) console.warning(made_up_owner_warning(req));
+    console.result({{"name", req.name},
+                    {"owner", req.owner},
+                    {"acquired", true},
+                    {"count", held.count},
+                    {"fence", held.fence},
+                    {"lease_ms", held.lease.count()}});
+    return 0;
+  }};
 }
 
 }  // namespace rlock::cli

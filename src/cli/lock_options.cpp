@@ -36,7 +36,8 @@ void add_lock_flags(CLI::App& sub, LockFlags& f) {
                       "-w,--wait", set_wait,
                       "wait up to DUR for the lock, inf: forever (default: don't wait)")
                    ->type_name("DUR");
-  sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")->excludes(wait);
+  sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")
+      ->excludes(wait);
   sub.add_option_function<std::string>(
          "-E,--conflict-exit-code",
          [&f](const std::string& v) { f.conflict_exit_code = parse_exit_code(v); },
@@ -62,7 +63,8 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
 std::string explicit_owner(const std::string& flag, const Settings& s) {
   if (!flag.empty()) return flag;
   if (s.owner) return *s.owner;
-  throw UsageError("unlock needs --owner ID (the owner `rlock lock` printed) or RLOCK_OWNER, or --force");
+  throw UsageError(
+      "unlock needs --owner ID (the owner `rlock lock` printed) or RLOCK_OWNER, or --force");
 }
 
 Json holders_json(const std::vector<prim::Holder>& holders) {
@@ -80,18 +82,32 @@ std::string describe_holders(const std::vector<prim::Holder>& holders) {
   return out.empty() ? "nobody" : out;
 }
 
-prim::WaitHooks wait_hooks(const Console& console, const std::string& name, int interrupt_fd) {
+prim::WaitHooks wait_hooks(const Console& console, const std::string& name) {
   prim::WaitHooks hooks;
-  hooks.interrupt_fd = interrupt_fd;
   if (console.verbose()) {
-    hooks.on_wait = [&console, name](const prim::Acquisition& busy, Millis left) {
-      std::string lease = busy.ttl.count() >= 0 ? format_duration(busy.ttl) + " of lease left" : "no lease";
-      console.explain("waiting for lock '" + name + "' held by " + describe_holders(busy.holders) + " (" +
-                      lease + "); queued: a release hands it over, or retrying when the lease runs out; giving up in " +
+    hooks.on_wait = [&console, name](const prim::Waitable::Step& busy, Millis left) {
+      std::string lease = busy.holder_ttl.count() >= 0
+                              ? format_duration(busy.holder_ttl) + " of lease left"
+                              : "no lease";
+      console.explain("waiting for lock '" + name + "' held by " +
+                      (busy.holders.empty() ? "nobody" : busy.holders) + " (" + lease +
+                      "); queued: a release hands it over, or retrying when the lease runs out; "
+                      "giving up in " +
                       format_duration(left));
+    };
+    hooks.on_reconnect = [&console](const std::string& why) {
+      console.explain("reconnecting to keep the place in the queue: " + why);
     };
   }
   return hooks;
+}
+
+std::string describe_busy(const std::string& name, const prim::Busy& busy) {
+  std::string line = "lock '" + name + "' is held by " + describe_holders(busy.holders);
+  if (busy.same_owner_exec)
+    line += " in another `rlock exec` (concurrent execs never share a hold, whatever the owner)";
+  if (busy.ttl.count() >= 0) line += ", lease " + format_duration(busy.ttl) + " left";
+  return line;
 }
 
 }  // namespace rlock::cli

@@ -45,7 +45,10 @@ Json holders_json(const std::vector<prim::Holder>& holders);
 // "a:1:ff (count 1), b:2:ee (count 2)" for messages.
 std::string describe_holders(const std::vector<prim::Holder>& holders);
 
-// The hook that makes -v explain a wait.
-prim::WaitHooks wait_hooks(const Console& console, const std::string& name, int interrupt_fd);
+// The hooks that make -v explain a wait.
+prim::WaitHooks wait_hooks(const Console& console, const std::string& name);
+
+// One line for a lock that was not acquired: who holds it and for how long.
+std::string describe_busy(const std::string& name, const prim::Busy& busy);
 
 }  // namespace rlock::cli

@@ -9,66 +9,45 @@ namespace {
 
 // While Redis is unreachable, retry this often (but never past the lease deadline).
 constexpr Millis kRetryInterval{250};
+// A renewal gets at least this long to answer (or lease/3 if shorter), even close to the
+// deadline: a too-short timeout turns a little latency into a lost lock.
+constexpr Millis kRenewalTimeoutFloor{500};
 
 }  // namespace
 
-Watchdog::Watchdog(redis::Connection conn, const prim::KeyLayout& layout, std::string name,
-                   std::string owner, Millis lease, Deadline acquired_at)
-    : options_(conn.options()),
-      conn_(std::move(conn)),
-      layout_(layout),
-      name_(std::move(name)),
-      owner_(std::move(owner)),
-      lease_(lease),
-      lease_deadline_(acquired_at + lease),
-      next_due_(acquired_at + lease / 3) {}
-
-prim::Lock& Watchdog::lock() {
-  if (!conn_ || conn_->broken()) {
-    lock_.reset();
-    conn_.reset();
-    auto opts = options_;
-    // Connecting, AUTH and SELECT must all end before the lease deadline.
-    Millis left = std::max(millis_until(lease_deadline_), Millis(1));
-    opts.connect_timeout = std::min(opts.connect_timeout, left);
-    opts.command_timeout = std::min(opts.command_timeout, left);
-    conn_.emplace(redis::Connection::open(opts));
-  }
-  if (!lock_) lock_.emplace(*conn_, layout_, name_);
-  return *lock_;
-}
+Watchdog::Watchdog(std::unique_ptr<prim::Hold> hold, redis::Topology& topology)
+    : hold_(std::move(hold)),
+      topology_(topology),
+      next_due_(hold_->deadline() - hold_->lease() * 2 / 3) {}
 
 Watchdog::State Watchdog::tick() {
   Deadline now = SteadyClock::now();
   if (now < next_due_) return State::kHeld;
+  Millis floor = std::min(kRenewalTimeoutFloor, hold_->lease() / 3);
+  topology_.limit_timeout(std::max(millis_until(hold_->deadline()), std::max(floor, Millis(1))));
   try {
-    auto& l = lock();
-    conn_->set_timeout(std::clamp(millis_until(lease_deadline_), Millis(1), options_.command_timeout));
-    if (l.renew(owner_, lease_)) {
-      lease_deadline_ = now + lease_;
-      next_due_ = now + lease_ / 3;
+    if (hold_->renew() == prim::Hold::Renewed::kHeld) {
+      next_due_ = now + hold_->lease() / 3;
       return State::kHeld;
     }
-    lost_reason_ = "the lock is no longer held by " + owner_ + " (expired, deleted or forced)";
+    lost_reason_ = hold_->lost_reason();
     return State::kLost;
   } catch (const Error& e) {
-    if (SteadyClock::now() >= lease_deadline_) {
+    if (SteadyClock::now() >= hold_->deadline()) {
       lost_reason_ = std::string("redis stayed unreachable until the lease ran out: ") + e.what();
       return State::kLost;
     }
     lost_reason_ = e.what();
-    next_due_ = std::min(SteadyClock::now() + kRetryInterval, lease_deadline_);
+    next_due_ = std::min(SteadyClock::now() + kRetryInterval, hold_->deadline());
     return State::kUnreachable;
   }
 }
 
 Watchdog::Released Watchdog::release(Millis keep, std::string* why) {
+  topology_.limit_timeout(Millis(0));
   try {
-    auto& l = lock();
-    conn_->set_timeout(options_.command_timeout);
-    auto r = l.release(owner_, keep);
-    if (r.held) return Released::kReleased;
-    if (why) *why = "it was no longer held by " + owner_ + " (held by " + std::to_string(r.holders.size()) + " other owner(s))";
+    if (hold_->release(keep) == prim::Hold::Released::kReleased) return Released::kReleased;
+    if (why) *why = hold_->lost_reason();
     return Released::kNotHeld;
   } catch (const Error& e) {
     if (why) *why = e.what();

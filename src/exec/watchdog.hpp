@@ -1,28 +1,28 @@
 #pragma once
 
-#include <optional>
+#include <memory>
 #include <string>
 
-#include "prim/key_layout.hpp"
-#include "prim/lock.hpp"
-#include "redis/connection.hpp"
+#include "prim/hold.hpp"
+#include "redis/topology.hpp"
 #include "util/clock.hpp"
 
 namespace rlock::exec {
 
-// Keeps a held lock's lease alive: renews every lease/3, reconnects when Redis drops, and
-// declares the lock lost when a renewal finds another state or when Redis stayed
-// unreachable until the lease deadline (measured on the monotonic clock from the last
-// renewal that was sent and confirmed).
+// Keeps a hold's lease alive: renews every lease/3, retries while Redis is unreachable, and
+// declares the hold lost when a renewal finds it gone or when Redis stayed unreachable
+// until the hold's deadline (the send time of the last confirmed renewal plus the lease).
 class Watchdog {
  public:
   enum class State { kHeld, kLost, kUnreachable };
 
-  Watchdog(redis::Connection conn, const prim::KeyLayout& layout, std::string name,
-           std::string owner, Millis lease, Deadline acquired_at);
+  Watchdog(std::unique_ptr<prim::Hold> hold, redis::Topology& topology);
 
   // When the next renewal is due.
   Deadline next_due() const { return next_due_; }
+  // From this moment on the server may expire the hold (boot clock).
+  Deadline lease_deadline() const { return hold_->deadline(); }
+  Millis lease() const { return hold_->lease(); }
   // Renews if due. kUnreachable means still within the lease: it will retry.
   State tick();
   // Why the lock was lost, for the one-line message.
@@ -35,17 +35,9 @@ class Watchdog {
   Released release(Millis keep, std::string* why);
 
  private:
-  prim::Lock& lock();
-
-  redis::ConnectOptions options_;
-  std::optional<redis::Connection> conn_;
-  const prim::KeyLayout& layout_;
-  std::string name_;
-  std::string owner_;
-  Millis lease_;
-  Deadline lease_deadline_;
+  std::unique_ptr<prim::Hold> hold_;
+  redis::Topology& topology_;
   Deadline next_due_;
-  std::optional<prim::Lock> lock_;
   std::string lost_reason_;
 };
 

@@ -12,66 +12,69 @@ namespace {
 constexpr const char* kScanBatch = "1000";
 constexpr size_t kReadsPerLock = 4;
 
-std::vector<std::string> scan_keys(redis::Connection& conn, const std::string& pattern) {
+std::vector<std::string> scan_keys(redis::Topology& topology, const std::string& pattern) {
   std::set<std::string> keys;  // SCAN may return a key twice
   std::string cursor = "0";
   do {
-    auto reply = conn.command({"SCAN", cursor, "MATCH", pattern, "COUNT", kScanBatch});
-    cursor = redis::as_string(redis::element(reply.get(), 0));
-    const redisReply* batch = redis::element(reply.get(), 1);
-    for (size_t i = 0; i < batch->elements; ++i) keys.insert(redis::as_string(batch->element[i]));
+    auto reply = topology.command({"SCAN", cursor, "MATCH", pattern, "COUNT", kScanBatch},
+                                  redis::Retry::kIdempotent);
+    cursor = reply.at(0).str();
+    auto batch = reply.at(1);
+    for (size_t i = 0; i < batch.size(); ++i) keys.insert(batch.at(i).str());
   } while (cursor != "0");
   return {keys.begin(), keys.end()};
 }
 
-// Fills one view from the replies of HGETALL, PTTL, GET fence, PUBSUB NUMSUB.
-std::optional<LockView> decode(LockView v, const redis::ReplyPtr* r) {
-  if (r[0]->type == REDIS_REPLY_ERROR) {
+// Fills one view from the replies of HGETALL, PTTL, GET fence, ZCARD waiters.
+std::optional<LockView> decode(LockView v, const redis::Reply* r) {
+  if (r[0].is_error()) {
     v.error = "key holds another type than a lock hash";
   } else {
-    if (r[0]->elements == 0) return std::nullopt;  // expired since SCAN saw it
+    if (r[0].size() == 0) return std::nullopt;  // expired since SCAN saw it
     try {
-      v.holders = prim::decode_holders(r[0].get(), 0, v.key);
+      v.holders = prim::decode_holders(r[0], 0, v.key);
     } catch (const DataError&) {
       v.error = "hash whose values are not reentry counts: not a lock";
     }
   }
-  v.ttl_ms = redis::as_integer(r[1].get());
-  if (r[2]->type == REDIS_REPLY_STRING) {
+  v.ttl_ms = r[1].integer();
+  if (r[2].is_string()) {
     try {
-      v.fence = redis::as_integer(r[2].get());
+      v.fence = r[2].integer();
     } catch (const std::exception&) {
       v.error = "fencing token is not a number";
     }
   }
-  if (r[3]->type == REDIS_REPLY_ARRAY && r[3]->elements == 2) v.waiters = redis::as_integer(r[3]->element[1]);
+  if (r[3].is_integer()) v.waiters = r[3].integer();
   return v;
 }
 
 }  // namespace
 
-std::vector<LockView> scan_locks(redis::Connection& conn, const prim::KeyLayout& layout,
+std::vector<LockView> scan_locks(redis::Topology& topology, const prim::KeyLayout& layout,
                                  std::string_view name_glob) {
   std::vector<LockView> found;
   std::vector<std::vector<std::string>> reads;
-  for (auto& key : scan_keys(conn, layout.lock_key_pattern(name_glob))) {
+  for (auto& key : scan_keys(topology, layout.lock_key_pattern(name_glob))) {
     auto name = layout.lock_name(key);
     if (!name) continue;
     reads.push_back({"HGETALL", key});
     reads.push_back({"PTTL", key});
     reads.push_back({"GET", layout.fence_key(*name)});
-    reads.push_back({"PUBSUB", "NUMSUB", layout.lock_channel(*name)});
+    reads.push_back({"ZCARD", layout.waiters_key(*name)});
     LockView v;
     v.name = *name;
     v.key = std::move(key);
     found.push_back(std::move(v));
   }
-  auto replies = conn.pipeline(reads);
+  auto replies = topology.pipeline(reads);
   std::vector<LockView> views;
   for (size_t i = 0; i < found.size(); ++i) {
-    if (auto v = decode(std::move(found[i]), &replies[i * kReadsPerLock])) views.push_back(std::move(*v));
+    if (auto v = decode(std::move(found[i]), &replies[i * kReadsPerLock]))
+      views.push_back(std::move(*v));
   }
-  std::sort(views.begin(), views.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(views.begin(), views.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   return views;
 }
 

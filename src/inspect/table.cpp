@@ -20,9 +20,11 @@ std::string holders_cell(const LockView& v) {
 }  // namespace
 
 std::string render_table(const std::vector<LockView>& views) {
-  std::vector<std::vector<std::string>> rows = {{"TYPE", "NAME", "HOLDERS", "TTL", "FENCE", "WAITERS"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"TYPE", "NAME", "HOLDERS", "TTL", "FENCE", "WAITERS"}};
   for (const auto& v : views) {
-    rows.push_back({"lock", v.name, holders_cell(v), v.ttl_ms < 0 ? "-" : format_duration(Millis(v.ttl_ms)),
+    rows.push_back({"lock", v.name, holders_cell(v),
+                    v.ttl_ms < 0 ? "-" : format_duration(Millis(v.ttl_ms)),
                     v.fence ? std::to_string(*v.fence) : "-", std::to_string(v.waiters)});
   }
   std::vector<size_t> width(rows[0].size(), 0);

@@ -13,26 +13,95 @@ std::string glob_escape(std::string_view s) {
   return out;
 }
 
+const char* encoded(char c) {
+  switch (c) {
+    case '%':
+      return "%25";
+    case '{':
+      return "%7B";
+    case '}':
+      return "%7D";
+    default:
+      return nullptr;
+  }
+}
+
+std::string encode(std::string_view name) {
+  std::string out;
+  out.reserve(name.size() + 2);
+  for (char c : name) {
+    if (const char* e = encoded(c)) {
+      out += e;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> decode(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '{' || text[i] == '}') return std::nullopt;
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    std::string_view code = text.substr(i, 3);
+    if (code == "%25") {
+      out += '%';
+    } else if (code == "%7B") {
+      out += '{';
+    } else if (code == "%7D") {
+      out += '}';
+    } else {
+      return std::nullopt;
+    }
+    i += 2;
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string KeyLayout::lock_key(std::string_view name) const {
-  return prefix_ + "lock:{" + std::string(name) + "}";
-}
+std::string KeyLayout::tag(std::string_view name) { return "{" + encode(name) + "}"; }
 
+std::string KeyLayout::lock_key(std::string_view name) const {
+  return prefix_ + "lock:" + tag(name);
+}
 std::string KeyLayout::fence_key(std::string_view name) const { return lock_key(name) + ":fence"; }
+std::string KeyLayout::waiters_key(std::string_view name) const {
+  return lock_key(name) + ":waiters";
+}
+std::string KeyLayout::timeouts_key(std::string_view name) const {
+  return lock_key(name) + ":timeouts";
+}
+std::string KeyLayout::grant_key(std::string_view name) const { return lock_key(name) + ":grant"; }
+std::string KeyLayout::exec_key(std::string_view name) const { return lock_key(name) + ":exec"; }
+
+std::string KeyLayout::request_key(std::string_view name, std::string_view id) const {
+  return lock_key(name) + ":req:" + std::string(id);
+}
 
 std::string KeyLayout::lock_channel(std::string_view name) const {
-  return prefix_ + "chan:{" + std::string(name) + "}:lock";
+  return prefix_ + "chan:" + tag(name) + ":lock";
 }
-
-std::string KeyLayout::waiters_key(std::string_view name) const { return lock_key(name) + ":waiters"; }
 
 std::string KeyLayout::grant_channel(std::string_view name, std::string_view wait_id) const {
   return lock_channel(name) + ":" + std::string(wait_id);
 }
 
 std::string KeyLayout::lock_key_pattern(std::string_view name_glob) const {
-  return glob_escape(prefix_) + "lock:{" + std::string(name_glob) + "}";
+  // Literal braces and '%' of the glob match their encoded form in the key.
+  std::string glob;
+  for (char c : name_glob) {
+    if (const char* e = encoded(c)) {
+      glob += e;
+    } else {
+      glob += c;
+    }
+  }
+  return glob_escape(prefix_) + "lock:{" + glob + "}";
 }
 
 std::optional<std::string> KeyLayout::lock_name(std::string_view key) const {
@@ -40,7 +109,7 @@ std::optional<std::string> KeyLayout::lock_name(std::string_view key) const {
   if (key.size() <= head.size() || key.substr(0, head.size()) != head || key.back() != '}') {
     return std::nullopt;
   }
-  return std::string(key.substr(head.size(), key.size() - head.size() - 1));
+  return decode(key.substr(head.size(), key.size() - head.size() - 1));
 }
 
 }  // namespace rlock::prim

@@ -6,28 +6,40 @@
 
 namespace rlock::prim {
 
-// The one place that names keys and channels. Every key of one object shares the hash
-// tag {NAME}, so an object lives in one cluster slot. A Redisson-compatible layout can
-// replace this class without touching the primitives.
+// The one place that names keys and channels. Every key and channel of one object shares
+// the hash tag {NAME}, so an object lives in one cluster slot; braces and '%' in a name are
+// percent-encoded inside the tag, so no name can end the tag early or split an object
+// over slots, and names never collide. A Redisson-compatible layout can subclass this
+// without touching the primitives.
 class KeyLayout {
  public:
-  // `prefix` is prepended to every key and channel. Default: "rlock:".
+  // `prefix` is prepended to every key and channel (may be empty; no braces). Default: "rlock:".
   explicit KeyLayout(std::string prefix = "rlock:") : prefix_(std::move(prefix)) {}
+  virtual ~KeyLayout() = default;
 
-  std::string lock_key(std::string_view name) const;      // hash owner -> count
-  std::string fence_key(std::string_view name) const;     // fencing token
-  std::string lock_channel(std::string_view name) const;  // release notifications
-  std::string waiters_key(std::string_view name) const;   // queue of waiters
-  // Where a release hands the lock to the wait `wait_id`: lock_channel + ":" + wait_id
-  // (lock_release.lua builds the same name from the release channel).
+  virtual std::string lock_key(std::string_view name) const;      // hash owner -> count
+  virtual std::string fence_key(std::string_view name) const;     // fencing token
+  virtual std::string waiters_key(std::string_view name) const;   // zset wait -> arrival
+  virtual std::string timeouts_key(std::string_view name) const;  // zset wait -> its deadline
+  virtual std::string grant_key(std::string_view name) const;     // the wait granted, unclaimed
+  virtual std::string exec_key(std::string_view name) const;      // the exec hold running
+  // Outcome of request `id` (acquired / given up), for idempotent retries and clean-up.
+  virtual std::string request_key(std::string_view name, std::string_view id) const;
+  virtual std::string lock_channel(std::string_view name) const;  // releases, expiry changes
+  // Where the lock is granted to the wait `wait_id`: lock_channel + ":" + wait_id (the Lua
+  // scripts build the same name from the lock channel).
   std::string grant_channel(std::string_view name, std::string_view wait_id) const;
 
   // SCAN MATCH pattern for the lock hashes whose names match `name_glob` (Redis glob).
-  std::string lock_key_pattern(std::string_view name_glob) const;
+  virtual std::string lock_key_pattern(std::string_view name_glob) const;
   // The lock name a key returned by that pattern belongs to; nullopt for other keys.
-  std::optional<std::string> lock_name(std::string_view key) const;
+  virtual std::optional<std::string> lock_name(std::string_view key) const;
 
   const std::string& prefix() const { return prefix_; }
+
+ protected:
+  // "{" + name with '%', '{', '}' percent-encoded + "}".
+  static std::string tag(std::string_view name);
 
  private:
   std::string prefix_;

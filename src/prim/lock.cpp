@@ -1,12 +1,10 @@
 #include "prim/lock.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "prim/object_script.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
-#include "redis/subscriber.hpp"
 #include "util/error.hpp"
 #include "util/owner.hpp"
 
@@ -14,22 +12,37 @@ namespace rlock::prim {
 namespace {
 
 constexpr std::string_view kKind = "lock";
+// The clean-up after a request that failed waits this long for its reply; it has reached
+// the server's socket either way.
+constexpr Millis kCleanupPatience{1000};
 
-// A waiter woken by the lease running out retries a little after it, so that the key has
-// really expired on the server when it asks.
-constexpr Millis kExpirySlack{2};
+const char* kind_name(HoldKind k) { return k == HoldKind::kExec ? "exec" : "lock"; }
 
-// The waiters' queue outlives the longest wait in it by this much; dead entries go with it.
-constexpr Millis kQueueMargin{1000};
+const char* mode_name(Waitable::Mode m) {
+  switch (m) {
+    case Waitable::Mode::kTry:
+      return "try";
+    case Waitable::Mode::kWait:
+      return "wait";
+    case Waitable::Mode::kQueued:
+      return "queued";
+    case Waitable::Mode::kLast:
+      return "last";
+  }
+  return "try";
+}
+
+std::string ms(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }
 
 }  // namespace
 
-std::vector<Holder> decode_holders(const redisReply* r, size_t first, const std::string& key) {
+std::vector<Holder> decode_holders(const redis::ReplyView& r, size_t first,
+                                   const std::string& key) {
   std::vector<Holder> holders;
-  for (size_t i = first; i + 1 < r->elements; i += 2) {
-    std::string owner = redis::as_string(r->element[i]);
+  for (size_t i = first; i + 1 < r.size(); i += 2) {
+    std::string owner = r.at(i).str();
     try {
-      holders.push_back({owner, redis::as_integer(r->element[i + 1])});
+      holders.push_back({owner, r.at(i + 1).integer()});
     } catch (const DataError&) {
       throw DataError("key '" + key + "' holds a hash that is not a lock (field '" + owner +
                       "' is not a reentry count); rlock will not overwrite it");
@@ -38,126 +51,199 @@ std::vector<Holder> decode_holders(const redisReply* r, size_t first, const std:
   return holders;
 }
 
-Lock::Lock(redis::Connection& conn, const KeyLayout& layout, std::string name)
-    : conn_(conn),
+// One acquisition request: its id is the same in every attempt, so that a repeated attempt
+// is idempotent and the clean-up can name what it took.
+class LockWait : public Waitable {
+ public:
+  LockWait(Lock& lock, std::string owner, Millis lease, HoldKind kind)
+      : lock_(lock),
+        owner_(std::move(owner)),
+        lease_(lease),
+        kind_(kind),
+        id_(random_hex(8)),
+        request_key_(lock.layout_.request_key(lock.name_, id_)),
+        member_(std::to_string(lease.count()) + ":" + kind_name(kind) + ":" + id_ + ":" + owner_) {}
+
+  Step attempt(Mode mode, Millis wait_left) override {
+    Deadline sent = SteadyClock::now();
+    if (!unconfirmed_since_) unconfirmed_since_ = sent;  // until a reply says otherwise
+    std::string lease_ms = ms(lease_), wait_ms = ms(wait_left), claim = ms(kClaimWindow);
+    auto reply =
+        run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
+                          {owner_, lease_ms, mode_name(mode), wait_ms, id_, kind_name(kind_),
+                           lock_.channel_, claim, arrival_},
+                          kKind, redis::Retry::kIdempotent);
+    long long status = reply.at(0).integer();
+    if (status == 1) {
+      Held h;
+      h.count = reply.at(1).integer();
+      h.fence = reply.at(2).integer();
+      h.lease = Millis(reply.at(3).integer());
+      h.fresh = reply.at(4).integer() == 1;
+      h.hold_id = id_;
+      // The hold may have been taken by an earlier try whose reply was lost.
+      h.deadline = std::min(sent, *unconfirmed_since_) + lease_;
+      result_ = h;
+      return {true, Millis(0), {}};
+    }
+    unconfirmed_since_.reset();
+    Busy b;
+    if (status == -1) {  // given up by its own clean-up: nothing was taken
+      result_ = b;
+      return {false, Millis(-1), {}};
+    }
+    b.ttl = Millis(reply.at(1).integer());
+    long long arrival = reply.at(2).integer();
+    if (arrival > 0) arrival_ = std::to_string(arrival);
+    b.same_owner_exec = reply.at(3).integer() == 1;
+    b.holders = decode_holders(reply, 4, lock_.key_);
+    result_ = b;
+    std::string who;
+    for (const auto& h : b.holders)
+      who += (who.empty() ? "" : ", ") + h.owner + " (count " + std::to_string(h.count) + ")";
+    return {false, b.ttl, who};
+  }
+
+  std::vector<std::string> channels() const override {
+    return {lock_.channel_, lock_.layout_.grant_channel(lock_.name_, id_)};
+  }
+
+  void give_up() noexcept override {
+    std::vector<std::string> args = {owner_,           lock_.channel_, "0",    id_,
+                                     ms(kClaimWindow), "abandon",      member_};
+    try {
+      std::vector<std::string_view> argv(args.begin(), args.end());
+      lock_.topology_.run(redis::scripts::lock_release, lock_.keys(request_key_), argv,
+                          redis::Retry::kIdempotent);
+      return;
+    } catch (const std::exception&) {
+      // Redis did not answer: hand the clean-up over on a connection of its own below.
+    }
+    auto keys = lock_.keys(request_key_);
+    lock_.topology_.send_cleanup(redis::scripts::lock_release,
+                                 std::vector<std::string>(keys.begin(), keys.end()), args,
+                                 kCleanupPatience);
+  }
+
+  Acquisition result() const { return result_; }
+
+ private:
+  Lock& lock_;
+  std::string owner_;
+  Millis lease_;
+  HoldKind kind_;
+  std::string id_;
+  std::string request_key_;
+  std::string member_;
+  std::string arrival_;  // our place in the queue, kept across reconnections
+  std::optional<Deadline> unconfirmed_since_;
+  Acquisition result_ = Busy{};
+};
+
+// A lock hold under exec's supervision.
+class LockHold : public Hold {
+ public:
+  LockHold(Lock& lock, std::string owner, Millis lease, const Held& held)
+      : Hold(lease, held.fence, held.deadline),
+        lock_(lock),
+        owner_(std::move(owner)),
+        hold_id_(held.hold_id) {}
+
+  Renewed renew() override {
+    Deadline sent = SteadyClock::now();
+    if (lock_.renew(owner_, lease_, hold_id_).count() > 0) {
+      deadline_ = sent + lease_;
+      return Renewed::kHeld;
+    }
+    reason_ = "the lock is no longer held by " + owner_ + " (expired, deleted or forced)";
+    return Renewed::kLost;
+  }
+
+  Released release(Millis keep) override {
+    auto r = lock_.release(owner_, keep, hold_id_);
+    if (r.outcome == Release::Outcome::kReleased) return Released::kReleased;
+    reason_ = "it was no longer held by " + owner_ + " (held by " +
+              std::to_string(r.holders.size()) + " other owner(s))";
+    return Released::kNotHeld;
+  }
+
+  std::string lost_reason() const override { return reason_; }
+
+ private:
+  Lock& lock_;
+  std::string owner_;
+  std::string hold_id_;
+  std::string reason_;
+};
+
+Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
+    : topology_(topology),
       layout_(layout),
       name_(std::move(name)),
       key_(layout.lock_key(name_)),
       fence_key_(layout.fence_key(name_)),
       waiters_key_(layout.waiters_key(name_)),
+      timeouts_key_(layout.timeouts_key(name_)),
+      grant_key_(layout.grant_key(name_)),
+      exec_key_(layout.exec_key(name_)),
       channel_(layout.lock_channel(name_)) {}
 
-Acquisition Lock::attempt(const std::string& owner, Millis lease, const char* mode, Millis wait_left,
-                          const std::string& wait_id) {
-  std::string lease_ms = std::to_string(lease.count());
-  std::string queue_ms = std::to_string(wait_left.count() + kQueueMargin.count());
-  Acquisition a;
-  a.sent_at = SteadyClock::now();
-  auto reply = run_object_script(conn_, redis::scripts::lock_acquire, {key_, fence_key_, waiters_key_},
-                                 {owner, lease_ms, mode, queue_ms, wait_id}, kKind);
-  a.known_at = SteadyClock::now();
-  a.acquired = redis::as_integer(redis::element(reply.get(), 0)) == 1;
-  if (a.acquired) {
-    a.count = redis::as_integer(redis::element(reply.get(), 1));
-    a.fence = redis::as_integer(redis::element(reply.get(), 2));
-    a.lease = Millis(redis::as_integer(redis::element(reply.get(), 3)));
-  } else {
-    a.ttl = Millis(redis::as_integer(redis::element(reply.get(), 1)));
-    a.holders = decode_holders(reply.get(), 2, key_);
+std::vector<std::string_view> Lock::keys(const std::string& request_key) const {
+  return {key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, request_key};
+}
+
+Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind) {
+  return acquire(owner, lease, SteadyClock::now(), {}, kind);
+}
+
+Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until,
+                          const WaitHooks& hooks, HoldKind kind) {
+  LockWait wait(*this, owner, lease, kind);
+  WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
+  Acquisition a = wait.result();
+  if (outcome == WaitOutcome::kInterrupted) {
+    Busy b = std::holds_alternative<Busy>(a) ? std::get<Busy>(a) : Busy{};
+    b.interrupted = true;
+    return b;
   }
   return a;
 }
 
-Acquisition Lock::try_acquire(const std::string& owner, Millis lease) {
-  return attempt(owner, lease, "try", Millis(0), "-");
-}
-
-Acquisition Lock::cancel_wait(const std::string& owner, Millis lease, const std::string& wait_id,
-                              Acquisition busy) {
-  std::string lease_ms = std::to_string(lease.count());
-  auto reply = run_object_script(conn_, redis::scripts::lock_cancel_wait, {key_, fence_key_, waiters_key_},
-                                 {owner, lease_ms, wait_id}, kKind);
-  if (redis::as_integer(redis::element(reply.get(), 0)) != 1) return busy;
-  busy.acquired = true;
-  busy.count = redis::as_integer(redis::element(reply.get(), 1));
-  busy.fence = redis::as_integer(redis::element(reply.get(), 2));
-  busy.lease = lease;
-  busy.known_at = SteadyClock::now();
-  busy.holders.clear();
-  return busy;
-}
-
-// "granted <fence> <lease_ms>" on the wait's own channel.
-static bool parse_grant(const std::string& payload, Acquisition& a) {
-  long long fence = 0, lease = 0;
-  if (std::sscanf(payload.c_str(), "granted %lld %lld", &fence, &lease) != 2) return false;
-  a.acquired = true;
-  a.count = 1;
-  a.fence = fence;
-  a.lease = Millis(lease);
-  a.known_at = SteadyClock::now();
-  a.holders.clear();
-  return true;
-}
-
-Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until,
-                          const WaitHooks& hooks) {
-  Acquisition a = try_acquire(owner, lease);
-  if (a.acquired || SteadyClock::now() >= until) return a;
-  // Subscribe before queueing, so that neither a release nor a grant can be missed.
-  std::string wait_id = random_hex(8);
-  std::string grant_channel = layout_.grant_channel(name_, wait_id);
-  auto sub = redis::Subscriber::open(conn_.options(), {channel_, grant_channel});
-  // A grant is made after the previous attempt was sent: its lease runs from there at the
-  // latest, which keeps the caller's lease deadline on the safe side.
-  Deadline lease_start = a.sent_at;
-  const char* mode = "wait";
-  while (true) {
-    a = attempt(owner, lease, mode, millis_until(until), wait_id);
-    mode = "queued";
-    std::swap(a.sent_at, lease_start);  // acquired: the earlier bound; busy: remember this one
-    if (a.acquired) return a;
-    if (SteadyClock::now() >= until) return cancel_wait(owner, lease, wait_id, a);
-    if (hooks.on_wait) hooks.on_wait(a, millis_until(until));
-    Deadline wake = until;
-    if (a.ttl.count() >= 0) wake = std::min(until, SteadyClock::now() + a.ttl + kExpirySlack);
-    auto event = sub.wait(wake, hooks.interrupt_fd);
-    if (event.wake == redis::Subscriber::Wake::kInterrupted) {
-      if (cancel_wait(owner, lease, wait_id, a).acquired) release(owner);
-      a.interrupted = true;
-      return a;
-    }
-    if (event.wake == redis::Subscriber::Wake::kMessage && event.channel == grant_channel &&
-        parse_grant(event.payload, a)) {
-      a.sent_at = lease_start;
-      return a;
-    }
-  }
-}
-
-Release Lock::release(const std::string& owner, Millis keep) {
-  std::string keep_ms = std::to_string(std::max<long long>(keep.count(), 0));
-  auto reply = run_object_script(conn_, redis::scripts::lock_release, {key_, fence_key_, waiters_key_},
-                                 {owner, channel_, keep_ms}, kKind);
+Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id) {
+  // A plain unlock is not idempotent (it counts down), so it is never repeated; an exec
+  // hold's release is, by its id.
+  std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
+  auto reply =
+      run_object_script(topology_, redis::scripts::lock_release, keys(request_key),
+                        {owner, channel_, ms(keep), hold_id, ms(kClaimWindow), "release"}, kKind,
+                        hold_id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
   Release r;
-  r.held = redis::as_integer(redis::element(reply.get(), 0)) == 1;
-  if (r.held) {
-    r.remaining = redis::as_integer(redis::element(reply.get(), 1));
-  } else {
-    r.holders = decode_holders(reply.get(), 1, key_);
+  long long status = reply.at(0).integer();
+  if (status == 1) {
+    r.outcome = Release::Outcome::kReleased;
+    r.remaining = reply.at(1).integer();
+    return r;
   }
+  r.outcome = status == 0 ? Release::Outcome::kNotHeld : Release::Outcome::kExecRunning;
+  r.holders = decode_holders(reply, 1, key_);
   return r;
 }
 
 std::vector<Holder> Lock::force_release() {
-  auto reply = run_object_script(conn_, redis::scripts::lock_force_release, {key_}, {channel_}, kKind);
-  return decode_holders(reply.get(), 0, key_);
+  auto reply =
+      run_object_script(topology_, redis::scripts::lock_force_release,
+                        keys(layout_.request_key(name_, "-")), {channel_, ms(kClaimWindow)}, kKind);
+  return decode_holders(reply, 0, key_);
 }
 
-bool Lock::renew(const std::string& owner, Millis lease) {
-  std::string lease_ms = std::to_string(lease.count());
-  auto reply = redis::run_script(conn_, redis::scripts::lock_renew, {key_}, {owner, lease_ms});
-  return redis::as_integer(reply.get()) == 1;
+Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id) {
+  auto reply = topology_.run(redis::scripts::lock_renew, {key_, exec_key_},
+                             {owner, ms(lease), hold_id}, redis::Retry::kIdempotent);
+  return Millis(std::max<long long>(reply.integer(), 0));
+}
+
+std::unique_ptr<Hold> Lock::hold(const std::string& owner, Millis lease, const Held& held) {
+  return std::make_unique<LockHold>(*this, owner, lease, held);
 }
 
 }  // namespace rlock::prim

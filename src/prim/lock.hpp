@@ -1,11 +1,14 @@
 #pragma once
 
-#include <functional>
+#include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "prim/hold.hpp"
 #include "prim/key_layout.hpp"
-#include "redis/connection.hpp"
+#include "prim/wait.hpp"
+#include "redis/topology.hpp"
 #include "util/clock.hpp"
 #include "util/duration.hpp"
 
@@ -16,82 +19,92 @@ struct Holder {
   long long count = 0;  // reentry depth; 0 = kept only by --min-hold
 };
 
-// Outcome of one acquisition attempt. "Not acquired" is a result, not an exception.
-struct Acquisition {
-  bool acquired = false;
-  bool interrupted = false;  // the wait was cut short by the interrupt fd
-  long long count = 0;       // acquired: reentry depth after this call
-  long long fence = 0;       // acquired: token of the current hold
-  Millis lease{0};           // acquired: lease granted
-  std::vector<Holder> holders;  // busy: who holds it
-  Millis ttl{0};                // busy: holders' remaining lease; -1 = no expiry
-  Deadline sent_at{};           // acquired: the lease runs from no earlier than this
-  Deadline known_at{};          // acquired: when this process learned it holds the lock
+// Who takes a lock. A `lock` hold re-enters any hold of its owner; an `exec` hold is
+// exclusive even against its own owner (two concurrent execs never both run, whatever
+// RLOCK_OWNER says) and re-enters only a hold that owner took with `lock`.
+enum class HoldKind { kLock, kExec };
+
+// The lock is ours.
+struct Held {
+  long long count = 0;  // reentry depth after this call
+  long long fence = 0;  // token of the current hold
+  Millis lease{0};      // the lock's lease now in force (a re-entry never shortens it)
+  bool fresh = false;   // a new hold (new token), not a re-entry
+  std::string hold_id;  // identifies this hold for renew/release (exec holds)
+  Deadline deadline{};  // the server may expire it from here on: request send time + lease
 };
+
+// Somebody else has it.
+struct Busy {
+  std::vector<Holder> holders;
+  Millis ttl{0};                 // holders' remaining lease; -1 = no expiry
+  bool same_owner_exec = false;  // held by another `rlock exec` of this very owner
+  bool interrupted = false;      // the wait was ended by a signal
+};
+
+using Acquisition = std::variant<Held, Busy>;
 
 struct Release {
-  bool held = false;            // the owner held the lock
-  long long remaining = 0;      // held: reentry depth left (0 = released or kept)
-  std::vector<Holder> holders;  // not held: who holds it instead (empty = free)
+  enum class Outcome {
+    kReleased,    // one level dropped (remaining = levels left; 0 = released, kept or handed over)
+    kNotHeld,     // the owner holds no level: holders says who does (empty = free)
+    kExecRunning  // refused: the last level belongs to a running `rlock exec`
+  };
+  Outcome outcome = Outcome::kNotHeld;
+  long long remaining = 0;
+  std::vector<Holder> holders;
 };
 
-// Optional collaborators of a blocking acquisition.
-struct WaitHooks {
-  int interrupt_fd = -1;  // readable -> stop waiting (signals)
-  // Called before each sleep with the current holders and the time left to wait.
-  std::function<void(const Acquisition& busy, Millis wait_left)> on_wait;
-};
+// A waiter must confirm a grant within this time, or the lock passes to the next waiter:
+// a stopped or cut-off waiter delays the queue by at most this much.
+inline constexpr Millis kClaimWindow{2000};
 
-// A reentrant lock with a lease, owned per owner id (Redisson's RLock layout): one hash
-// owner -> count, a fencing token that never goes backwards, releases published so that
-// waiters sleep on pub/sub instead of polling.
+// A reentrant lock with a lease, owned per owner id (Redisson's RLock layout: one hash
+// owner -> count), a fencing token that never goes backwards, and a strict FIFO queue of
+// waiters that a release hands the lock to. Every operation is one script.
 class Lock {
  public:
-  Lock(redis::Connection& conn, const KeyLayout& layout, std::string name);
+  Lock(redis::Topology& topology, const KeyLayout& layout, std::string name);
 
-  // One attempt: acquire, re-enter (count + 1, lease extended) or report the holders.
-  Acquisition try_acquire(const std::string& owner, Millis lease);
+  // One attempt: acquire, re-enter, or report the holders (never ahead of a live waiter).
+  Acquisition try_acquire(const std::string& owner, Millis lease, HoldKind kind = HoldKind::kLock);
 
-  // Tries until `until`. Meanwhile it is queued as a waiter and sleeps on pub/sub (its own
-  // connection): a release hands the lock straight to the longest-waiting live waiter on
-  // that waiter's grant channel, with no second round trip; without a release it retries
-  // when the holder's lease runs out. Never returns acquired when interrupted (a hold
-  // granted at that moment is released again).
+  // Tries until `until`, queued and sleeping on pub/sub in between (see wait_for). Never
+  // returns Held when interrupted.
   Acquisition acquire(const std::string& owner, Millis lease, Deadline until,
-                      const WaitHooks& hooks = {});
+                      const WaitHooks& hooks = {}, HoldKind kind = HoldKind::kLock);
 
-  // Releases one level held by `owner`. At level 0 deletes and publishes, or with
-  // `keep` > 0 leaves the lock held (count 0) for `keep` more.
-  Release release(const std::string& owner, Millis keep = Millis(0));
+  // Releases one level held by `owner`; an exec hold is named by its `hold_id`. At level 0
+  // the lock goes to the head waiter, or with `keep` > 0 stays held (count 0) that long.
+  Release release(const std::string& owner, Millis keep = Millis(0),
+                  const std::string& hold_id = "");
 
-  // Releases whoever holds it; returns who did (empty if it was free).
+  // Releases whoever holds it, passing it to the head waiter; returns who held it.
   std::vector<Holder> force_release();
 
-  // Extends the lease iff `owner` still holds the lock; false = the lock was lost.
-  bool renew(const std::string& owner, Millis lease);
+  // Extends the lease iff `owner` (and, for an exec hold, `hold_id`) still holds it; never
+  // shortens it. Returns the lock's remaining lease, or 0 when the hold is gone.
+  Millis renew(const std::string& owner, Millis lease, const std::string& hold_id = "");
+
+  // The hold of an acquisition, for exec's supervision.
+  std::unique_ptr<Hold> hold(const std::string& owner, Millis lease, const Held& held);
 
   const std::string& name() const { return name_; }
 
  private:
+  friend class LockWait;
+  friend class LockHold;
+  std::vector<std::string_view> keys(const std::string& request_key) const;
 
-  // `mode`: "try", "wait" or "queued" (see lua/lock_acquire.lua).
-  Acquisition attempt(const std::string& owner, Millis lease, const char* mode, Millis wait_left,
-                      const std::string& wait_id);
-  // Leaves the queue; `busy` is returned unless a grant arrived just before.
-  Acquisition cancel_wait(const std::string& owner, Millis lease, const std::string& wait_id,
-                          Acquisition busy);
-
-  redis::Connection& conn_;
+  redis::Topology& topology_;
   const KeyLayout& layout_;
   std::string name_;
-  std::string key_;
-  std::string fence_key_;
-  std::string waiters_key_;
+  std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_;
   std::string channel_;
 };
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.
 // Throws DataError naming the key when a value is not a count (a hash that is no lock).
-std::vector<Holder> decode_holders(const struct redisReply* r, size_t first, const std::string& key);
+std::vector<Holder> decode_holders(const redis::ReplyView& r, size_t first, const std::string& key);
 
 }  // namespace rlock::prim

@@ -6,12 +6,12 @@
 
 namespace rlock::prim {
 
-redis::ReplyPtr run_object_script(redis::Connection& conn, const redis::Script& script,
-                                  const std::vector<std::string_view>& keys,
-                                  const std::vector<std::string_view>& args,
-                                  std::string_view object_kind) {
+redis::Reply run_object_script(redis::Topology& topology, const redis::Script& script,
+                               const std::vector<std::string_view>& keys,
+                               const std::vector<std::string_view>& args,
+                               std::string_view object_kind, redis::Retry retry) {
   try {
-    return redis::run_script(conn, script, keys, args);
+    return topology.run(script, keys, args, retry);
   } catch (const redis::ReplyError& e) {
     const std::string& msg = e.reply();
     std::string kind(object_kind);

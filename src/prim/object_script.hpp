@@ -4,14 +4,16 @@
 #include <vector>
 
 #include "redis/script.hpp"
+#include "redis/topology.hpp"
 
 namespace rlock::prim {
 
 // Runs a primitive's script and turns its "BADTYPE <type> <key>" / "MALFORMED <key>"
 // error replies into DataError (exit 65) naming the key and `object_kind` ("lock", ...).
-redis::ReplyPtr run_object_script(redis::Connection& conn, const redis::Script& script,
-                                  const std::vector<std::string_view>& keys,
-                                  const std::vector<std::string_view>& args,
-                                  std::string_view object_kind);
+redis::Reply run_object_script(redis::Topology& topology, const redis::Script& script,
+                               const std::vector<std::string_view>& keys,
+                               const std::vector<std::string_view>& args,
+                               std::string_view object_kind,
+                               redis::Retry retry = redis::Retry::kNever);
 
 }  // namespace rlock::prim

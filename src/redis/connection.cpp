@@ -1,8 +1,10 @@
 #include "redis/connection.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -61,7 +63,9 @@ void Connection::authenticate() {
 }
 
 void Connection::set_timeout(Millis timeout) {
-  if (redisSetTimeout(ctx_.get(), to_timeval(timeout)) != REDIS_OK) throw_io_error("setting a timeout");
+  timeout_ = timeout;
+  if (redisSetTimeout(ctx_.get(), to_timeval(timeout)) != REDIS_OK)
+    throw_io_error("setting a timeout");
 }
 
 void Connection::throw_io_error(std::string_view during) {
@@ -72,10 +76,13 @@ void Connection::throw_io_error(std::string_view during) {
                        " in time (--timeout)");
   }
   std::string why = ctx_->err == REDIS_ERR_EOF ? "connection closed by the server" : ctx_->errstr;
-  throw IoError("lost the connection to redis at " + where + " " + std::string(during) + ": " + why);
+  throw IoError("lost the connection to redis at " + where + " " + std::string(during) + ": " +
+                why);
 }
 
-ReplyPtr Connection::command(const std::vector<std::string_view>& argv) {
+namespace {
+
+void append(redisContext* ctx, const std::vector<std::string_view>& argv) {
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
   ptrs.reserve(argv.size());
@@ -84,33 +91,64 @@ ReplyPtr Connection::command(const std::vector<std::string_view>& argv) {
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
+  redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+}
+
+}  // namespace
+
+void Connection::await_fd(short events, Deadline until, std::string_view during) {
+  while (true) {
+    pollfd p{ctx_->fd, events, 0};
+    int rc =
+        poll(&p, 1, static_cast<int>(std::min<long long>(millis_until(until).count(), 1 << 30)));
+    if (rc > 0) return;
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) throw_io_error(during);
+    broken_ = true;
+    throw TimeoutError("redis at " + options_.endpoint.describe() + " did not answer " +
+                       std::string(during) + " within " + format_duration(timeout_) +
+                       " (--timeout)");
+  }
+}
+
+std::vector<ReplyPtr> Connection::exchange(size_t replies, std::string_view during) {
+  // One deadline for the whole request: a server that drips its reply byte by byte must not
+  // stretch a command past --timeout one read at a time.
+  Deadline until = SteadyClock::now() + timeout_;
+  int done = 0;
+  while (!done) {
+    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) throw_io_error(during);
+    if (!done) await_fd(POLLOUT, until, during);
+  }
+  std::vector<ReplyPtr> out;
+  out.reserve(replies);
+  while (out.size() < replies) {
+    void* raw = nullptr;
+    if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) throw_io_error(during);
+    if (raw) {
+      out.emplace_back(static_cast<redisReply*>(raw));
+      continue;
+    }
+    await_fd(POLLIN, until, during);
+    if (redisBufferRead(ctx_.get()) != REDIS_OK) throw_io_error(during);
+  }
+  return out;
+}
+
+ReplyPtr Connection::command(const std::vector<std::string_view>& argv) {
   if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
-  auto* raw = static_cast<redisReply*>(
-      redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), ptrs.data(), lens.data()));
-  if (!raw) throw_io_error(std::string("during ") + std::string(argv.front()));
-  ReplyPtr reply(raw);
+  append(ctx_.get(), argv);
+  auto replies = exchange(1, std::string("during ") + std::string(argv.front()));
+  ReplyPtr reply = std::move(replies.front());
   if (reply->type == REDIS_REPLY_ERROR) throw ReplyError(std::string(reply->str, reply->len));
   return reply;
 }
 
 std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::string>>& commands) {
   if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
-  for (const auto& cmd : commands) {
-    std::vector<const char*> ptrs;
-    std::vector<size_t> lens;
-    for (const auto& a : cmd) {
-      ptrs.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    redisAppendCommandArgv(ctx_.get(), static_cast<int>(cmd.size()), ptrs.data(), lens.data());
-  }
-  std::vector<ReplyPtr> replies;
-  for (size_t i = 0; i < commands.size(); ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || !raw) throw_io_error("during a pipeline");
-    replies.emplace_back(static_cast<redisReply*>(raw));
-  }
-  return replies;
+  for (const auto& cmd : commands)
+    append(ctx_.get(), std::vector<std::string_view>(cmd.begin(), cmd.end()));
+  return exchange(commands.size(), "during a pipeline");
 }
 
 ReplyPtr Connection::command(std::initializer_list<std::string_view> argv) {

@@ -10,6 +10,7 @@
 
 #include "redis/reply.hpp"
 #include "redis/url.hpp"
+#include "util/clock.hpp"
 #include "util/duration.hpp"
 
 namespace rlock::redis {
@@ -44,7 +45,7 @@ class Connection {
   // are returned (type REDIS_REPLY_ERROR), not thrown; I/O problems throw as command() does.
   std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string>>& commands);
 
-  // Timeout of the following commands (SO_RCVTIMEO/SO_SNDTIMEO).
+  // Timeout of each following command or pipeline as a whole (sending and every reply).
   void set_timeout(Millis timeout);
 
   bool broken() const { return broken_; }
@@ -59,10 +60,14 @@ class Connection {
   Connection(ContextPtr ctx, ConnectOptions options)
       : ctx_(std::move(ctx)), options_(std::move(options)) {}
   void authenticate();
+  // Writes what is appended and reads `replies` replies, all within the command timeout.
+  std::vector<ReplyPtr> exchange(size_t replies, std::string_view during);
+  void await_fd(short events, Deadline until, std::string_view during);
 
   ContextPtr ctx_;
   ConnectOptions options_;
   bool broken_ = false;
+  Millis timeout_{5000};
 };
 
 }  // namespace rlock::redis

@@ -1,5 +1,7 @@
 #include "redis/reply.hpp"
 
+#include <hiredis/hiredis.h>
+
 #include <charconv>
 
 #include "redis/errors.hpp"
@@ -7,8 +9,8 @@
 namespace rlock::redis {
 namespace {
 
-const char* kRetryable[] = {"NOAUTH", "WRONGPASS", "NOPERM",  "LOADING",    "BUSY",
-                            "MASTERDOWN", "READONLY", "OOM", "CLUSTERDOWN", "TRYAGAIN"};
+const char* kRetryable[] = {"NOAUTH",     "WRONGPASS", "NOPERM", "LOADING",     "BUSY",
+                            "MASTERDOWN", "READONLY",  "OOM",    "CLUSTERDOWN", "TRYAGAIN"};
 
 std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
 
@@ -30,8 +32,9 @@ bool needs_password(const std::string& message) {
 ReplyError::ReplyError(const std::string& message)
     : Error(needs_password(message) ? kExitUnavailable : exit_code_for(first_word(message)),
             "redis: " + message +
-                (needs_password(message) ? " (the server needs a password: RLOCK_PASSWORD or --password-file)"
-                                         : "")),
+                (needs_password(message)
+                     ? " (the server needs a password: RLOCK_PASSWORD or --password-file)"
+                     : "")),
       code_(first_word(message)),
       reply_(message) {}
 
@@ -63,5 +66,24 @@ const redisReply* element(const redisReply* r, size_t i) {
   }
   return r->element[i];
 }
+
+void ReplyDeleter::operator()(redisReply* r) const { freeReplyObject(r); }
+
+bool ReplyView::is_error() const { return r_->type == REDIS_REPLY_ERROR; }
+bool ReplyView::is_nil() const { return r_->type == REDIS_REPLY_NIL; }
+bool ReplyView::is_integer() const { return r_->type == REDIS_REPLY_INTEGER; }
+bool ReplyView::is_string() const {
+  return r_->type == REDIS_REPLY_STRING || r_->type == REDIS_REPLY_STATUS;
+}
+bool ReplyView::is_array() const { return r_->type == REDIS_REPLY_ARRAY; }
+long long ReplyView::integer() const { return as_integer(r_); }
+
+std::string ReplyView::str() const {
+  if (is_error()) return std::string(r_->str, r_->len);
+  return as_string(r_);
+}
+
+size_t ReplyView::size() const { return is_array() ? r_->elements : 0; }
+ReplyView ReplyView::at(size_t i) const { return ReplyView(element(r_, i)); }
 
 }  // namespace rlock::redis

@@ -8,7 +8,8 @@ namespace rlock::redis {
 namespace {
 
 ReplyPtr send(Connection& conn, std::string_view verb, std::string_view body,
-              const std::vector<std::string_view>& keys, const std::vector<std::string_view>& args) {
+              const std::vector<std::string_view>& keys,
+              const std::vector<std::string_view>& args) {
   std::string numkeys = std::to_string(keys.size());
   std::vector<std::string_view> argv;
   argv.reserve(3 + keys.size() + args.size());
@@ -22,7 +23,8 @@ ReplyPtr send(Connection& conn, std::string_view verb, std::string_view body,
 
 }  // namespace
 
-ReplyPtr run_script(Connection& conn, const Script& script, const std::vector<std::string_view>& keys,
+ReplyPtr run_script(Connection& conn, const Script& script,
+                    const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args) {
   try {
     return send(conn, "EVALSHA", script.sha1, keys, args);

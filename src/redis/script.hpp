@@ -18,16 +18,11 @@ struct Script {
 // Runs `script` with EVALSHA; when the server has not cached it (NOSCRIPT, e.g. after a
 // restart or SCRIPT FLUSH) falls back to EVAL, which also caches it. One round trip in the
 // common case.
-ReplyPtr run_script(Connection& conn, const Script& script, const std::vector<std::string_view>& keys,
+ReplyPtr run_script(Connection& conn, const Script& script,
+                    const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args);
 
-namespace scripts {
-// Defined in the generated scripts.cpp, one per lua/*.lua file (named by its stem).
-extern const Script lock_acquire;
-extern const Script lock_release;
-extern const Script lock_force_release;
-extern const Script lock_renew;
-extern const Script lock_cancel_wait;
-}  // namespace scripts
-
 }  // namespace rlock::redis
+
+// One declaration per lua/*.lua file (named by its stem), generated with the scripts.
+#include "redis/scripts.hpp"  // IWYU pragma: export

@@ -8,7 +8,8 @@
 
 namespace rlock::redis {
 
-Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std::string>& channels) {
+Subscriber Subscriber::open(const ConnectOptions& options,
+                            const std::vector<std::string>& channels) {
   Subscriber sub(Connection::open(options));
   std::vector<std::string_view> argv = {"SUBSCRIBE"};
   argv.insert(argv.end(), channels.begin(), channels.end());
@@ -21,7 +22,8 @@ Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std
 void Subscriber::read_buffered() {
   while (true) {
     void* raw = nullptr;
-    if (redisGetReplyFromReader(conn_.context(), &raw) != REDIS_OK) conn_.throw_io_error("while waiting");
+    if (redisGetReplyFromReader(conn_.context(), &raw) != REDIS_OK)
+      conn_.throw_io_error("while waiting");
     if (!raw) return;
     ReplyPtr reply(static_cast<redisReply*>(raw));
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) continue;
@@ -29,7 +31,8 @@ void Subscriber::read_buffered() {
     if (kind == "subscribe" && confirmations_due_ > 0) {
       --confirmations_due_;
     } else if (kind == "message") {
-      pending_.push_back({Wake::kMessage, as_string(reply->element[1]), as_string(reply->element[2])});
+      pending_.push_back(
+          {Wake::kMessage, as_string(reply->element[1]), as_string(reply->element[2])});
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <future>
 
 #include "harness.hpp"
+#include "lib_util.hpp"
 #include "prim/lock.hpp"
 #include "redis/connection.hpp"
 #include "redis/url.hpp"
@@ -14,6 +15,9 @@ namespace t = rlock::test;
 using rlock::Deadline;
 using rlock::Millis;
 using rlock::SteadyClock;
+using rlock::test::acquired;
+using rlock::test::busy;
+using rlock::test::held;
 using namespace std::chrono_literals;
 
 namespace {
@@ -22,16 +26,11 @@ constexpr const char* kKey = "rlock:lock:{baton}";
 constexpr const char* kQueue = "rlock:lock:{baton}:waiters";
 constexpr const char* kChannel = "rlock:chan:{baton}:lock";
 
-rlock::redis::ConnectOptions options_for(const t::RedisServer& server) {
-  rlock::redis::ConnectOptions o;
-  o.endpoint = rlock::redis::parse_url(server.url());
-  return o;
-}
-
 // A waiter on its own connection and thread, as a separate process would be.
-std::future<rlock::prim::Acquisition> start_waiter(const t::RedisServer& server, std::string owner) {
+std::future<rlock::prim::Acquisition> start_waiter(const t::RedisServer& server,
+                                                   std::string owner) {
   return std::async(std::launch::async, [&server, owner] {
-    auto conn = rlock::redis::Connection::open(options_for(server));
+    rlock::redis::Topology conn(t::options_for(server));
     rlock::prim::KeyLayout layout;
     rlock::prim::Lock lock(conn, layout, "baton");
     return lock.acquire(owner, Millis(30'000), SteadyClock::now() + Millis(20'000));
@@ -45,7 +44,7 @@ bool queued(const t::RedisServer& server, long long n) {
 // A server of its own, and the lock "baton" on one connection to it.
 struct Baton {
   t::RedisServer server;
-  rlock::redis::Connection conn = rlock::redis::Connection::open(options_for(server));
+  rlock::redis::Topology conn{t::options_for(server)};
   rlock::prim::KeyLayout layout;
   rlock::prim::Lock lock{conn, layout, "baton"};
 };
@@ -55,7 +54,7 @@ struct Baton {
 TEST_CASE_FIXTURE(Baton, "a release hands the lock to the waiter before the waiter does anything") {
   auto& holder = lock;
   auto first = holder.try_acquire("holder", Millis(60'000));
-  REQUIRE(first.acquired);
+  REQUIRE(acquired(first));
   auto waiter = start_waiter(server, "waiter");
   REQUIRE(queued(server, 1));
   CHECK(holder.release("holder").remaining == 0);
@@ -64,26 +63,26 @@ TEST_CASE_FIXTURE(Baton, "a release hands the lock to the waiter before the wait
   CHECK(server.cmd_int({"HLEN", kKey}) == 1);
   CHECK(server.cmd_int({"ZCARD", kQueue}) == 0);
   auto a = waiter.get();
-  CHECK(a.acquired);
-  CHECK(a.count == 1);
-  CHECK(a.fence > first.fence);
-  CHECK(std::to_string(a.fence) == server.cmd_str({"GET", "rlock:lock:{baton}:fence"}));
-  CHECK(a.lease == Millis(30'000));
+  CHECK(acquired(a));
+  CHECK(held(a).count == 1);
+  CHECK(held(a).fence > held(first).fence);
+  CHECK(std::to_string(held(a).fence) == server.cmd_str({"GET", "rlock:lock:{baton}:fence"}));
+  CHECK(held(a).lease == Millis(30'000));
   CHECK(server.cmd_int({"PTTL", kKey}) > 25'000);
 }
 
 TEST_CASE_FIXTURE(Baton, "waiters get the lock in arrival order") {
-  REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
+  REQUIRE(acquired(lock.try_acquire("holder", Millis(60'000))));
   auto w1 = start_waiter(server, "w1");
   REQUIRE(queued(server, 1));
   auto w2 = start_waiter(server, "w2");
   REQUIRE(queued(server, 2));
   lock.release("holder");
-  CHECK(w1.get().acquired);
+  CHECK(acquired(w1.get()));
   CHECK(server.cmd_str({"HGET", kKey, "w1"}) == "1");
   CHECK(server.cmd_int({"ZCARD", kQueue}) == 1);
   lock.release("w1");
-  CHECK(w2.get().acquired);
+  CHECK(acquired(w2.get()));
   CHECK(server.cmd_str({"HGET", kKey, "w2"}) == "1");
   CHECK(server.cmd_int({"EXISTS", kQueue}) == 0);
 }
@@ -120,24 +119,24 @@ TEST_CASE("a wait that runs out or is interrupted leaves the queue") {
 }
 
 TEST_CASE_FIXTURE(Baton, "two waits by one owner get a grant each, one after the other") {
-  REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
+  REQUIRE(acquired(lock.try_acquire("holder", Millis(60'000))));
   auto first = start_waiter(server, "shared");
   REQUIRE(queued(server, 1));
   auto second = start_waiter(server, "shared");
   REQUIRE(queued(server, 2));
   lock.release("holder");
   auto a = first.get();
-  CHECK(a.acquired);
+  CHECK(acquired(a));
   CHECK(server.cmd_int({"ZCARD", kQueue}) == 1);  // the second still waits its turn
   CHECK(lock.release("shared").remaining == 0);
   auto b = second.get();
-  CHECK(b.acquired);
-  CHECK(b.fence > a.fence);
+  CHECK(acquired(b));
+  CHECK(held(b).fence > held(a).fence);
   CHECK(server.cmd_str({"HGET", kKey, "shared"}) == "1");
 }
 
 TEST_CASE_FIXTURE(Baton, "a release with a malformed neighbour key changes nothing") {
-  REQUIRE(lock.try_acquire("holder", Millis(60'000)).acquired);
+  REQUIRE(acquired(lock.try_acquire("holder", Millis(60'000))));
   server.cmd({"DEL", "rlock:lock:{baton}:fence"});
   server.cmd({"RPUSH", "rlock:lock:{baton}:fence", "x"});
   CHECK_THROWS_AS(lock.release("holder"), rlock::DataError);

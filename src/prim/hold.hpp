@@ -1,0 +1,45 @@
+#pragma once
+
+#include <string>
+
+#include "util/clock.hpp"
+#include "util/duration.hpp"
+
+namespace rlock::prim {
+
+// What a successful acquisition of any primitive hands to whoever keeps it (exec's
+// watchdog): renew it, release it, and know until when it is certainly still ours. A lock,
+// a read hold or a semaphore permit are supervised the same way through it.
+class Hold {
+ public:
+  virtual ~Hold() = default;
+
+  enum class Renewed { kHeld, kLost };
+  // Extends the lease iff the hold is still ours. kLost: it is gone (expired, forced,
+  // deleted); lost_reason() says which. Throws UnavailableError when Redis did not answer
+  // (the hold may still be ours until deadline()).
+  virtual Renewed renew() = 0;
+
+  enum class Released { kReleased, kNotHeld };
+  // Gives the hold back; `keep` > 0 keeps the object busy that much longer (--min-hold).
+  // Idempotent: a retry after a lost reply still says kReleased. Throws UnavailableError.
+  virtual Released release(Millis keep) = 0;
+
+  // Why the hold was lost, for one line on stderr.
+  virtual std::string lost_reason() const = 0;
+
+  // From this moment on (boot clock) the server may have expired the hold: the send time
+  // of the last request that took or renewed it, plus its lease.
+  Deadline deadline() const { return deadline_; }
+  Millis lease() const { return lease_; }
+  long long fence() const { return fence_; }
+
+ protected:
+  Hold(Millis lease, long long fence, Deadline deadline)
+      : lease_(lease), fence_(fence), deadline_(deadline) {}
+  Millis lease_;
+  long long fence_;
+  Deadline deadline_;
+};
+
+}  // namespace rlock::prim

@@ -1,0 +1,173 @@
+#include "prim/wait.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+
+#include "redis/errors.hpp"
+#include "util/error.hpp"
+
+namespace rlock::prim {
+namespace {
+
+using redis::Subscriber;
+
+// A waiter woken by the holders' expiry retries a little after it, so that the key has
+// really expired on the server when it asks.
+constexpr Millis kExpirySlack{2};
+// Between reconnection attempts while Redis is unreachable during a wait.
+constexpr Millis kReconnectMin{50};
+constexpr Millis kReconnectMax{1000};
+
+// "changed <ms>" on the release channel: the holders' expiry is now at most <ms> away.
+std::optional<Millis> announced_expiry(const std::string& payload) {
+  constexpr std::string_view kChanged = "changed ";
+  if (payload.rfind(kChanged, 0) != 0) return std::nullopt;
+  char* end = nullptr;
+  long long ms = std::strtoll(payload.c_str() + kChanged.size(), &end, 10);
+  if (*end != '\0' || ms < 0) return std::nullopt;
+  return Millis(ms);
+}
+
+// Only an availability problem (not a refusal about data) is worth waiting out.
+bool transient(const Error& e) { return e.exit_code() == kExitUnavailable; }
+
+class Loop {
+ public:
+  Loop(redis::Topology& t, Waitable& w, Deadline until, const WaitHooks& h)
+      : topology_(t), w_(w), until_(until), hooks_(h) {}
+
+  WaitOutcome run() {
+    Waitable::Step step = w_.attempt(Waitable::Mode::kTry, Millis(0));
+    if (step.acquired) return WaitOutcome::kAcquired;
+    if (SteadyClock::now() >= until_) return WaitOutcome::kTimedOut;
+    // Subscribe before queueing, so that no grant or release can be missed.
+    sub_.emplace(topology_.subscribe(w_.channels()));
+    step = w_.attempt(Waitable::Mode::kWait, millis_until(until_));
+    while (!step.acquired) {
+      if (SteadyClock::now() >= until_) return finish(Waitable::Mode::kLast);
+      wake_ = until_;
+      if (step.holder_ttl.count() >= 0)
+        wake_ = std::min(until_, SteadyClock::now() + step.holder_ttl + kExpirySlack);
+      if (hooks_.on_wait) hooks_.on_wait(step, millis_until(until_));
+      if (!sleep()) return finish_interrupted();
+      step = attempt_resilient(Waitable::Mode::kQueued);
+    }
+    return WaitOutcome::kAcquired;
+  }
+
+ private:
+  // Sleeps until something may have changed; false when interrupted for good.
+  bool sleep() {
+    while (true) {
+      Subscriber::Event event;
+      try {
+        event = sub_->wait(wake_, hooks_.interrupt_fd);
+      } catch (const redis::IoError& e) {
+        resubscribe(e.what());
+        return true;  // what was published meanwhile is lost: look again
+      }
+      switch (event.wake) {
+        case Subscriber::Wake::kTimeout:
+          return true;
+        case Subscriber::Wake::kInterrupted:
+          if (!hooks_.should_stop || hooks_.should_stop()) return false;
+          continue;
+        case Subscriber::Wake::kMessage:
+          if (event.channel == w_.channels()[0]) {
+            if (auto ms = announced_expiry(event.payload)) {
+              wake_ = std::min(wake_, SteadyClock::now() + *ms + kExpirySlack);
+              continue;
+            }
+          }
+          return true;
+      }
+    }
+  }
+
+  // A dropped subscriber comes back as soon as Redis does, within the wait's time.
+  void resubscribe(const std::string& why) {
+    if (hooks_.on_reconnect) hooks_.on_reconnect(why);
+    sub_.reset();
+    Millis pause = kReconnectMin;
+    while (true) {
+      try {
+        sub_.emplace(topology_.subscribe(w_.channels()));
+        return;
+      } catch (const Error& e) {
+        if (!transient(e) || SteadyClock::now() >= until_) throw;
+      }
+      pause_for(pause);
+      pause = std::min(pause * 2, kReconnectMax);
+    }
+  }
+
+  // An attempt that survives Redis going away for a while: the request is idempotent (its
+  // id makes a repeat of an executed attempt report what it took), so it is repeated.
+  Waitable::Step attempt_resilient(Waitable::Mode mode) {
+    Millis pause = kReconnectMin;
+    while (true) {
+      try {
+        return w_.attempt(mode, millis_until(until_));
+      } catch (const Error& e) {
+        if (!transient(e) || SteadyClock::now() >= until_) throw;
+        if (hooks_.on_reconnect) hooks_.on_reconnect(e.what());
+      }
+      pause_for(pause);
+      pause = std::min(pause * 2, kReconnectMax);
+      if (!sub_) resubscribe("no subscription");
+    }
+  }
+
+  // Waits `d` (never past the wait's end) unless a stop signal comes first.
+  void pause_for(Millis d) {
+    Deadline end = std::min(SteadyClock::now() + d, until_);
+    while (SteadyClock::now() < end) {
+      pollfd p{hooks_.interrupt_fd, POLLIN, 0};
+      int n =
+          poll(&p, hooks_.interrupt_fd >= 0 ? 1 : 0, static_cast<int>(millis_until(end).count()));
+      if (n > 0 && (!hooks_.should_stop || hooks_.should_stop())) throw Interrupted{};
+    }
+  }
+
+  WaitOutcome finish(Waitable::Mode mode) {
+    return w_.attempt(mode, Millis(0)).acquired ? WaitOutcome::kAcquired : WaitOutcome::kTimedOut;
+  }
+
+  WaitOutcome finish_interrupted() {
+    w_.give_up();
+    return WaitOutcome::kInterrupted;
+  }
+
+ public:
+  struct Interrupted {};
+
+ private:
+  redis::Topology& topology_;
+  Waitable& w_;
+  Deadline until_;
+  const WaitHooks& hooks_;
+  std::optional<Subscriber> sub_;
+  Deadline wake_{};
+};
+
+}  // namespace
+
+WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,
+                     const WaitHooks& hooks) {
+  Loop loop(topology, w, until, hooks);
+  try {
+    return loop.run();
+  } catch (const Loop::Interrupted&) {
+    w.give_up();
+    return WaitOutcome::kInterrupted;
+  } catch (const Error& e) {
+    // Whatever the request may have taken or been granted must not outlive it.
+    if (transient(e)) w.give_up();
+    throw;
+  }
+}
+
+}  // namespace rlock::prim

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "redis/topology.hpp"
+#include "util/clock.hpp"
+#include "util/duration.hpp"
+
+namespace rlock::prim {
+
+// What a blocking primitive offers the one waiting loop that all of them share.
+class Waitable {
+ public:
+  enum class Mode {
+    kTry,     // one attempt, not queued
+    kWait,    // first attempt of a wait: queue when busy
+    kQueued,  // later attempts: claim a grant, keep the place in the queue
+    kLast,    // the wait's final attempt: leave the queue when busy
+  };
+  struct Step {
+    bool acquired = false;
+    Millis holder_ttl{-1};  // busy: when the holders' expiry frees it; -1 = no expiry
+    std::string holders;    // busy: who holds it, for -v
+  };
+  virtual ~Waitable() = default;
+
+  // One attempt (one script, one round trip). Throws what the topology throws.
+  virtual Step attempt(Mode mode, Millis wait_left) = 0;
+  // [0] the object's release channel, [1] this wait's own grant channel.
+  virtual std::vector<std::string> channels() const = 0;
+  // Gives back whatever this request may hold or have been granted and leaves the queue,
+  // also when the request's own reply never came; never throws.
+  virtual void give_up() noexcept = 0;
+};
+
+// Optional collaborators of a blocking acquisition.
+struct WaitHooks {
+  int interrupt_fd = -1;  // readable -> ask should_stop
+  // Called when interrupt_fd is readable; true ends the wait (INT/TERM/HUP/QUIT), false
+  // goes on waiting (any other wake-up of the fd, e.g. an inherited child's SIGCHLD).
+  std::function<bool()> should_stop;
+  // Called before each sleep with the current attempt's result and the time left to wait.
+  std::function<void(const Waitable::Step& busy, Millis wait_left)> on_wait;
+  // Called when the connection dropped during the wait and rlock reconnects.
+  std::function<void(const std::string& why)> on_reconnect;
+};
+
+enum class WaitOutcome { kAcquired, kTimedOut, kInterrupted };
+
+// Attempts, and until `until` queues and sleeps on pub/sub: a release hands the object to
+// the longest-waiting live waiter on its grant channel, and the waiter claims it with an
+// attempt (a message is a wake-up, never proof). Without a message it retries when the
+// holders' expiry (as last seen, or as announced on the release channel) frees it. A
+// dropped connection reconnects and keeps the waiter's place. On an error, an interrupt
+// or at the deadline nothing is left behind: a hold granted meanwhile is given back.
+WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,
+                     const WaitHooks& hooks);
+
+}  // namespace rlock::prim

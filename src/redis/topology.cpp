@@ -1,0 +1,124 @@
+#include "redis/topology.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/time.h>
+
+#include <algorithm>
+
+#include "redis/errors.hpp"
+
+namespace rlock::redis {
+namespace {
+
+// A request that failed on a connection the server closed (idle timeout, CLIENT KILL, a
+// proxy dropping the flow) was never executed or was executed in full; a timeout says
+// nothing of the kind, so only the former is retried.
+bool retryable(const IoError& e) { return dynamic_cast<const TimeoutError*>(&e) == nullptr; }
+
+template <typename F>
+auto with_retry(Retry retry, F&& attempt) {
+  try {
+    return attempt();
+  } catch (const IoError& e) {
+    if (retry != Retry::kIdempotent || !retryable(e)) throw;
+  }
+  return attempt();
+}
+
+timeval to_timeval(Millis ms) {
+  long long v = std::max<long long>(ms.count(), 1);
+  return timeval{static_cast<time_t>(v / 1000), static_cast<suseconds_t>(v % 1000 * 1000)};
+}
+
+void append(redisContext* c, const std::vector<std::string>& argv) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  for (const auto& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+}
+
+}  // namespace
+
+Connection& Topology::connection() {
+  if (!conn_ || conn_->broken()) {
+    conn_.reset();
+    auto opts = options_;
+    if (timeout_limit_.count() > 0) {
+      opts.connect_timeout = std::min(opts.connect_timeout, timeout_limit_);
+      opts.command_timeout = std::min(opts.command_timeout, timeout_limit_);
+    }
+    conn_.emplace(Connection::open(opts));
+  }
+  return *conn_;
+}
+
+void Topology::limit_timeout(Millis timeout) {
+  timeout_limit_ = timeout;
+  Millis effective =
+      timeout.count() > 0 ? std::min(timeout, options_.command_timeout) : options_.command_timeout;
+  if (conn_ && !conn_->broken()) conn_->set_timeout(effective);
+}
+
+Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
+                    const std::vector<std::string_view>& args, Retry retry) {
+  return Reply(with_retry(retry, [&] { return run_script(connection(), script, keys, args); }));
+}
+
+Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
+  return Reply(with_retry(retry, [&] { return connection().command(argv); }));
+}
+
+std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  std::vector<Reply> out;
+  for (auto& r : connection().pipeline(commands)) out.emplace_back(std::move(r));
+  return out;
+}
+
+Subscriber Topology::subscribe(const std::vector<std::string>& channels) const {
+  return Subscriber::open(options_, channels);
+}
+
+bool Topology::send_cleanup(const Script& script, const std::vector<std::string>& keys,
+                            const std::vector<std::string>& args, Millis patience) const noexcept {
+  // AUTH, SELECT and EVAL go out in one write, without waiting for any reply in between: a
+  // stalled server accepts the connection and the bytes, and runs all three when it resumes.
+  const Endpoint& ep = options_.endpoint;
+  timeval tv = to_timeval(std::min(options_.connect_timeout, patience));
+  ContextPtr c(ep.kind == Endpoint::Kind::kUnix
+                   ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)
+                   : redisConnectWithTimeout(ep.host.c_str(), ep.port, tv));
+  if (!c || c->err) return false;
+  fcntl(c->fd, F_SETFD, FD_CLOEXEC);
+  redisSetTimeout(c.get(), to_timeval(patience));
+  size_t expected = 1;
+  if (!ep.password.empty()) {
+    append(c.get(), ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
+                                    : std::vector<std::string>{"AUTH", ep.user, ep.password});
+    ++expected;
+  }
+  if (ep.db != 0) {
+    append(c.get(), {"SELECT", std::to_string(ep.db)});
+    ++expected;
+  }
+  std::vector<std::string> eval = {"EVAL", script.source, std::to_string(keys.size())};
+  eval.insert(eval.end(), keys.begin(), keys.end());
+  eval.insert(eval.end(), args.begin(), args.end());
+  append(c.get(), eval);
+  int done = 0;
+  while (!done) {
+    if (redisBufferWrite(c.get(), &done) != REDIS_OK) return false;
+  }
+  // The reply is a courtesy: what matters is that the request is in the server's hands.
+  for (size_t i = 0; i < expected; ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(c.get(), &raw) != REDIS_OK) break;
+    ReplyPtr reply(static_cast<redisReply*>(raw));
+  }
+  return true;
+}
+
+}  // namespace rlock::redis

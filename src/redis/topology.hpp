@@ -1,0 +1,64 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/connection.hpp"
+#include "redis/script.hpp"
+#include "redis/subscriber.hpp"
+
+namespace rlock::redis {
+
+// Whether a request may be sent again after the connection failed under it.
+enum class Retry {
+  kNever,       // not idempotent: an error is final
+  kIdempotent,  // safe to repeat: retried once on a fresh connection after an I/O error
+};
+
+// Which servers exist and how to reach the one that serves a hash tag. Primitives, the
+// watchdog and waiters go through it and never build connections themselves, so that a
+// topology that re-resolves (Sentinel, Cluster slot map, quorum members) can replace this
+// standalone one. The command connection opens lazily and is replaced when it breaks.
+class Topology {
+ public:
+  explicit Topology(ConnectOptions options) : options_(std::move(options)) {}
+  Topology(Topology&&) = default;
+
+  // Runs `script` on the server of the keys' hash tag. Throws what the connection throws;
+  // with Retry::kIdempotent an I/O error (not a timeout: the server may be working on it)
+  // is followed by one more try on a fresh connection.
+  Reply run(const Script& script, const std::vector<std::string_view>& keys,
+            const std::vector<std::string_view>& args, Retry retry = Retry::kNever);
+
+  // Runs a plain command (reads for inspect); same retry rule.
+  Reply command(const std::vector<std::string_view>& argv, Retry retry = Retry::kNever);
+  // Sends all commands in one write and reads all replies (one round trip); error replies
+  // are returned, not thrown.
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands);
+
+  // A subscriber of its own connection, subscribed to `channels` (all of one hash tag).
+  Subscriber subscribe(const std::vector<std::string>& channels) const;
+
+  // Sends `script` on a connection of its own and waits at most `patience` for the reply,
+  // for the clean-up after a request that may or may not have been executed: whether or
+  // not the reply comes, the script reached the server's socket when this returns true,
+  // and a stalled server runs it when it resumes. Never throws.
+  bool send_cleanup(const Script& script, const std::vector<std::string>& keys,
+                    const std::vector<std::string>& args, Millis patience) const noexcept;
+
+  // Bounds the command timeout of the next requests (renewals near the lease deadline).
+  void limit_timeout(Millis timeout);
+
+  const ConnectOptions& options() const { return options_; }
+
+ private:
+  Connection& connection();
+
+  ConnectOptions options_;
+  std::optional<Connection> conn_;
+  Millis timeout_limit_{0};
+};
+
+}  // namespace rlock::redis

@@ -1,0 +1,39 @@
+// Helpers for tests that use the library directly (no CLI).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <variant>
+
+#include "harness.hpp"
+#include "prim/lock.hpp"
+#include "redis/topology.hpp"
+#include "redis/url.hpp"
+
+namespace rlock::test {
+
+inline redis::ConnectOptions options_for(const RedisServer& server) {
+  redis::ConnectOptions o;
+  o.endpoint = redis::parse_url(server.url());
+  return o;
+}
+
+inline bool acquired(const prim::Acquisition& a) { return std::holds_alternative<prim::Held>(a); }
+
+// The Held of an acquisition that must have succeeded.
+inline prim::Held held(const prim::Acquisition& a) {
+  REQUIRE(acquired(a));
+  return std::get<prim::Held>(a);
+}
+
+// The Busy of an acquisition that must have failed.
+inline prim::Busy busy(const prim::Acquisition& a) {
+  REQUIRE_FALSE(acquired(a));
+  return std::get<prim::Busy>(a);
+}
+
+inline bool released(const prim::Release& r) {
+  return r.outcome == prim::Release::Outcome::kReleased;
+}
+
+}  // namespace rlock::test
