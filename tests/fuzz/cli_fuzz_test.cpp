@@ -251,6 +251,14 @@ Vector make_vector(Gen& g, size_t index, int port, const TempDir& dir) {
       opts.insert(opts.end(), {"-E", code});
     }
     if (g.chance(5)) opts.push_back(g.pick<std::string>({"--wiat", "--bogus", "-x", "--lease=1s"}));
+    if (sub == "exec" && g.chance(10)) {
+      opts.insert(opts.end(),
+                  {"--on-lost", g.pick<std::string>({"TERM", "KILL", "9", "0", "NOPE", ""})});
+    }
+    if (sub == "exec" && g.chance(10)) opts.insert(opts.end(), {"--kill-after", g.duration(false)});
+    if (sub == "exec" && g.chance(10))
+      opts.insert(opts.end(), {"--min-hold", g.duration(g.chance(50))});
+    if (sub == "exec" && g.chance(5)) opts.push_back("--keep-secrets");
     opts.push_back(g.name(index));
   } else if (sub == "unlock") {
     opts.push_back(g.name(index));
