@@ -10,6 +10,7 @@
 
 #include "exec/guardian.hpp"
 #include "exec/leftovers.hpp"
+#include "exec/timer.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
@@ -24,7 +25,8 @@ int exit_code_of(int status) {
 // The supervision state: the job's leader, the rest of its group, the lease.
 class Run {
  public:
-  Run(const Job& job, pid_t guardian, Watchdog& watchdog, SignalFd& signals, const SuperviseOptions& o)
+  Run(const Job& job, pid_t guardian, Watchdog& watchdog, SignalFd& signals,
+      const SuperviseOptions& o)
       : job_(job), watchdog_(watchdog), signals_(signals), o_(o), leftovers_(job.pid, guardian) {}
 
   // Loops until the leader has exited and nothing of the job is left.
@@ -53,8 +55,12 @@ class Run {
     Deadline wake = lost_ ? Deadline::max() : watchdog_.next_due();
     if (kill_at_ > now) wake = std::min(wake, kill_at_);
     if (!leader_alive()) wake = std::min(wake, now + kGroupPollInterval);
-    pollfd p{signals_.fd(), POLLIN, 0};
-    poll(&p, 1, static_cast<int>(std::min<long long>(millis_until(wake).count(), 1 << 30)));
+    // An absolute timer on the boot clock, so that a deadline passed during a host suspend
+    // fires at once on resume.
+    timer_.arm(wake);
+    pollfd p[2] = {{signals_.fd(), POLLIN, 0}, {timer_.fd(), POLLIN, 0}};
+    poll(p, 2, -1);
+    timer_.clear();
   }
 
   void handle_signals() {
@@ -62,7 +68,8 @@ class Run {
       if (*s == SIGCHLD) {
         reap_children();
       } else if (is_forwarded(*s)) {
-        if (o_.verbose) o_.verbose("forwarding signal " + std::to_string(*s) + " to the job's process group");
+        if (o_.verbose)
+          o_.verbose("forwarding signal " + std::to_string(*s) + " to the job's process group");
         kill(-job_.pid, *s);
       }
     }
@@ -122,6 +129,7 @@ class Run {
   bool draining_ = false;
   bool killed_ = false;
   Leftovers leftovers_;
+  BootTimer timer_;
   Deadline kill_at_ = Deadline::max();
 };
 
