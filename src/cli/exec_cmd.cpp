@@ -4,8 +4,10 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
+#include "exec/cgroup.hpp"
 #include "exec/guardian.hpp"
 #include "exec/signals.hpp"
+#include "exec/stop_policy.hpp"
 #include "exec/supervisor.hpp"
 #include "exec/watchdog.hpp"
 #include "prim/lock.hpp"
@@ -18,9 +20,11 @@ namespace {
 struct ExecFlags {
   LockFlags lock;
   std::string on_lost = "TERM";
-  std::string kill_after = "10s";
+  std::string kill_after;  // empty: the default, clamped to fit the lease
   std::string min_hold = "0";
 };
+
+constexpr Millis kDefaultKillAfter{10'000};
 
 std::string join(const std::vector<std::string>& argv) {
   std::string out;
@@ -37,32 +41,67 @@ int take_stop_signal(exec::SignalFd& signals) {
   return signo;
 }
 
-int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const Settings& settings) {
+// The job must be dead by the lease deadline minus a margin, and stopping starts
+// --kill-after before that; an explicit --kill-after that leaves renewals no room is a
+// usage error, the default is shortened to fit (see exec/stop_policy.hpp).
+void set_stop_timing(const ExecFlags& f, Millis lease, const Console& console,
+                     exec::SuperviseOptions& so) {
+  so.margin = exec::stop_margin(lease);
+  Millis fit = exec::max_kill_after(lease);
+  if (!f.kill_after.empty()) {
+    so.kill_after = parse_duration(f.kill_after, "--kill-after");
+    if (so.kill_after > fit) {
+      throw UsageError("--kill-after " + format_duration(so.kill_after) + " does not fit --lease " +
+                       format_duration(lease) + ": at most " + format_duration(fit) +
+                       " (2/3 of the lease minus twice the " + format_duration(so.margin) +
+                       " margin), or use a longer --lease");
+    }
+    return;
+  }
+  so.kill_after = std::min(kDefaultKillAfter, fit);
+  if (so.kill_after < kDefaultKillAfter) {
+    console.explain("--kill-after defaults to " + format_duration(kDefaultKillAfter) + "; using " +
+                    format_duration(so.kill_after) + " to fit the " + format_duration(lease) +
+                    " lease");
+  }
+}
+
+int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
+             const Settings& settings) {
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
   exec::SuperviseOptions so;
   so.on_lost_signal = exec::parse_signal(f.on_lost.c_str());
-  so.kill_after = parse_duration(f.kill_after, "--kill-after");
   so.min_hold = parse_duration(f.min_hold, "--min-hold");
+  set_stop_timing(f, req.lease, console, so);
 
   exec::SignalFd signals;  // from here on, INT/TERM/HUP/QUIT stop the wait instead of rlock
-  // Forked now, not after acquisition, so that its fork is not part of the handoff.
-  auto guardian = exec::Guardian::start(so.on_lost_signal, so.kill_after);
+  std::string no_cgroup;
+  auto cgroup = exec::JobCgroup::create(&no_cgroup);
+  console.explain(
+      cgroup ? "containing the job in cgroup " + cgroup->dir()
+             : "containing the job by process group and subreaper (no cgroup: " + no_cgroup + ")");
+  so.cgroup = cgroup ? &*cgroup : nullptr;
+  // Started now, not after acquisition, so that its start is not part of the handoff.
+  auto guardian = exec::Guardian::start(so.on_lost_signal, so.kill_after, so.margin,
+                                        cgroup ? cgroup->dir() : "");
   auto conn = redis::Connection::open(settings.connect);
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(conn, layout, req.name);
-  auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
+  auto a = lock.acquire(req.owner, req.lease, req.wait_until,
+                        wait_hooks(console, req.name, signals.fd()));
   // A signal that came while connecting or waiting stops everything, even if the lock was
   // just taken; SIGCHLD of a child rlock inherited (`sh -c 'x & exec rlock ...'`) does not.
   while (true) {
     if (int signo = take_stop_signal(signals)) {
       if (a.acquired) lock.release(req.owner);
-      console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" + req.name +
-                     "'; the command did not run");
+      console.notice("interrupted by signal " + std::to_string(signo) +
+                     " while waiting for lock '" + req.name + "'; the command did not run");
       return 128 + signo;
     }
     if (!a.interrupted) break;
-    a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name, signals.fd()));
+    a = lock.acquire(req.owner, req.lease, req.wait_until,
+                     wait_hooks(console, req.name, signals.fd()));
   }
   if (!a.acquired) {
     console.notice("lock '" + req.name + "' is held by " + describe_holders(a.holders) +
@@ -70,9 +109,9 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command, const 
                    "; not running the command");
     return req.conflict_exit_code;
   }
-  console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(a.fence) + ", lease " +
-                  format_duration(req.lease) + ", renewed every " + format_duration(req.lease / 3) +
-                  "); running: " + join(command));
+  console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(a.fence) +
+                  ", lease " + format_duration(req.lease) + ", renewed every " +
+                  format_duration(req.lease / 3) + "); running: " + join(command));
 
   exec::JobSpec job;
   job.argv = command;
@@ -95,10 +134,14 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   auto* sub = &app;
   add_lock_flags(*sub, flags->lock);
   sub->get_option("name")->description("lock name; then -- CMD [ARGS...], the command to run");
-  sub->add_option("--on-lost", flags->on_lost, "signal for the job if the lock is lost (default TERM)")
+  sub->add_option("--on-lost", flags->on_lost,
+                  "signal for the job if the lock is lost (default TERM)")
       ->type_name("SIG");
-  sub->add_option("--kill-after", flags->kill_after, "then SIGKILL after DUR (default 10s)")->type_name("DUR");
-  sub->add_option("--min-hold", flags->min_hold, "keep the lock until DUR after acquisition")->type_name("DUR");
+  sub->add_option("--kill-after", flags->kill_after,
+                  "then SIGKILL after DUR (default 10s, shortened to fit --lease)")
+      ->type_name("DUR");
+  sub->add_option("--min-hold", flags->min_hold, "keep the lock until DUR after acquisition")
+      ->type_name("DUR");
   sub->footer(R"(Runs CMD (no shell) in its own process group while holding NAME, renewing the lease
 every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,
 126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,
@@ -110,7 +153,8 @@ Examples:
   rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
   rlock exec --min-hold 50s tick -- ./every-minute.sh     # once per minute across hosts
   rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");
-  return {[flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};
+  return {
+      [flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};
 }
 
 }  // namespace rlock::cli

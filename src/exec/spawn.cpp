@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "exec/guardian.hpp"
 #include "util/error.hpp"
 
 extern char** environ;
@@ -14,7 +15,9 @@ extern char** environ;
 namespace rlock::exec {
 namespace {
 
-bool in_terminal_foreground() { return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
+bool in_terminal_foreground() {
+  return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+}
 
 // Everything the vfork child needs, prepared by the parent: the child may only make
 // async-signal-safe calls and must not allocate.
@@ -22,10 +25,12 @@ struct ChildPlan {
   std::vector<char*> argv;
   std::vector<char*> envp;
   int announce_fd = -1;
+  int cgroup_fd = -1;
   bool take_terminal = false;
   const sigset_t* mask = nullptr;
   sigset_t with_ttou{};
-  int exec_errno = 0;  // written by the child (shared memory under vfork)
+  int exec_errno = 0;     // written by the child (shared memory under vfork)
+  int cgroup_errno = -1;  // by the child: 0 once in the cgroup
 };
 
 std::vector<std::string> merged_environment(const JobSpec& spec) {
@@ -34,8 +39,9 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
     std::string_view entry(*e);
     bool replaced = false;
     for (const auto& kv : spec.env) {
-      replaced = replaced || (entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
-                              entry[kv.first.size()] == '=');
+      replaced = replaced ||
+                 (entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
+                  entry[kv.first.size()] == '=');
     }
     if (!replaced) env.emplace_back(entry);
   }
@@ -44,13 +50,15 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
 }
 
 [[noreturn]] void child_main(ChildPlan* plan) {
+  // "0" moves the writing process; a failure leaves the job to the process-group fallback.
+  if (plan->cgroup_fd >= 0) plan->cgroup_errno = write(plan->cgroup_fd, "0", 1) == 1 ? 0 : errno;
   setpgid(0, 0);
   if (plan->take_terminal) {
     sigprocmask(SIG_BLOCK, &plan->with_ttou, nullptr);  // a background tcsetpgrp would stop us
     tcsetpgrp(STDIN_FILENO, getpid());
   }
-  pid_t self = getpid();
-  (void)!send(plan->announce_fd, &self, sizeof self, MSG_NOSIGNAL);
+  GuardianMessage announce{kGuardianJob, getpid(), 0};
+  (void)!send(plan->announce_fd, &announce, sizeof announce, MSG_NOSIGNAL);
   if (plan->mask) sigprocmask(SIG_SETMASK, plan->mask, nullptr);
   execvpe(plan->argv[0], plan->argv.data(), plan->envp.data());
   plan->exec_errno = errno;
@@ -80,6 +88,7 @@ Job start_job(const JobSpec& spec, int announce_fd) {
   for (auto& e : env) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
   plan.announce_fd = announce_fd;
+  plan.cgroup_fd = spec.cgroup_procs_fd;
   plan.take_terminal = in_terminal_foreground();
   plan.mask = spec.signal_mask;
   sigemptyset(&plan.with_ttou);
@@ -89,6 +98,8 @@ Job start_job(const JobSpec& spec, int announce_fd) {
   job.took_terminal = plan.take_terminal;
   job.pid = vfork_child(&plan);
   if (job.pid < 0) throw Error(71, std::string("vfork: ") + std::strerror(errno));
+  job.in_cgroup = plan.cgroup_errno == 0;
+  job.cgroup_errno = plan.cgroup_errno > 0 ? plan.cgroup_errno : 0;
   if (plan.exec_errno != 0) {  // the child has exited (vfork resumes us after exec or _exit)
     waitpid(job.pid, nullptr, 0);
     restore_terminal(job);
@@ -98,7 +109,8 @@ Job start_job(const JobSpec& spec, int announce_fd) {
 }
 
 void restore_terminal(const Job& job) {
-  if (!job.took_terminal) return;
+  // Only from the job: after a `bg`, the terminal belongs to the shell.
+  if (!job.took_terminal || tcgetpgrp(STDIN_FILENO) != job.pid) return;
   sigset_t ttou, old;
   sigemptyset(&ttou);
   sigaddset(&ttou, SIGTTOU);

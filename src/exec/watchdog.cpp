@@ -7,7 +7,7 @@
 namespace rlock::exec {
 namespace {
 
-// While Redis is unreachable, retry this often (but never past the lease deadline).
+// While Redis is unreachable, retry this often (but never past the stop point).
 constexpr Millis kRetryInterval{250};
 
 }  // namespace
@@ -28,8 +28,8 @@ prim::Lock& Watchdog::lock() {
     lock_.reset();
     conn_.reset();
     auto opts = options_;
-    // Connecting, AUTH and SELECT must all end before the lease deadline.
-    Millis left = std::max(millis_until(lease_deadline_), Millis(1));
+    // Connecting, AUTH and SELECT must all end before the stop point.
+    Millis left = std::max(millis_until(stop_at()), Millis(1));
     opts.connect_timeout = std::min(opts.connect_timeout, left);
     opts.command_timeout = std::min(opts.command_timeout, left);
     conn_.emplace(redis::Connection::open(opts));
@@ -40,24 +40,33 @@ prim::Lock& Watchdog::lock() {
 
 Watchdog::State Watchdog::tick() {
   Deadline now = SteadyClock::now();
+  if (now >= stop_at()) {
+    lost_reason_ = last_error_.empty()
+                       ? "no renewal was confirmed before the job had to be stopped (rlock was "
+                         "paused, stopped or suspended)"
+                       : "redis stayed unreachable until the job had to be stopped: " + last_error_;
+    return State::kLost;
+  }
   if (now < next_due_) return State::kHeld;
   try {
     auto& l = lock();
-    conn_->set_timeout(std::clamp(millis_until(lease_deadline_), Millis(1), options_.command_timeout));
+    conn_->set_timeout(std::clamp(millis_until(stop_at()), Millis(1), options_.command_timeout));
     if (l.renew(owner_, lease_)) {
       lease_deadline_ = now + lease_;
       next_due_ = now + lease_ / 3;
+      last_error_.clear();
       return State::kHeld;
     }
     lost_reason_ = "the lock is no longer held by " + owner_ + " (expired, deleted or forced)";
     return State::kLost;
   } catch (const Error& e) {
-    if (SteadyClock::now() >= lease_deadline_) {
-      lost_reason_ = std::string("redis stayed unreachable until the lease ran out: ") + e.what();
+    last_error_ = e.what();
+    if (SteadyClock::now() >= stop_at()) {
+      lost_reason_ = "redis stayed unreachable until the job had to be stopped: " + last_error_;
       return State::kLost;
     }
     lost_reason_ = e.what();
-    next_due_ = std::min(SteadyClock::now() + kRetryInterval, lease_deadline_);
+    next_due_ = std::min(SteadyClock::now() + kRetryInterval, stop_at());
     return State::kUnreachable;
   }
 }
@@ -68,7 +77,9 @@ Watchdog::Released Watchdog::release(Millis keep, std::string* why) {
     conn_->set_timeout(options_.command_timeout);
     auto r = l.release(owner_, keep);
     if (r.held) return Released::kReleased;
-    if (why) *why = "it was no longer held by " + owner_ + " (held by " + std::to_string(r.holders.size()) + " other owner(s))";
+    if (why)
+      *why = "it was no longer held by " + owner_ + " (held by " +
+             std::to_string(r.holders.size()) + " other owner(s))";
     return Released::kNotHeld;
   } catch (const Error& e) {
     if (why) *why = e.what();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -11,9 +12,9 @@
 namespace rlock::exec {
 
 // Keeps a held lock's lease alive: renews every lease/3, reconnects when Redis drops, and
-// declares the lock lost when a renewal finds another state or when Redis stayed
-// unreachable until the lease deadline (measured on the monotonic clock from the last
-// renewal that was sent and confirmed).
+// declares the lock lost when a renewal finds another state or when no renewal was
+// confirmed before the stop point (lease deadline - stop lead; the deadline is measured on
+// the boot clock from the send time of the last confirmed renewal or acquisition).
 class Watchdog {
  public:
   enum class State { kHeld, kLost, kUnreachable };
@@ -21,9 +22,19 @@ class Watchdog {
   Watchdog(redis::Connection conn, const prim::KeyLayout& layout, std::string name,
            std::string owner, Millis lease, Deadline acquired_at);
 
-  // When the next renewal is due.
-  Deadline next_due() const { return next_due_; }
-  // Renews if due. kUnreachable means still within the lease: it will retry.
+  // Stopping the job starts `lead` before the lease deadline (kill-after + margin): from
+  // then on the lock counts as lost, and renewal attempts time out by then. Default 0.
+  void stop_before_deadline(Millis lead) { stop_lead_ = lead; }
+  // The time (boot clock) from which the server may expire the lease: send time of the
+  // last confirmed renewal or acquisition + the lease.
+  Deadline lease_deadline() const { return lease_deadline_; }
+  // lease_deadline() - the stop lead: the last moment the job may run unstopped.
+  Deadline stop_at() const { return lease_deadline_ - stop_lead_; }
+  // When tick() must run next: a renewal is due, or the stop point comes.
+  Deadline next_due() const { return std::min(next_due_, stop_at()); }
+  // Renews if due. kUnreachable means still before the stop point: it will retry. kLost
+  // once the stop point has passed without a confirmed renewal (Redis unreachable, or
+  // rlock itself was stopped or suspended), or when a renewal says the lock is gone.
   State tick();
   // Why the lock was lost, for the one-line message.
   const std::string& lost_reason() const { return lost_reason_; }
@@ -45,6 +56,8 @@ class Watchdog {
   Millis lease_;
   Deadline lease_deadline_;
   Deadline next_due_;
+  Millis stop_lead_{0};
+  std::string last_error_;  // of the last failed attempt since the last confirmed renewal
   std::optional<prim::Lock> lock_;
   std::string lost_reason_;
 };

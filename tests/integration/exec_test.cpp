@@ -135,7 +135,8 @@ TEST_CASE("exec: a lost lock sends --on-lost, then KILL after --kill-after") {
   RedisServer redis;
   // The job traps USR1 (prints a line and keeps running), so only the KILL that follows
   // after --kill-after ends it.
-  auto job = spawn_rlock(redis, {"exec", "--lease", "1500ms", "--on-lost", "USR1", "--kill-after",
+  // (--lease 3s: a 1s --kill-after must fit, see the "does not fit" test.)
+  auto job = spawn_rlock(redis, {"exec", "--lease", "3s", "--on-lost", "USR1", "--kill-after",
                                  "1s", "O", "--", "sh", "-c",
                                  "trap 'echo got-usr1' USR1; echo $$; "
                                  "while :; do sleep 0.1; done"});
