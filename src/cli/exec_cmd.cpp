@@ -111,7 +111,8 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
   }
   console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(a.fence) +
                   ", lease " + format_duration(req.lease) + ", renewed every " +
-                  format_duration(req.lease / 3) + "); running: " + join(command));
+                  format_duration(exec::renew_interval(req.lease, so.kill_after + so.margin)) +
+                  "); running: " + join(command));
 
   exec::JobSpec job;
   job.argv = command;

@@ -31,4 +31,12 @@ inline Millis max_kill_after(Millis lease) {
   return std::max(lease * 2 / 3 - 2 * stop_margin(lease), Millis(0));
 }
 
+// How often a lease is renewed when stopping starts `stop_lead` before its deadline:
+// every lease/3, or sooner, so that half the time from a renewal to the stop point is left
+// for the next renewal to be answered or retried (short leases with a long --kill-after).
+inline Millis renew_interval(Millis lease, Millis stop_lead) {
+  Millis to_stop = lease - stop_lead;
+  return to_stop.count() > 0 ? std::min(lease / 3, to_stop / 2) : lease / 3;
+}
+
 }  // namespace rlock::exec

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "exec/stop_policy.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
@@ -22,6 +23,13 @@ Watchdog::Watchdog(redis::Connection conn, const prim::KeyLayout& layout, std::s
       lease_(lease),
       lease_deadline_(acquired_at + lease),
       next_due_(acquired_at + lease / 3) {}
+
+void Watchdog::stop_before_deadline(Millis lead) {
+  stop_lead_ = lead;
+  next_due_ = std::min(next_due_, lease_deadline_ - lease_ + renew_interval());
+}
+
+Millis Watchdog::renew_interval() const { return exec::renew_interval(lease_, stop_lead_); }
 
 prim::Lock& Watchdog::lock() {
   if (!conn_ || conn_->broken()) {
@@ -53,7 +61,7 @@ Watchdog::State Watchdog::tick() {
     conn_->set_timeout(std::clamp(millis_until(stop_at()), Millis(1), options_.command_timeout));
     if (l.renew(owner_, lease_)) {
       lease_deadline_ = now + lease_;
-      next_due_ = now + lease_ / 3;
+      next_due_ = now + renew_interval();
       last_error_.clear();
       return State::kHeld;
     }

@@ -11,7 +11,8 @@
 
 namespace rlock::exec {
 
-// Keeps a held lock's lease alive: renews every lease/3, reconnects when Redis drops, and
+// Keeps a held lock's lease alive: renews every lease/3 (or sooner, see
+// stop_before_deadline), reconnects when Redis drops, and
 // declares the lock lost when a renewal finds another state or when no renewal was
 // confirmed before the stop point (lease deadline - stop lead; the deadline is measured on
 // the boot clock from the send time of the last confirmed renewal or acquisition).
@@ -24,7 +25,9 @@ class Watchdog {
 
   // Stopping the job starts `lead` before the lease deadline (kill-after + margin): from
   // then on the lock counts as lost, and renewal attempts time out by then. Default 0.
-  void stop_before_deadline(Millis lead) { stop_lead_ = lead; }
+  // Renewals then come every min(lease/3, (lease - lead)/2), so that half the time to the
+  // stop point is left for a renewal to be answered or retried.
+  void stop_before_deadline(Millis lead);
   // The time (boot clock) from which the server may expire the lease: send time of the
   // last confirmed renewal or acquisition + the lease.
   Deadline lease_deadline() const { return lease_deadline_; }
@@ -47,6 +50,7 @@ class Watchdog {
 
  private:
   prim::Lock& lock();
+  Millis renew_interval() const;
 
   redis::ConnectOptions options_;
   std::optional<redis::Connection> conn_;
