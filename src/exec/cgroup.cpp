@@ -85,9 +85,7 @@ std::optional<JobCgroup> JobCgroup::create(std::string* why) {
   return JobCgroup(std::move(dir));
 }
 
-int JobCgroup::open_procs() const {
-  return open((dir_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-}
+int JobCgroup::open_dir() const { return open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
 
 bool JobCgroup::populated() const {
   std::ifstream in(dir_ + "/cgroup.events");

@@ -24,9 +24,8 @@ class JobCgroup {
 
   // The cgroup's directory, e.g. /sys/fs/cgroup/unified/rlock.1234.
   const std::string& dir() const { return dir_; }
-  // cgroup.procs opened for writing (close-on-exec), or -1: the job's child writes "0" to
-  // it to move itself in before it execs.
-  int open_procs() const;
+  // The cgroup's directory opened (close-on-exec) for clone3(CLONE_INTO_CGROUP), or -1.
+  int open_dir() const;
   // True while any process is in the cgroup (cgroup.events "populated 1").
   bool populated() const;
   // The processes in it now.

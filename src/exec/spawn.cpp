@@ -1,12 +1,16 @@
 #include "exec/spawn.hpp"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
+#include "exec/fd.hpp"
 #include "exec/guardian.hpp"
 #include "util/error.hpp"
 
@@ -25,12 +29,12 @@ struct ChildPlan {
   std::vector<char*> argv;
   std::vector<char*> envp;
   int announce_fd = -1;
-  int cgroup_fd = -1;
+  int procs_fd = -1;  // cgroup.procs when the child must move itself into the cgroup
   bool take_terminal = false;
   const sigset_t* mask = nullptr;
   sigset_t with_ttou{};
   int exec_errno = 0;     // written by the child (shared memory under vfork)
-  int cgroup_errno = -1;  // by the child: 0 once in the cgroup
+  int cgroup_errno = -1;  // by the child: 0 once it moved itself into the cgroup
 };
 
 std::vector<std::string> merged_environment(const JobSpec& spec) {
@@ -51,7 +55,7 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
 
 [[noreturn]] void child_main(ChildPlan* plan) {
   // "0" moves the writing process; a failure leaves the job to the process-group fallback.
-  if (plan->cgroup_fd >= 0) plan->cgroup_errno = write(plan->cgroup_fd, "0", 1) == 1 ? 0 : errno;
+  if (plan->procs_fd >= 0) plan->cgroup_errno = write(plan->procs_fd, "0", 1) == 1 ? 0 : errno;
   setpgid(0, 0);
   if (plan->take_terminal) {
     sigprocmask(SIG_BLOCK, &plan->with_ttou, nullptr);  // a background tcsetpgrp would stop us
@@ -72,6 +76,61 @@ pid_t vfork_child(ChildPlan* plan) {
   return pid;
 }
 
+int child_entry(void* plan) { child_main(static_cast<ChildPlan*>(plan)); }
+
+// struct clone_args of clone3(2) (glibc 2.36 has no wrapper).
+struct CloneArgs {
+  std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+      set_tid_size, cgroup;
+};
+constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
+constexpr size_t kChildStack = 64 * 1024;
+
+#if defined(__x86_64__)
+// clone3 with a function to run on the child's stack, as glibc's internal __clone3 does:
+// returns the child's pid or -errno in the parent; the child calls fn(arg) and exits.
+extern "C" long rlock_clone3(CloneArgs* args, size_t size, int (*fn)(void*), void* arg);
+asm(R"(
+  .text
+  .globl rlock_clone3
+  .type rlock_clone3, @function
+rlock_clone3:
+  mov %rdx, %r9
+  mov %rcx, %r8
+  mov $435, %eax
+  syscall
+  test %rax, %rax
+  jz 1f
+  ret
+1:
+  xor %ebp, %ebp
+  mov %r8, %rdi
+  call *%r9
+  mov %eax, %edi
+  mov $60, %eax
+  syscall
+  hlt
+  .size rlock_clone3, .-rlock_clone3
+)");
+
+// Starts the child as vfork does (shared memory, rlock suspended until it execs or exits),
+// born in the cgroup `dir_fd` (CLONE_INTO_CGROUP): unlike a write to cgroup.procs, which
+// can wait for an RCU grace period (several ms), this costs what a vfork costs.
+// The child's stack is in this frame, unused by rlock until the child is gone.
+__attribute__((noinline)) long clone_into_cgroup(ChildPlan* plan, int dir_fd) {
+  alignas(64) char stack[kChildStack];
+  CloneArgs args{};
+  args.flags = CLONE_VM | CLONE_VFORK | kCloneIntoCgroup;
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<std::uint64_t>(stack);
+  args.stack_size = sizeof stack;
+  args.cgroup = static_cast<std::uint64_t>(dir_fd);
+  return rlock_clone3(&args, sizeof args, child_entry, plan);
+}
+#else
+long clone_into_cgroup(ChildPlan*, int) { return -ENOSYS; }
+#endif
+
 Error exec_error(const std::string& cmd, int e) {
   bool not_found = e == ENOENT || e == ENOTDIR;
   return Error(not_found ? 127 : 126, "cannot run '" + cmd + "': " + std::strerror(e) +
@@ -88,7 +147,7 @@ Job start_job(const JobSpec& spec, int announce_fd) {
   for (auto& e : env) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
   plan.announce_fd = announce_fd;
-  plan.cgroup_fd = spec.cgroup_procs_fd;
+
   plan.take_terminal = in_terminal_foreground();
   plan.mask = spec.signal_mask;
   sigemptyset(&plan.with_ttou);
@@ -96,10 +155,25 @@ Job start_job(const JobSpec& spec, int announce_fd) {
 
   Job job;
   job.took_terminal = plan.take_terminal;
-  job.pid = vfork_child(&plan);
-  if (job.pid < 0) throw Error(71, std::string("vfork: ") + std::strerror(errno));
-  job.in_cgroup = plan.cgroup_errno == 0;
-  job.cgroup_errno = plan.cgroup_errno > 0 ? plan.cgroup_errno : 0;
+  Fd procs;
+  if (spec.cgroup_dir_fd >= 0) {
+    long r = clone_into_cgroup(&plan, spec.cgroup_dir_fd);
+    job.pid = r > 0 ? static_cast<pid_t>(r) : -1;
+    job.in_cgroup = r > 0;
+    if (r < 0) {  // no clone3 (old kernel, seccomp): the child moves itself, more slowly
+      procs = Fd(openat(spec.cgroup_dir_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC));
+      plan.procs_fd = procs.get();
+      job.cgroup_errno = procs.get() < 0 ? errno : 0;
+    }
+  }
+  if (job.pid < 0) {
+    job.pid = vfork_child(&plan);
+    if (job.pid < 0) throw Error(71, std::string("vfork: ") + std::strerror(errno));
+    if (plan.procs_fd >= 0) {
+      job.in_cgroup = plan.cgroup_errno == 0;
+      job.cgroup_errno = plan.cgroup_errno > 0 ? plan.cgroup_errno : 0;
+    }
+  }
   if (plan.exec_errno != 0) {  // the child has exited (vfork resumes us after exec or _exit)
     waitpid(job.pid, nullptr, 0);
     restore_terminal(job);

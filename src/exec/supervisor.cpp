@@ -224,8 +224,8 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   if (!options.cgroup) not_job = Leftovers::children_of_rlock();
   not_job.insert(guardian.pid());
   JobSpec with_cgroup = spec;
-  Fd procs(options.cgroup ? options.cgroup->open_procs() : -1);
-  with_cgroup.cgroup_procs_fd = procs.get();
+  Fd cgroup_dir(options.cgroup ? options.cgroup->open_dir() : -1);
+  with_cgroup.cgroup_dir_fd = cgroup_dir.get();
   Job job;
   try {
     job = start_job(with_cgroup, guardian.announce_fd());
@@ -234,7 +234,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
     watchdog.release(Millis(0), nullptr);
     throw;
   }
-  procs.reset();
+  cgroup_dir.reset();
   const JobCgroup* cgroup = job.in_cgroup ? options.cgroup : nullptr;
   if (options.cgroup && !cgroup) {
     if (options.verbose) {
