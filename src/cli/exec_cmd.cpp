@@ -146,7 +146,8 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   sub->footer(R"(Runs CMD (no shell) in its own process group while holding NAME, renewing the lease
 every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,
 126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,
-the job gets --on-lost, then KILL after --kill-after, and rlock exits 76. The job sees
+or no renewal succeeds by lease deadline - kill-after - margin, the job gets --on-lost,
+then KILL, dead before the lease can expire, and rlock exits 76. The job sees
 RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE and RLOCK_LEASE_MS.
 
 Examples:
