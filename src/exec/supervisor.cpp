@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,7 +41,9 @@ class Run {
         o_(o),
         cgroup_(cgroup),
         leftovers_(std::move(leftovers)),
-        told_(watchdog.lease_deadline()) {}
+        told_(watchdog.lease_deadline()),
+        on_terminal_(job.took_terminal ||
+                     (isatty(STDIN_FILENO) && tcgetsid(STDIN_FILENO) == getsid(0))) {}
 
   // Loops until the leader has exited and nothing of the job is left.
   void loop() {
@@ -98,7 +101,7 @@ class Run {
     while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
       if (pid != job_.pid) continue;
       if (WIFSTOPPED(st)) {
-        job_stopped_ = job_.took_terminal && is_terminal_stop(WSTOPSIG(st));
+        job_stopped_ = on_terminal_ && is_terminal_stop(WSTOPSIG(st));
         continue;
       }
       status_ = st;
@@ -106,8 +109,8 @@ class Run {
     if (pid < 0 && errno == ECHILD && leader_alive()) status_ = 0;  // reaped by someone else
   }
 
-  // The job, in the terminal's foreground, was stopped (^Z, or it read the terminal from
-  // the background): do as the shell expects of a stopped job, by stopping rlock itself.
+  // The job was stopped by the terminal (^Z, or it read the terminal from the
+  // background): do as the shell expects of a stopped job, by stopping rlock itself.
   void stop_with_job() {
     job_stopped_ = false;
     if (tcgetpgrp(STDIN_FILENO) == job_.pid) set_foreground(getpgrp());
@@ -191,6 +194,9 @@ class Run {
   BootTimer timer_;
   Deadline kill_at_ = Deadline::max();
   Deadline told_;  // the lease deadline the guardian knows
+  // rlock runs on its session's controlling terminal, so a shell may be doing job control:
+  // a job stopped by the terminal (^Z, or reading it from the background) stops rlock too.
+  const bool on_terminal_;
 };
 
 // The job would start after its stop point (rlock was paused between the grant and now).

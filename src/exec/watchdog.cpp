@@ -68,6 +68,10 @@ Watchdog::State Watchdog::tick() {
     lost_reason_ = "the lock is no longer held by " + owner_ + " (expired, deleted or forced)";
     return State::kLost;
   } catch (const Error& e) {
+    // Drop the connection now: a renewal that timed out must not sit in a socket that the
+    // server may still read and run after the lock was given up.
+    lock_.reset();
+    conn_.reset();
     last_error_ = e.what();
     if (SteadyClock::now() >= stop_at()) {
       lost_reason_ = "redis stayed unreachable until the job had to be stopped: " + last_error_;

@@ -185,7 +185,8 @@ TEST_CASE("exec: ^Z stops the job and returns the terminal to the shell; fg resu
       {{"PS1", "PROMPT> "}, {"RL", rlock_binary()}, {"URL", redis.url()}, {"TERM", "dumb"}});
   REQUIRE(shell.expect("PROMPT> ", deadline(10s)));
   shell.send(
-      "\"$RL\" --url \"$URL\" exec --owner tty J -- sh -c 'printf \"job-%s\\n\" started; read x; echo "
+      "\"$RL\" --url \"$URL\" exec --owner tty J -- sh -c 'printf \"job-%s\\n\" started; read x; "
+      "echo "
       "\"got-$x\"; exit 7'\n");
   INFO("terminal: " << shell.output());
   // (The terminal echoes the command line first: the marker must not be in it.)
@@ -206,6 +207,37 @@ TEST_CASE("exec: ^Z stops the job and returns the terminal to the shell; fg resu
   shell.send("echo rc=$?\n");
   CHECK(shell.expect("rc=7", deadline(10s)));
   CHECK(redis.cmd_int({"EXISTS", lock_key("J")}) == 0);
+  shell.send("exit\n");
+  CHECK(shell.wait(deadline(10s)).has_value());
+}
+
+}  // namespace
+}  // namespace rlock::test
+
+namespace rlock::test {
+namespace {
+
+TEST_CASE("exec: a job reading the terminal from the background stops with rlock; fg resumes it") {
+  RedisServer redis;
+  PtyProcess shell(
+      {"bash", "--norc", "--noprofile", "-i"},
+      {{"PS1", "PROMPT> "}, {"RL", rlock_binary()}, {"URL", redis.url()}, {"TERM", "dumb"}});
+  REQUIRE(shell.expect("PROMPT> ", deadline(10s)));
+  shell.send("set -b\n");  // report the job's stop as soon as it happens
+  REQUIRE(shell.expect("PROMPT> ", deadline(10s)));
+  shell.send(
+      "\"$RL\" --url \"$URL\" exec --owner bg B -- sh -c 'read x; echo \"got-$x\"; exit 5' &\n");
+  INFO("terminal: " << shell.output());
+  REQUIRE(shell.expect("Stopped", deadline(10s)));  // SIGTTIN stopped the job, and so rlock
+  CHECK(hash_of(redis, lock_key("B")) == json::object({{"bg", "1"}}));
+
+  shell.send("fg\n");
+  REQUIRE(shell.expect("exec --owner bg B", deadline(10s)));
+  shell.send("hello\n");
+  CHECK(shell.expect("got-hello", deadline(10s)));
+  REQUIRE(shell.expect("PROMPT> ", deadline(10s)));
+  shell.send("echo rc=$?\n");
+  CHECK(shell.expect("rc=5", deadline(10s)));
   shell.send("exit\n");
   CHECK(shell.wait(deadline(10s)).has_value());
 }
