@@ -287,11 +287,11 @@ int guardian_entry(void* raw) {
         sys(SYS_ppoll, reinterpret_cast<long>(p), timer >= 0 ? 2 : 1,
             reinterpret_cast<long>(timer >= 0 || next == kNever ? nullptr : &poll_interval), 0, 8);
     if (n < 0) continue;
-    if (next != kNever && now_ns() >= next) {
-      job.step();
+    // Messages first: a deadline that rlock moved just now must count before the old one.
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      if (next != kNever && now_ns() >= next) job.step();
       continue;
     }
-    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     GuardianMessage m{};
     long r = sys(SYS_recvfrom, kGuardianFd, reinterpret_cast<long>(&m), sizeof m, 0, 0, 0);
     if (r == -EINTR || r == -EAGAIN) continue;
