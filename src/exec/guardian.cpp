@@ -276,7 +276,8 @@ int guardian_entry(void* raw) {
   close(a.rlock_end);
   if (a.life_fd != kGuardianFd) dup2(a.life_fd, kGuardianFd);
   if (a.close_range_ok) syscall(SYS_close_range, kGuardianFd + 1u, ~0u, 0u);  // no Redis socket
-  int timer = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+  // Without a timerfd (it may fail), the guardian checks its deadline every poll interval.
+  int timer = static_cast<int>(sys(SYS_timerfd_create, CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
   GuardedJob job(a);
   for (;;) {
     std::int64_t next = job.next_step();
