@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "exec/fd.hpp"
 #include "exec/guardian.hpp"
@@ -115,15 +116,17 @@ rlock_clone3:
 
 // Starts the child as vfork does (shared memory, rlock suspended until it execs or exits),
 // born in the cgroup `dir_fd` (CLONE_INTO_CGROUP): unlike a write to cgroup.procs, which
-// can wait for an RCU grace period (several ms), this costs what a vfork costs.
-// The child's stack is in this frame, unused by rlock until the child is gone.
-__attribute__((noinline)) long clone_into_cgroup(ChildPlan* plan, int dir_fd) {
-  alignas(64) char stack[kChildStack];
+// can wait for an RCU grace period (several ms), this costs what a vfork costs. The child
+// runs on a stack of its own: execvp may put a copy of argv on it (a script without #!).
+long clone_into_cgroup(ChildPlan* plan, int dir_fd) {
+  size_t size = kChildStack + 2 * sizeof(char*) * plan->argv.size();
+  size = (size + 15) & ~size_t{15};
+  auto stack = std::make_unique_for_overwrite<char[]>(size);  // 16-byte aligned
   CloneArgs args{};
   args.flags = CLONE_VM | CLONE_VFORK | kCloneIntoCgroup;
   args.exit_signal = SIGCHLD;
-  args.stack = reinterpret_cast<std::uint64_t>(stack);
-  args.stack_size = sizeof stack;
+  args.stack = reinterpret_cast<std::uint64_t>(stack.get());
+  args.stack_size = size;
   args.cgroup = static_cast<std::uint64_t>(dir_fd);
   return rlock_clone3(&args, sizeof args, child_entry, plan);
 }
