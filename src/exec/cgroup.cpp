@@ -72,6 +72,10 @@ std::optional<JobCgroup> JobCgroup::create(std::string* why) {
   }
   if (own.back() != '/') own += '/';
   std::string dir = mount + own + "rlock." + std::to_string(getpid());
+  if (dir.size() + sizeof "/cgroup.events" > kMaxCgroupPath) {  // the guardian's buffers
+    *why = "rlock's cgroup path is too long";
+    return std::nullopt;
+  }
   if (mkdir(dir.c_str(), 0755) != 0 &&
       !(errno == EEXIST && rmdir(dir.c_str()) == 0 && mkdir(dir.c_str(), 0755) == 0)) {
     *why = "cannot create " + dir + ": " + std::strerror(errno);

@@ -8,6 +8,9 @@
 
 namespace rlock::exec {
 
+// The longest path below a job's cgroup that the guardian can handle (its own buffers).
+inline constexpr size_t kMaxCgroupPath = 512;
+
 // A cgroup v2 of the job's own, created as a child of rlock's cgroup in the unified
 // hierarchy. Every process the job starts stays in it (setsid or double-fork included),
 // `cgroup.kill` stops all of them at once, and `cgroup.events` says when none is left.

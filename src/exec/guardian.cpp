@@ -16,13 +16,14 @@
 #include <climits>
 #include <cstring>
 
+#include "exec/cgroup.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
 namespace {
 
 constexpr int kGuardianFd = 3;
-constexpr size_t kPathMax = 512;
+constexpr size_t kPathMax = kMaxCgroupPath;
 constexpr std::int64_t kNever = INT64_MAX;
 constexpr std::int64_t kNsPerMs = 1'000'000;
 
