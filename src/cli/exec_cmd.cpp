@@ -5,8 +5,10 @@
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/secret_env.hpp"
+#include "exec/cgroup.hpp"
 #include "exec/guardian.hpp"
 #include "exec/signals.hpp"
+#include "exec/stop_policy.hpp"
 #include "exec/supervisor.hpp"
 #include "exec/watchdog.hpp"
 #include "prim/lock.hpp"
@@ -19,10 +21,14 @@ namespace {
 struct ExecFlags {
   LockFlags lock;
   std::string on_lost = "TERM";
-  std::string kill_after = "10s";
+  std::string kill_after;
+  const CLI::Option* kill_after_given =
+      nullptr;  // not given: the default, clamped to fit the lease
   std::string min_hold = "0";
   bool keep_secrets = false;
 };
+
+constexpr Millis kDefaultKillAfter{10'000};
 
 std::string join(const std::vector<std::string>& argv) {
   std::string out;
@@ -39,18 +45,50 @@ int take_stop_signal(exec::SignalFd& signals) {
   return signo;
 }
 
+// The job must be dead by the lease deadline minus a margin, and stopping starts
+// --kill-after before that; an explicit --kill-after that leaves renewals no room is a
+// usage error, the default is shortened to fit (see exec/stop_policy.hpp).
+void set_stop_timing(const ExecFlags& f, Millis lease, const Console& console,
+                     exec::SuperviseOptions& so) {
+  so.margin = exec::stop_margin(lease);
+  Millis fit = exec::max_kill_after(lease);
+  if (f.kill_after_given && f.kill_after_given->count() > 0) {
+    so.kill_after = parse_duration(f.kill_after, "--kill-after");
+    if (so.kill_after > fit) {
+      throw UsageError("--kill-after " + format_duration(so.kill_after) + " does not fit --lease " +
+                       format_duration(lease) + ": at most " + format_duration(fit) +
+                       " (2/3 of the lease minus twice the " + format_duration(so.margin) +
+                       " margin), or use a longer --lease");
+    }
+    return;
+  }
+  so.kill_after = std::min(kDefaultKillAfter, fit);
+  if (so.kill_after < kDefaultKillAfter) {
+    console.explain("--kill-after defaults to " + format_duration(kDefaultKillAfter) + "; using " +
+                    format_duration(so.kill_after) + " to fit the " + format_duration(lease) +
+                    " lease");
+  }
+}
+
 int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
              const Settings& settings) {
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
   exec::SuperviseOptions so;
   so.on_lost_signal = exec::parse_signal(f.on_lost.c_str());
-  so.kill_after = parse_duration(f.kill_after, "--kill-after");
   so.min_hold = parse_duration(f.min_hold, "--min-hold");
+  set_stop_timing(f, req.lease, console, so);
 
   exec::SignalFd signals;  // from here on, INT/TERM/HUP/QUIT stop the wait instead of rlock
-  // Forked now, not after acquisition, so that its fork is not part of the handoff.
-  auto guardian = exec::Guardian::start(so.on_lost_signal, so.kill_after);
+  std::string no_cgroup;
+  auto cgroup = exec::JobCgroup::create(&no_cgroup);
+  console.explain(
+      cgroup ? "containing the job in cgroup " + cgroup->dir()
+             : "containing the job by process group and subreaper (no cgroup: " + no_cgroup + ")");
+  so.cgroup = cgroup ? &*cgroup : nullptr;
+  // Started now, not after acquisition, so that its start is not part of the handoff.
+  auto guardian = exec::Guardian::start(so.on_lost_signal, so.kill_after, so.margin,
+                                        cgroup ? cgroup->dir() : "");
   redis::Topology topology(settings.connect);
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(topology, layout, req.name);
@@ -80,7 +118,8 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
   const auto& held = std::get<prim::Held>(a);
   console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(held.fence) +
                   ", lease " + format_duration(req.lease) + ", renewed every " +
-                  format_duration(req.lease / 3) + "); running: " + join(command));
+                  format_duration(exec::renew_interval(req.lease, so.kill_after + so.margin)) +
+                  "); running: " + join(command));
 
   exec::JobSpec job;
   job.argv = command;
@@ -88,8 +127,8 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
              {"RLOCK_OWNER", req.owner},
              {"RLOCK_FENCE", std::to_string(held.fence)},
              {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}};
-  job.signal_mask = &signals.original_mask();
   if (!f.keep_secrets) job.unset = secret_variable_names(current_environment());
+  job.signal_mask = &signals.original_mask();
   exec::Watchdog watchdog(lock.hold(req.owner, req.lease, held), topology);
   so.acquired_at = SteadyClock::now();
   so.verbose = [&console](const std::string& m) { console.explain(m); };
@@ -107,8 +146,10 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   sub->add_option("--on-lost", flags->on_lost,
                   "signal for the job if the lock is lost (default TERM)")
       ->type_name("SIG");
-  sub->add_option("--kill-after", flags->kill_after, "then SIGKILL after DUR (default 10s)")
-      ->type_name("DUR");
+  flags->kill_after_given =
+      sub->add_option("--kill-after", flags->kill_after,
+                      "then SIGKILL after DUR (default 10s, shortened to fit --lease)")
+          ->type_name("DUR");
   sub->add_option("--min-hold", flags->min_hold, "keep the lock until DUR after acquisition")
       ->type_name("DUR");
   sub->add_flag("--keep-secrets", flags->keep_secrets,
@@ -116,10 +157,11 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   sub->footer(R"(Runs CMD (no shell) in its own process group while holding NAME, renewing the lease
 every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,
 126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,
-the job gets --on-lost, then KILL after --kill-after, and rlock exits 76. The job sees
-RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a
-RLOCK_URL/REDIS_URL holding a password (a job that runs rlock uses --password-file, or
-exec --keep-secrets).
+or no renewal succeeds by lease deadline - kill-after - margin, the job gets --on-lost,
+then KILL, dead before the lease can expire, and rlock exits 76. Two execs never run at
+once on one lock, whatever their owner. The job sees RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE
+and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a RLOCK_URL/REDIS_URL holding a password (a
+job that runs rlock uses --password-file, or exec --keep-secrets).
 
 Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running

@@ -95,9 +95,9 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name) {
                               : "no lease";
       console.explain("waiting for lock '" + name + "' held by " +
                       (busy.holders.empty() ? "nobody" : busy.holders) + " (" + lease +
-                      "); queued: a release hands it over, or retrying when the lease runs out; "
-                      "giving up in " +
-                      format_duration(left));
+                      "); queued: a release hands it over, or retrying when the lease runs out; " +
+                      (left > kMaxDuration / 2 ? std::string("no time limit")
+                                               : "giving up in " + format_duration(left)));
     };
     hooks.on_reconnect = [&console](const std::string& why) {
       console.explain("reconnecting to keep the place in the queue: " + why);

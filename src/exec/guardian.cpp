@@ -1,58 +1,163 @@
 #include "exec/guardian.hpp"
 
-#include <sched.h>
 #include <fcntl.h>
-#include <sys/mman.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
-#include <ctime>
 
-#include "util/clock.hpp"
+#include "exec/cgroup.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
 namespace {
 
-constexpr char kDone = 'd';
 constexpr int kGuardianFd = 3;
+constexpr size_t kPathMax = kMaxCgroupPath;
+constexpr std::int64_t kNever = INT64_MAX;
+constexpr std::int64_t kNsPerMs = 1'000'000;
 
-void sleep_for(Millis d) {
-  timespec ts{static_cast<time_t>(d.count() / 1000), static_cast<long>(d.count() % 1000 * 1'000'000)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+// Everything below runs in the guardian: it shares rlock's memory (CLONE_VM), so it uses
+// only its own stack and system calls, no allocation, no stdio, nothing of rlock's state.
+// It shares rlock's errno too (same thread pointer), and it may act while rlock lives
+// (frozen rlock, lease deadline): calls that can fail go through sys(), which returns
+// -errno and leaves errno alone.
+
+long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+#if defined(__x86_64__)
+  long ret;
+  register long r10 asm("r10") = d;
+  register long r8 asm("r8") = e;
+  register long r9 asm("r9") = f;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+               : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 asm("x8") = n;
+  register long x0 asm("x0") = a;
+  register long x1 asm("x1") = b;
+  register long x2 asm("x2") = c;
+  register long x3 asm("x3") = d;
+  register long x4 asm("x4") = e;
+  register long x5 asm("x5") = f;
+  asm volatile("svc 0"
+               : "+r"(x0)
+               : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+               : "memory");
+  return x0;
+#else
+  int saved = errno;
+  long r = syscall(n, a, b, c, d, e, f);
+  if (r < 0) r = -errno;
+  errno = saved;
+  return r;
+#endif
 }
 
-// Reads exactly `n` bytes; false at EOF (every writer gone) or error.
-bool read_full(int fd, void* buf, size_t n) {
-  auto* p = static_cast<char*>(buf);
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
+long sys_kill(pid_t pid, int signo) { return sys(SYS_kill, pid, signo); }
+int sys_open(const char* path, int flags) {
+  return static_cast<int>(sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), flags));
+}
+long sys_read(int fd, void* buf, size_t n) {
+  return sys(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+}
+long sys_write(int fd, const void* buf, size_t n) {
+  return sys(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+}
+void sys_close(int fd) { sys(SYS_close, fd); }
+long sys_rmdir(const char* path) {
+  return sys(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(path), AT_REMOVEDIR);
 }
 
-// Sends the group `signo`; if members remain after `kill_after`, SIGKILL. Returns when the
-// group is empty or KILL was sent.
-void stop_group(pid_t pgid, int signo, Millis kill_after) {
-  if (kill(-pgid, signo) != 0 && errno == ESRCH) return;
-  if (signo != SIGKILL && signo != SIGCONT) kill(-pgid, SIGCONT);  // a stopped job can't act on it
-  Deadline hard = SteadyClock::now() + kill_after;
-  while (group_alive(pgid)) {
-    if (SteadyClock::now() >= hard) {
-      kill(-pgid, SIGKILL);
-      return;
+std::int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void sleep_ms(long long ms) {
+  timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000 * kNsPerMs)};
+  sys(SYS_ppoll, 0, 0, reinterpret_cast<long>(&ts), 0, 8);
+}
+
+// True while any process of the group exists (zombies included).
+bool pgroup_alive(pid_t pgid) {
+  long r = sys_kill(-pgid, 0);
+  return r == 0 || r == -EPERM;
+}
+
+// dst = a + "/" + b (truncated to kPathMax).
+void join_path(char* dst, const char* a, const char* b) {
+  size_t n = 0;
+  for (; *a && n + 1 < kPathMax; ++a) dst[n++] = *a;
+  if (n + 1 < kPathMax) dst[n++] = '/';
+  for (; *b && n + 1 < kPathMax; ++b) dst[n++] = *b;
+  dst[n] = '\0';
+}
+
+void cg_write(const char* dir, const char* file, const char* text) {
+  char path[kPathMax];
+  join_path(path, dir, file);
+  int fd = sys_open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  sys_write(fd, text, strlen(text));
+  sys_close(fd);
+}
+
+// Sends `signo` to every pid listed in the cgroup's cgroup.procs.
+void cg_signal(const char* dir, int signo) {
+  char path[kPathMax];
+  join_path(path, dir, "cgroup.procs");
+  int fd = sys_open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[1024];
+  long pid = 0;
+  bool in_number = false;
+  long n;
+  while ((n = sys_read(fd, buf, sizeof buf)) > 0) {
+    for (long i = 0; i < n; ++i) {
+      if (buf[i] >= '0' && buf[i] <= '9') {
+        pid = pid * 10 + (buf[i] - '0');
+        in_number = true;
+      } else {
+        if (in_number && pid > 0) sys_kill(static_cast<pid_t>(pid), signo);
+        pid = 0;
+        in_number = false;
+      }
     }
-    sleep_for(kGroupPollInterval);
   }
+  if (in_number && pid > 0) sys_kill(static_cast<pid_t>(pid), signo);
+  sys_close(fd);
+}
+
+// cgroup.events says "populated 1" while any process is in the cgroup.
+bool cg_populated(const char* dir) {
+  char path[kPathMax];
+  join_path(path, dir, "cgroup.events");
+  int fd = sys_open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[256];
+  long n = sys_read(fd, buf, sizeof buf - 1);
+  sys_close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* key = "populated ";
+  for (long i = 0; i + 10 < n; ++i) {
+    if (memcmp(buf + i, key, 10) == 0) return buf[i + 10] == '1';
+  }
+  return false;
 }
 
 // What the guardian gets, copied onto its own stack first thing.
@@ -60,60 +165,199 @@ struct GuardianArgs {
   int life_fd;    // its end of the socket pair
   int rlock_end;  // rlock's end: the guardian's copy must go, or rlock's death is no EOF
   int signo;
-  long long kill_after_ms;
+  std::int64_t kill_after_ns;
+  std::int64_t margin_ns;
   bool close_range_ok;
+  char cgroup[kPathMax];  // the job's cgroup directory; "" = none
 };
 
-constexpr size_t kGuardianStack = 64 * 1024;
+// The job as the guardian sees it.
+class GuardedJob {
+ public:
+  explicit GuardedJob(const GuardianArgs& a) : a_(a) {}
+
+  bool started() const { return pgid_ > 0; }
+  void started_as(pid_t pgid) { pgid_ = pgid; }
+  void valid_until(std::int64_t t) {
+    if (!signalled_) valid_ns_ = t;  // once stopping has begun, it goes on
+  }
+  bool killed() const { return killed_; }
+
+  // When the guardian must act next (kNever: only a message can make it act).
+  std::int64_t next_step() const {
+    if (!started() || killed_ || valid_ns_ == kNever) return kNever;
+    if (!signalled_) return valid_ns_ - a_.kill_after_ns - a_.margin_ns;
+    return kill_at_;
+  }
+
+  // Stopping has begun (signal now) or reached its KILL point.
+  void step() {
+    if (!signalled_) {
+      begin_stopping(now_ns() + a_.kill_after_ns);
+    } else {
+      signal(SIGKILL);
+      killed_ = true;
+    }
+  }
+
+  // rlock is gone: stop the job at once and wait until it is gone; remove the cgroup.
+  void stop_now() {
+    if (started()) {
+      if (!signalled_) begin_stopping(now_ns() + a_.kill_after_ns);
+      std::int64_t give_up = kNever;
+      while (alive()) {
+        if (!killed_ && now_ns() >= kill_at_) step();
+        if (killed_ && give_up == kNever) give_up = now_ns() + 10'000 * kNsPerMs;
+        if (now_ns() >= give_up) break;
+        sleep_ms(kGroupPollInterval.count());
+      }
+    }
+    if (a_.cgroup[0] != '\0') {
+      for (int i = 0; i < 250 && sys_rmdir(a_.cgroup) == -EBUSY; ++i) {
+        sleep_ms(kGroupPollInterval.count());
+      }
+    }
+  }
+
+ private:
+  void begin_stopping(std::int64_t kill_at) {
+    signalled_ = true;
+    kill_at_ = kill_at;
+    if (valid_ns_ != kNever && valid_ns_ - a_.margin_ns < kill_at_)
+      kill_at_ = valid_ns_ - a_.margin_ns;
+    signal(a_.signo);
+    if (a_.signo != SIGKILL && a_.signo != SIGCONT)
+      signal(SIGCONT);  // a stopped job can't act on it
+    if (a_.signo == SIGKILL) killed_ = true;
+  }
+
+  void signal(int signo) {
+    sys_kill(-pgid_, signo);
+    if (a_.cgroup[0] == '\0') return;
+    if (signo == SIGKILL) {
+      cg_write(a_.cgroup, "cgroup.kill", "1");
+    } else {
+      cg_signal(a_.cgroup, signo);
+    }
+  }
+
+  bool alive() const {
+    return pgroup_alive(pgid_) || (a_.cgroup[0] != '\0' && cg_populated(a_.cgroup));
+  }
+
+  const GuardianArgs& a_;
+  pid_t pgid_ = 0;
+  std::int64_t valid_ns_ = kNever;
+  std::int64_t kill_at_ = kNever;
+  bool signalled_ = false;
+  bool killed_ = false;
+};
+
+void arm(int timer, std::int64_t at_ns) {
+  itimerspec spec{};
+  if (at_ns != kNever) {
+    if (at_ns < 1) at_ns = 1;
+    spec.it_value = {static_cast<time_t>(at_ns / 1'000'000'000),
+                     static_cast<long>(at_ns % 1'000'000'000)};
+  }
+  timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
+constexpr int kIgnored[] = {SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
 
 // Runs in a process that shares rlock's memory (CLONE_VM) but has its own descriptor table
-// and signal dispositions. It touches nothing of rlock's but its own stack, and makes only
-// system calls that succeed while rlock lives, so it never writes rlock's errno then.
+// and signal dispositions. It touches nothing of rlock's but its own stack; what may fail
+// goes through sys() (see above), the rest are calls that succeed, which leave errno alone.
 int guardian_entry(void* raw) {
   GuardianArgs a = *static_cast<GuardianArgs*>(raw);
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  for (int s : kIgnored) sigaction(s, &ign, nullptr);
+  setpgid(0, 0);
   close(a.rlock_end);
   if (a.life_fd != kGuardianFd) dup2(a.life_fd, kGuardianFd);
   if (a.close_range_ok) syscall(SYS_close_range, kGuardianFd + 1u, ~0u, 0u);  // no Redis socket
-  pid_t pgid = 0;
-  if (!read_full(kGuardianFd, &pgid, sizeof pgid)) return 0;  // no job was started
-  char byte = 0;
-  if (read_full(kGuardianFd, &byte, 1) && byte == kDone) return 0;
-  stop_group(pgid, a.signo, Millis(a.kill_after_ms));  // rlock died while the job ran
-  return 0;
+  // Without a timerfd (it may fail), the guardian checks its deadline every poll interval.
+  int timer = static_cast<int>(sys(SYS_timerfd_create, CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
+  GuardedJob job(a);
+  for (;;) {
+    std::int64_t next = job.next_step();
+    if (timer >= 0) arm(timer, next);
+    pollfd p[2] = {{kGuardianFd, POLLIN, 0}, {timer, POLLIN, 0}};
+    timespec poll_interval{0, kGroupPollInterval.count() * kNsPerMs};  // without a timerfd
+    long n =
+        sys(SYS_ppoll, reinterpret_cast<long>(p), timer >= 0 ? 2 : 1,
+            reinterpret_cast<long>(timer >= 0 || next == kNever ? nullptr : &poll_interval), 0, 8);
+    if (n < 0) continue;
+    // Messages first: a deadline that rlock moved just now must count before the old one.
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      if (next != kNever && now_ns() >= next) job.step();
+      continue;
+    }
+    GuardianMessage m{};
+    long r = sys(SYS_recvfrom, kGuardianFd, reinterpret_cast<long>(&m), sizeof m, 0, 0, 0);
+    if (r == -EINTR || r == -EAGAIN) continue;
+    if (r != static_cast<long>(sizeof m)) {  // rlock died (or a message makes no sense)
+      job.stop_now();
+      return 0;
+    }
+    if (m.kind == kGuardianDone) return 0;
+    if (m.kind == kGuardianJob) job.started_as(m.pid);
+    if (m.kind == kGuardianValidUntil) job.valid_until(m.boot_ns);
+  }
 }
+
+constexpr size_t kGuardianStack = 64 * 1024;
 
 }  // namespace
 
 bool group_alive(pid_t pgid) { return kill(-pgid, 0) == 0 || errno == EPERM; }
 
-Guardian Guardian::start(int signo, Millis kill_after) {
+Guardian Guardian::start(int signo, Millis kill_after, Millis margin,
+                         const std::string& cgroup_dir) {
   // A socket pair rather than a pipe: send(MSG_NOSIGNAL) to a guardian that is gone fails
-  // with EPIPE instead of killing rlock or the job with SIGPIPE.
+  // with EPIPE instead of killing rlock or the job with SIGPIPE. SEQPACKET keeps messages whole.
   int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     throw Error(71, std::string("socketpair: ") + std::strerror(errno));
   }
   Fd life_r(fds[0]), life_w(fds[1]);
   // clone(CLONE_VM) rather than fork: a fork would make every page rlock writes afterwards
   // a copy-on-write fault (about 0.4 ms per exec here), and an exec would cost a start-up.
   // The stack is never unmapped: the guardian may outlive rlock.
-  void* stack = mmap(nullptr, kGuardianStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-                     -1, 0);
+  void* stack = mmap(nullptr, kGuardianStack, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) throw Error(71, std::string("mmap: ") + std::strerror(errno));
   auto* args = static_cast<GuardianArgs*>(stack);
-  *args = {life_r.get(), life_w.get(), signo, kill_after.count(),
-           syscall(SYS_close_range, ~0u - 1, ~0u, 0u) == 0};
-  pid_t pid = clone(guardian_entry, static_cast<char*>(stack) + kGuardianStack, CLONE_VM | SIGCHLD, args);
+  *args = {life_r.get(),
+           life_w.get(),
+           signo,
+           std::int64_t{kill_after.count()} * kNsPerMs,
+           std::int64_t{margin.count()} * kNsPerMs,
+           syscall(SYS_close_range, ~0u - 1, ~0u, 0u) == 0,
+           {}};
+  if (cgroup_dir.size() < kPathMax)
+    std::memcpy(args->cgroup, cgroup_dir.c_str(), cgroup_dir.size() + 1);
+  pid_t pid =
+      clone(guardian_entry, static_cast<char*>(stack) + kGuardianStack, CLONE_VM | SIGCHLD, args);
   if (pid < 0) throw Error(71, std::string("clone: ") + std::strerror(errno));
+  setpgid(pid, pid);  // also done by the guardian: whichever runs first
   Guardian g;
   g.pid_ = pid;
   g.life_ = std::move(life_w);
   return g;
 }
 
+void Guardian::valid_until(Deadline t) {
+  if (life_.get() < 0) return;
+  GuardianMessage m{kGuardianValidUntil, 0, t.time_since_epoch().count()};
+  (void)!send(life_.get(), &m, sizeof m, MSG_NOSIGNAL);
+}
+
 void Guardian::finish() {
   if (life_.get() < 0) return;
-  (void)!send(life_.get(), &kDone, 1, MSG_NOSIGNAL);
+  GuardianMessage m{kGuardianDone, 0, 0};
+  (void)!send(life_.get(), &m, sizeof m, MSG_NOSIGNAL);
   life_.reset();
 }
 

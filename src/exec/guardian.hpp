@@ -2,40 +2,63 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <string>
 #include <utility>
 
 #include "exec/fd.hpp"
+#include "util/clock.hpp"
 #include "util/duration.hpp"
 
 namespace rlock::exec {
 
-// A tiny process that outlives rlock for one purpose: if rlock dies (even by SIGKILL)
-// while the job runs, nobody renews the lease, so the job's process group must stop.
-// It is started before the lock is taken, off the path from acquisition to the job's
-// start. The job announces its pid on the guardian's socket before it execs; when the
-// socket then closes without a "done" byte (rlock died), the guardian sends the group `signo`
-// and, after `kill_after`, SIGKILL.
+// A tiny process that outlives rlock for one purpose: the job must not run past its lease,
+// even when rlock cannot stop it (killed, even by SIGKILL; stopped; hung). It is started
+// before the lock is taken, off the path from acquisition to the job's start, in a process
+// group of its own that ignores SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN and SIGTTOU, so
+// terminal and job-control signals aimed at rlock's group do not reach it.
+//
+// rlock tells it "valid until T" (valid_until()) after the acquisition and after each
+// confirmed renewal; the job's child announces its pid before it execs. Then:
+//  - if no newer T arrives, at T - kill_after - margin it sends the job `signo` (and CONT),
+//    and at T - margin SIGKILL;
+//  - if its socket closes without a "done" message (rlock died), it does the same at once,
+//    with KILL after kill_after but no later than T - margin, then removes the job's cgroup.
+// The job is its process group and, if `cgroup_dir` is not empty, every process in that
+// cgroup (the KILL is then cgroup.kill).
 class Guardian {
  public:
   Guardian() = default;
   Guardian(Guardian&& o) noexcept = default;
   Guardian& operator=(Guardian&&) = delete;
-  // Without finish(): the socket closes as if rlock died (the group, if any, is stopped).
+  // Without finish(): the socket closes as if rlock died (the job, if any, is stopped).
   ~Guardian() = default;
 
-  static Guardian start(int signo, Millis kill_after);
+  static Guardian start(int signo, Millis kill_after, Millis margin, const std::string& cgroup_dir);
 
   // The socket the job sends its pid to (close-on-exec, so the job keeps no copy).
   int announce_fd() const { return life_.get(); }
-  // The job's group is gone: the guardian exits without doing anything.
+  // The lease is valid until `t` (boot clock): the guardian's stop point moves there.
+  void valid_until(Deadline t);
+  // The job is gone: the guardian exits without doing anything.
   void finish();
   // A child of rlock, but no part of the job.
   pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
-  Fd life_;  // write end; closes when rlock dies
+  Fd life_;  // rlock's end; closes when rlock dies
 };
+
+// One message on the guardian's socket (SOCK_SEQPACKET: one message per send).
+struct GuardianMessage {
+  std::int32_t kind;
+  std::int32_t pid;      // kGuardianJob: the job's pid (= its process group)
+  std::int64_t boot_ns;  // kGuardianValidUntil: lease deadline on the boot clock
+};
+inline constexpr std::int32_t kGuardianJob = 1;
+inline constexpr std::int32_t kGuardianValidUntil = 2;
+inline constexpr std::int32_t kGuardianDone = 3;
 
 // True while any process of the group exists (zombies included).
 bool group_alive(pid_t pgid);

@@ -63,9 +63,11 @@ bool is_forwarded(int signo) {
 
 int parse_signal(const char* text) {
   std::string upper;
-  for (const char* p = text; *p; ++p) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
+  for (const char* p = text; *p; ++p)
+    upper += static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
   if (upper.rfind("SIG", 0) == 0) upper.erase(0, 3);
-  if (!upper.empty() && upper.find_first_not_of("0123456789") == std::string::npos && upper.size() < 4) {
+  if (!upper.empty() && upper.find_first_not_of("0123456789") == std::string::npos &&
+      upper.size() < 4) {
     int n = std::stoi(upper);
     if (n >= 1 && n < NSIG) return n;
   }

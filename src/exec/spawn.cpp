@@ -1,12 +1,18 @@
 #include "exec/spawn.hpp"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 
+#include "exec/fd.hpp"
+#include "exec/guardian.hpp"
 #include "util/error.hpp"
 
 extern char** environ;
@@ -14,7 +20,9 @@ extern char** environ;
 namespace rlock::exec {
 namespace {
 
-bool in_terminal_foreground() { return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
+bool in_terminal_foreground() {
+  return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+}
 
 // Everything the vfork child needs, prepared by the parent: the child may only make
 // async-signal-safe calls and must not allocate.
@@ -22,10 +30,12 @@ struct ChildPlan {
   std::vector<char*> argv;
   std::vector<char*> envp;
   int announce_fd = -1;
+  int procs_fd = -1;  // cgroup.procs when the child must move itself into the cgroup
   bool take_terminal = false;
   const sigset_t* mask = nullptr;
   sigset_t with_ttou{};
-  int exec_errno = 0;  // written by the child (shared memory under vfork)
+  int exec_errno = 0;     // written by the child (shared memory under vfork)
+  int cgroup_errno = -1;  // by the child: 0 once it moved itself into the cgroup
 };
 
 std::vector<std::string> merged_environment(const JobSpec& spec) {
@@ -38,8 +48,9 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
                               entry[name.size()] == '=');
     }
     for (const auto& kv : spec.env) {
-      replaced = replaced || (entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
-                              entry[kv.first.size()] == '=');
+      replaced = replaced ||
+                 (entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
+                  entry[kv.first.size()] == '=');
     }
     if (!replaced) env.emplace_back(entry);
   }
@@ -48,13 +59,15 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
 }
 
 [[noreturn]] void child_main(ChildPlan* plan) {
+  // "0" moves the writing process; a failure leaves the job to the process-group fallback.
+  if (plan->procs_fd >= 0) plan->cgroup_errno = write(plan->procs_fd, "0", 1) == 1 ? 0 : errno;
   setpgid(0, 0);
   if (plan->take_terminal) {
     sigprocmask(SIG_BLOCK, &plan->with_ttou, nullptr);  // a background tcsetpgrp would stop us
     tcsetpgrp(STDIN_FILENO, getpid());
   }
-  pid_t self = getpid();
-  (void)!send(plan->announce_fd, &self, sizeof self, MSG_NOSIGNAL);
+  GuardianMessage announce{kGuardianJob, getpid(), 0};
+  (void)!send(plan->announce_fd, &announce, sizeof announce, MSG_NOSIGNAL);
   if (plan->mask) sigprocmask(SIG_SETMASK, plan->mask, nullptr);
   execvpe(plan->argv[0], plan->argv.data(), plan->envp.data());
   plan->exec_errno = errno;
@@ -67,6 +80,63 @@ pid_t vfork_child(ChildPlan* plan) {
   if (pid == 0) child_main(plan);
   return pid;
 }
+
+int child_entry(void* plan) { child_main(static_cast<ChildPlan*>(plan)); }
+
+// struct clone_args of clone3(2) (glibc 2.36 has no wrapper).
+struct CloneArgs {
+  std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+      set_tid_size, cgroup;
+};
+constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;
+constexpr size_t kChildStack = 64 * 1024;
+
+#if defined(__x86_64__)
+// clone3 with a function to run on the child's stack, as glibc's internal __clone3 does:
+// returns the child's pid or -errno in the parent; the child calls fn(arg) and exits.
+extern "C" long rlock_clone3(CloneArgs* args, size_t size, int (*fn)(void*), void* arg);
+asm(R"(
+  .text
+  .globl rlock_clone3
+  .type rlock_clone3, @function
+rlock_clone3:
+  mov %rdx, %r9
+  mov %rcx, %r8
+  mov $435, %eax
+  syscall
+  test %rax, %rax
+  jz 1f
+  ret
+1:
+  xor %ebp, %ebp
+  mov %r8, %rdi
+  call *%r9
+  mov %eax, %edi
+  mov $60, %eax
+  syscall
+  hlt
+  .size rlock_clone3, .-rlock_clone3
+)");
+
+// Starts the child as vfork does (shared memory, rlock suspended until it execs or exits),
+// born in the cgroup `dir_fd` (CLONE_INTO_CGROUP): unlike a write to cgroup.procs, which
+// can wait for an RCU grace period (several ms), this costs what a vfork costs. The child
+// runs on a stack of its own: execvp may put a copy of argv on it (a script without #!).
+long clone_into_cgroup(ChildPlan* plan, int dir_fd) {
+  size_t size = kChildStack + 2 * sizeof(char*) * plan->argv.size();
+  size = (size + 15) & ~size_t{15};
+  auto stack = std::make_unique_for_overwrite<char[]>(size);  // 16-byte aligned
+  CloneArgs args{};
+  args.flags = CLONE_VM | CLONE_VFORK | kCloneIntoCgroup;
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<std::uint64_t>(stack.get());
+  args.stack_size = size;
+  args.cgroup = static_cast<std::uint64_t>(dir_fd);
+  return rlock_clone3(&args, sizeof args, child_entry, plan);
+}
+#else
+long clone_into_cgroup(ChildPlan*, int) { return -ENOSYS; }
+#endif
 
 Error exec_error(const std::string& cmd, int e) {
   bool not_found = e == ENOENT || e == ENOTDIR;
@@ -84,6 +154,7 @@ Job start_job(const JobSpec& spec, int announce_fd) {
   for (auto& e : env) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
   plan.announce_fd = announce_fd;
+
   plan.take_terminal = in_terminal_foreground();
   plan.mask = spec.signal_mask;
   sigemptyset(&plan.with_ttou);
@@ -91,8 +162,25 @@ Job start_job(const JobSpec& spec, int announce_fd) {
 
   Job job;
   job.took_terminal = plan.take_terminal;
-  job.pid = vfork_child(&plan);
-  if (job.pid < 0) throw Error(71, std::string("vfork: ") + std::strerror(errno));
+  Fd procs;
+  if (spec.cgroup_dir_fd >= 0) {
+    long r = clone_into_cgroup(&plan, spec.cgroup_dir_fd);
+    job.pid = r > 0 ? static_cast<pid_t>(r) : -1;
+    job.in_cgroup = r > 0;
+    if (r < 0) {  // no clone3 (old kernel, seccomp): the child moves itself, more slowly
+      procs = Fd(openat(spec.cgroup_dir_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC));
+      plan.procs_fd = procs.get();
+      job.cgroup_errno = procs.get() < 0 ? errno : 0;
+    }
+  }
+  if (job.pid < 0) {
+    job.pid = vfork_child(&plan);
+    if (job.pid < 0) throw Error(71, std::string("vfork: ") + std::strerror(errno));
+    if (plan.procs_fd >= 0) {
+      job.in_cgroup = plan.cgroup_errno == 0;
+      job.cgroup_errno = plan.cgroup_errno > 0 ? plan.cgroup_errno : 0;
+    }
+  }
   if (plan.exec_errno != 0) {  // the child has exited (vfork resumes us after exec or _exit)
     waitpid(job.pid, nullptr, 0);
     restore_terminal(job);
@@ -102,7 +190,8 @@ Job start_job(const JobSpec& spec, int announce_fd) {
 }
 
 void restore_terminal(const Job& job) {
-  if (!job.took_terminal) return;
+  // Only from the job: after a `bg`, the terminal belongs to the shell.
+  if (!job.took_terminal || tcgetpgrp(STDIN_FILENO) != job.pid) return;
   sigset_t ttou, old;
   sigemptyset(&ttou);
   sigaddset(&ttou, SIGTTOU);

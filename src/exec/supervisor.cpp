@@ -3,13 +3,17 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 
 #include "exec/guardian.hpp"
 #include "exec/leftovers.hpp"
+#include "exec/timer.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
@@ -21,11 +25,25 @@ int exit_code_of(int status) {
   return 1;
 }
 
-// The supervision state: the job's leader, the rest of its group, the lease.
+bool is_terminal_stop(int signo) {
+  return signo == SIGTSTP || signo == SIGTTIN || signo == SIGTTOU;
+}
+
+// The supervision state: the job's leader, the rest of the job, the lease.
 class Run {
  public:
-  Run(const Job& job, pid_t guardian, Watchdog& watchdog, SignalFd& signals, const SuperviseOptions& o)
-      : job_(job), watchdog_(watchdog), signals_(signals), o_(o), leftovers_(job.pid, guardian) {}
+  Run(const Job& job, Guardian& guardian, Watchdog& watchdog, SignalFd& signals,
+      const SuperviseOptions& o, const JobCgroup* cgroup, Leftovers leftovers)
+      : job_(job),
+        guardian_(guardian),
+        watchdog_(watchdog),
+        signals_(signals),
+        o_(o),
+        cgroup_(cgroup),
+        leftovers_(std::move(leftovers)),
+        told_(watchdog.lease_deadline()),
+        on_terminal_(job.took_terminal ||
+                     (isatty(STDIN_FILENO) && tcgetsid(STDIN_FILENO) == getsid(0))) {}
 
   // Loops until the leader has exited and nothing of the job is left.
   void loop() {
@@ -34,8 +52,9 @@ class Run {
       wait_for_event();
       handle_signals();
       if (!leader_alive()) reap_children();
+      if (job_stopped_) stop_with_job();
       if (lost_ && leader_alive() && !killed_ && SteadyClock::now() >= kill_at_) {
-        kill(-job_.pid, SIGKILL);
+        signal_job(SIGKILL);
         killed_ = true;
       }
       if (!lost_) renew();
@@ -53,8 +72,12 @@ class Run {
     Deadline wake = lost_ ? Deadline::max() : watchdog_.next_due();
     if (kill_at_ > now) wake = std::min(wake, kill_at_);
     if (!leader_alive()) wake = std::min(wake, now + kGroupPollInterval);
-    pollfd p{signals_.fd(), POLLIN, 0};
-    poll(&p, 1, static_cast<int>(std::min<long long>(millis_until(wake).count(), 1 << 30)));
+    // An absolute timer on the boot clock, so that a deadline passed during a host suspend
+    // fires at once on resume.
+    timer_.arm(wake);
+    pollfd p[2] = {{signals_.fd(), POLLIN, 0}, {timer_.fd(), POLLIN, 0}};
+    poll(p, 2, -1);
+    timer_.clear();
   }
 
   void handle_signals() {
@@ -62,26 +85,61 @@ class Run {
       if (*s == SIGCHLD) {
         reap_children();
       } else if (is_forwarded(*s)) {
-        if (o_.verbose) o_.verbose("forwarding signal " + std::to_string(*s) + " to the job's process group");
+        if (o_.verbose)
+          o_.verbose("forwarding signal " + std::to_string(*s) + " to the job's process group");
         kill(-job_.pid, *s);
       }
     }
   }
 
   // rlock is the job's subreaper: orphans of the job are reparented to it, and reaping
-  // them here keeps zombies from looking like live members of the group.
+  // them here keeps zombies from looking like live members of the group. Children that
+  // are not the job are reaped too, and otherwise left alone.
   void reap_children() {
     int st = 0;
     pid_t pid;
-    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-      if (pid == job_.pid) status_ = st;
+    while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+      if (pid != job_.pid) continue;
+      if (WIFSTOPPED(st)) {
+        job_stopped_ = on_terminal_ && is_terminal_stop(WSTOPSIG(st));
+        continue;
+      }
+      status_ = st;
     }
     if (pid < 0 && errno == ECHILD && leader_alive()) status_ = 0;  // reaped by someone else
+  }
+
+  // The job was stopped by the terminal (^Z, or it read the terminal from the
+  // background): do as the shell expects of a stopped job, by stopping rlock itself.
+  void stop_with_job() {
+    job_stopped_ = false;
+    if (tcgetpgrp(STDIN_FILENO) == job_.pid) set_foreground(getpgrp());
+    if (o_.verbose) {
+      o_.verbose(
+          "the job was stopped; stopping rlock too (nothing renews the lease while stopped)");
+    }
+    kill(getpid(), SIGSTOP);  // only rlock: the job's group is stopped already
+    // Continued by fg or bg: the job gets the terminal only if rlock has it (fg).
+    if (tcgetpgrp(STDIN_FILENO) == getpgrp()) set_foreground(job_.pid);
+    kill(-job_.pid, SIGCONT);
+  }
+
+  static void set_foreground(pid_t pgid) {
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(STDIN_FILENO, pgid);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
   }
 
   void renew() {
     switch (watchdog_.tick()) {
       case Watchdog::State::kHeld:
+        if (watchdog_.lease_deadline() != told_) {
+          told_ = watchdog_.lease_deadline();
+          guardian_.valid_until(told_);
+        }
         return;
       case Watchdog::State::kUnreachable:
         if (o_.verbose) o_.verbose("lease renewal failed, retrying: " + watchdog_.lost_reason());
@@ -89,8 +147,11 @@ class Run {
       case Watchdog::State::kLost:
         lost_ = true;
         if (o_.warn) o_.warn("lock lost: " + watchdog_.lost_reason() + "; stopping the job");
-        signal_group(o_.on_lost_signal);
-        kill_at_ = SteadyClock::now() + o_.kill_after;
+        signal_job(o_.on_lost_signal);
+        killed_ = o_.on_lost_signal == SIGKILL;
+        // Dead before the server may expire the lease, also when the lock is already gone.
+        kill_at_ =
+            std::min(SteadyClock::now() + o_.kill_after, watchdog_.lease_deadline() - o_.margin);
         return;
     }
   }
@@ -108,37 +169,91 @@ class Run {
     if (!hard && o_.on_lost_signal != SIGCONT) leftovers_.signal(SIGCONT, true);
   }
 
-  void signal_group(int signo) {
-    kill(-job_.pid, signo);
-    if (signo != SIGKILL && signo != SIGCONT) kill(-job_.pid, SIGCONT);
+  // Sends `signo` to the job's group and, with a cgroup, to every process of the job.
+  void signal_job(int signo) {
+    auto send = [this](int s) {
+      kill(-job_.pid, s);
+      if (cgroup_) cgroup_->signal(s);
+    };
+    send(signo);
+    if (signo != SIGKILL && signo != SIGCONT) send(SIGCONT);  // a stopped job can't act on it
   }
 
   const Job& job_;
+  Guardian& guardian_;
   Watchdog& watchdog_;
   SignalFd& signals_;
   const SuperviseOptions& o_;
+  const JobCgroup* cgroup_;
   std::optional<int> status_;
   bool lost_ = false;
   bool draining_ = false;
   bool killed_ = false;
+  bool job_stopped_ = false;
   Leftovers leftovers_;
+  BootTimer timer_;
   Deadline kill_at_ = Deadline::max();
+  Deadline told_;  // the lease deadline the guardian knows
+  // rlock runs on its session's controlling terminal, so a shell may be doing job control:
+  // a job stopped by the terminal (^Z, or reading it from the background) stops rlock too.
+  const bool on_terminal_;
 };
+
+// The job would start after its stop point (rlock was paused between the grant and now).
+int refuse_to_start(Watchdog& watchdog, Guardian& guardian, const SuperviseOptions& o) {
+  guardian.finish();
+  std::string why;
+  auto left = std::chrono::duration_cast<Millis>(watchdog.lease_deadline() - SteadyClock::now());
+  watchdog.release(Millis(0), &why);
+  if (o.warn) {
+    o.warn("the lease ends " +
+           (left.count() > 0 ? "in " + format_duration(left)
+                             : "(ended " + format_duration(-left) + " ago)") +
+           ", too soon to run the command and still stop it in time (--kill-after " +
+           format_duration(o.kill_after) + " + margin " + format_duration(o.margin) +
+           "); not running the command");
+  }
+  return kExitLockLost;
+}
 
 }  // namespace
 
 int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardian& guardian,
               const SuperviseOptions& options) {
+  watchdog.stop_before_deadline(options.kill_after + options.margin);
+  if (SteadyClock::now() >= watchdog.stop_at()) return refuse_to_start(watchdog, guardian, options);
+  guardian.valid_until(watchdog.lease_deadline());
   prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // Without a cgroup, children rlock already has (inherited from whoever exec'd it) are no
+  // part of the job; with one, the cgroup says exactly what is.
+  std::set<pid_t> not_job;
+  if (!options.cgroup) not_job = Leftovers::children_of_rlock();
+  not_job.insert(guardian.pid());
+  JobSpec with_cgroup = spec;
+  Fd cgroup_dir(options.cgroup ? options.cgroup->open_dir() : -1);
+  with_cgroup.cgroup_dir_fd = cgroup_dir.get();
   Job job;
   try {
-    job = start_job(spec, guardian.announce_fd());
+    job = start_job(with_cgroup, guardian.announce_fd());
   } catch (const Error&) {
     guardian.finish();
     watchdog.release(Millis(0), nullptr);
     throw;
   }
-  Run run(job, guardian.pid(), watchdog, signals, options);
+  cgroup_dir.reset();
+  const JobCgroup* cgroup = job.in_cgroup ? options.cgroup : nullptr;
+  if (options.cgroup && !cgroup) {
+    if (options.verbose) {
+      options.verbose(std::string("could not move the job into its cgroup (") +
+                      std::strerror(job.cgroup_errno ? job.cgroup_errno : EBADF) +
+                      "); containing it by process group and subreaper");
+    }
+    not_job = Leftovers::children_of_rlock();  // the job's pid is in it: keep it out
+    not_job.erase(job.pid);
+    not_job.insert(guardian.pid());
+  }
+  Run run(job, guardian, watchdog, signals, options, cgroup,
+          Leftovers(job.pid, cgroup, std::move(not_job)));
   run.loop();
   restore_terminal(job);
 

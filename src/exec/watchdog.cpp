@@ -2,15 +2,16 @@
 
 #include <algorithm>
 
+#include "exec/stop_policy.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
 namespace {
 
-// While Redis is unreachable, retry this often (but never past the lease deadline).
+// While Redis is unreachable, retry this often (but never past the stop point).
 constexpr Millis kRetryInterval{250};
 // A renewal gets at least this long to answer (or lease/3 if shorter), even close to the
-// deadline: a too-short timeout turns a little latency into a lost lock.
+// stop point: a too-short timeout turns a little latency into a lost lock.
 constexpr Millis kRenewalTimeoutFloor{500};
 
 }  // namespace
@@ -20,25 +21,41 @@ Watchdog::Watchdog(std::unique_ptr<prim::Hold> hold, redis::Topology& topology)
       topology_(topology),
       next_due_(hold_->deadline() - hold_->lease() * 2 / 3) {}
 
+void Watchdog::stop_before_deadline(Millis lead) {
+  stop_lead_ = lead;
+  next_due_ = std::min(next_due_, hold_->deadline() - hold_->lease() + renew_interval());
+}
+
+Millis Watchdog::renew_interval() const { return exec::renew_interval(hold_->lease(), stop_lead_); }
+
 Watchdog::State Watchdog::tick() {
   Deadline now = SteadyClock::now();
+  if (now >= stop_at()) {
+    lost_reason_ = last_error_.empty()
+                       ? "no renewal was confirmed before the job had to be stopped (rlock was "
+                         "paused, stopped or suspended)"
+                       : "redis stayed unreachable until the job had to be stopped: " + last_error_;
+    return State::kLost;
+  }
   if (now < next_due_) return State::kHeld;
   Millis floor = std::min(kRenewalTimeoutFloor, hold_->lease() / 3);
-  topology_.limit_timeout(std::max(millis_until(hold_->deadline()), std::max(floor, Millis(1))));
+  topology_.limit_timeout(std::max(millis_until(stop_at()), std::max(floor, Millis(1))));
   try {
     if (hold_->renew() == prim::Hold::Renewed::kHeld) {
-      next_due_ = now + hold_->lease() / 3;
+      next_due_ = now + renew_interval();
+      last_error_.clear();
       return State::kHeld;
     }
     lost_reason_ = hold_->lost_reason();
     return State::kLost;
   } catch (const Error& e) {
-    if (SteadyClock::now() >= hold_->deadline()) {
-      lost_reason_ = std::string("redis stayed unreachable until the lease ran out: ") + e.what();
+    last_error_ = e.what();
+    if (SteadyClock::now() >= stop_at()) {
+      lost_reason_ = "redis stayed unreachable until the job had to be stopped: " + last_error_;
       return State::kLost;
     }
     lost_reason_ = e.what();
-    next_due_ = std::min(SteadyClock::now() + kRetryInterval, hold_->deadline());
+    next_due_ = std::min(SteadyClock::now() + kRetryInterval, stop_at());
     return State::kUnreachable;
   }
 }

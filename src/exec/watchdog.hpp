@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -9,35 +10,51 @@
 
 namespace rlock::exec {
 
-// Keeps a hold's lease alive: renews every lease/3, retries while Redis is unreachable, and
-// declares the hold lost when a renewal finds it gone or when Redis stayed unreachable
-// until the hold's deadline (the send time of the last confirmed renewal plus the lease).
+// Keeps a hold's lease alive: renews every lease/3 (or sooner, see stop_before_deadline),
+// retries while Redis is unreachable, and declares the hold lost when a renewal finds it
+// gone or when no renewal was confirmed before the stop point (lease deadline - stop lead;
+// the deadline is measured on the boot clock from the send time of the last confirmed
+// renewal or acquisition). Works for any primitive's Hold.
 class Watchdog {
  public:
   enum class State { kHeld, kLost, kUnreachable };
 
   Watchdog(std::unique_ptr<prim::Hold> hold, redis::Topology& topology);
 
-  // When the next renewal is due.
-  Deadline next_due() const { return next_due_; }
-  // From this moment on the server may expire the hold (boot clock).
+  // Stopping the job starts `lead` before the lease deadline (kill-after + margin): from
+  // then on the hold counts as lost, and renewal attempts time out by then. Default 0.
+  // Renewals then come every min(lease/3, (lease - lead)/2), so that half the time to the
+  // stop point is left for a renewal to be answered or retried.
+  void stop_before_deadline(Millis lead);
+  // The time (boot clock) from which the server may expire the lease: send time of the
+  // last confirmed renewal or acquisition + the lease.
   Deadline lease_deadline() const { return hold_->deadline(); }
   Millis lease() const { return hold_->lease(); }
-  // Renews if due. kUnreachable means still within the lease: it will retry.
+  // lease_deadline() - the stop lead: the last moment the job may run unstopped.
+  Deadline stop_at() const { return hold_->deadline() - stop_lead_; }
+  // When tick() must run next: a renewal is due, or the stop point comes.
+  Deadline next_due() const { return std::min(next_due_, stop_at()); }
+  // Renews if due. kUnreachable means still before the stop point: it will retry. kLost
+  // once the stop point has passed without a confirmed renewal (Redis unreachable, or
+  // rlock itself was stopped or suspended), or when a renewal says the hold is gone.
   State tick();
-  // Why the lock was lost, for the one-line message.
+  // Why the hold was lost, for the one-line message.
   const std::string& lost_reason() const { return lost_reason_; }
 
   enum class Released { kReleased, kNotHeld, kUnreachable };
-  // Releases the hold; with `keep` > 0 the lock stays held that much longer. kNotHeld: the
-  // lock was lost after the last renewal; kUnreachable: Redis could not be reached and the
-  // lease will expire by itself. `why` says more for both.
+  // Releases the hold; with `keep` > 0 the object stays busy that much longer. kNotHeld:
+  // the hold was lost after the last renewal; kUnreachable: Redis could not be reached and
+  // the lease will expire by itself. `why` says more for both.
   Released release(Millis keep, std::string* why);
 
  private:
+  Millis renew_interval() const;
+
   std::unique_ptr<prim::Hold> hold_;
   redis::Topology& topology_;
   Deadline next_due_;
+  Millis stop_lead_{0};
+  std::string last_error_;  // of the last failed attempt since the last confirmed renewal
   std::string lost_reason_;
 };
 

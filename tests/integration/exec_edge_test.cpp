@@ -26,7 +26,8 @@ TEST_CASE("exec: a lock lost after the last renewal still exits 76") {
   t::TempDir dir;
   std::string fifo = dir / "go";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
-  auto job = t::spawn_rlock(server, {"exec", "late", "--", "sh", "-c", "echo ready; read x < \"$0\"", fifo});
+  auto job = t::spawn_rlock(
+      server, {"exec", "late", "--", "sh", "-c", "echo ready; read x < \"$0\"", fifo});
   REQUIRE(job.read_line(t::deadline(10s)) == std::optional<std::string>("ready"));
   REQUIRE(t::rlock(server, {"unlock", "late", "--force"}).status == 0);
   REQUIRE(t::rlock(server, {"lock", "late", "--owner", "other"}).status == 0);
@@ -38,22 +39,33 @@ TEST_CASE("exec: a lock lost after the last renewal still exits 76") {
 
 TEST_CASE("exec: processes that left the job's group are stopped before the release") {
   t::RedisServer server;
-  // The escapee prints its pid; the job waits a moment so that it exists, then exits.
-  auto job = t::spawn_rlock(server, {"exec", "--kill-after", "2s", "esc", "--", "sh", "-c",
-                                     "setsid sh -c 'echo $$; exec sleep 60' & sleep 0.5"});
-  auto line = job.read_line(t::deadline(10s));
-  REQUIRE(line.has_value());
-  t::PidGuard escapee(std::stoi(*line));
-  CHECK(job.wait(t::deadline(15s)) == std::optional<int>(0));
-  CHECK(escapee.wait_gone(1s));
-  CHECK(server.cmd_int({"EXISTS", "rlock:lock:{esc}"}) == 0);
+  // Both containments: the job's cgroup, and process group + subreaper.
+  for (const t::Env& env : {t::Env{}, t::Env{{"RLOCK_CGROUP", "off"}}}) {
+    INFO("RLOCK_CGROUP=" << (env.empty() ? "" : env[0].second));
+    // The escapee prints its pid; the job waits a moment so that it exists, then exits.
+    auto job = t::spawn_rlock(server,
+                              {"exec", "--kill-after", "2s", "esc", "--", "sh", "-c",
+                               "setsid sh -c 'echo $$; exec sleep 60' & sleep 0.5"},
+                              env);
+    auto line = job.read_line(t::deadline(10s));
+    REQUIRE(line.has_value());
+    t::PidGuard escapee(std::stoi(*line));
+    CHECK(job.wait(t::deadline(15s)) == std::optional<int>(0));
+    CHECK(escapee.wait_gone(1s));
+    CHECK(server.cmd_int({"EXISTS", "rlock:lock:{esc}"}) == 0);
+  }
 }
 
 TEST_CASE("exec: --min-hold counts from the handover, not from when the wait began") {
   t::RedisServer server;
   REQUIRE(t::rlock(server, {"lock", "tick", "--owner", "holder", "--lease", "60s"}).status == 0);
-  auto waiter = t::spawn_rlock(server, {"exec", "--wait", "30s", "--min-hold", "5s", "tick", "--", "true"});
-  REQUIRE(t::poll_until([&] { return server.cmd_int({"ZCARD", "rlock:lock:{tick}:waiters"}) == 1; }, 10s));
+  auto waiter =
+      t::spawn_rlock(server, {"exec", "--wait", "30s", "--min-hold", "5s", "tick", "--", "true"});
+  REQUIRE(t::poll_until(
+      [&] {
+        return server.cmd_int({"ZCARD", "rlock:lock:{tick}:waiters"}) == 1;
+      },
+      10s));
   std::this_thread::sleep_for(1500ms);  // time spent waiting must not shorten the hold
   REQUIRE(t::rlock(server, {"unlock", "tick", "--owner", "holder"}).status == 0);
   REQUIRE(waiter.wait(t::deadline(10s)) == std::optional<int>(0));
@@ -64,7 +76,8 @@ TEST_CASE("exec: --min-hold counts from the handover, not from when the wait beg
 
 TEST_CASE("exec: a hold kept by --min-hold is busy for its own owner too") {
   t::RedisServer server;
-  REQUIRE(t::rlock(server, {"exec", "--owner", "cron", "--min-hold", "30s", "once", "--", "true"}).status == 0);
+  REQUIRE(t::rlock(server, {"exec", "--owner", "cron", "--min-hold", "30s", "once", "--", "true"})
+              .status == 0);
   auto fence = server.cmd_str({"GET", "rlock:lock:{once}:fence"});
   CHECK(t::rlock(server, {"exec", "--owner", "cron", "once", "--", "true"}).status == 75);
   CHECK(t::rlock(server, {"lock", "once", "--owner", "cron"}).status == 75);

@@ -223,6 +223,33 @@ Spawned spawn_rlock(const RedisServer& server, const std::vector<std::string>& a
 // when the helper dies (PR_SET_PDEATHSIG), so a failing test leaves nothing behind.
 Spawned spawn_under_lazy_reaper(const std::vector<std::string>& argv, const Env& env_extra = {});
 
+// A process on the slave side of a fresh pseudo-terminal: the session leader, with the
+// terminal as its controlling terminal and as stdin, stdout and stderr, so that an
+// interactive shell run there has job control. The test plays the user on the master side.
+// The destructor SIGKILLs it (by pid) and reaps it. Move-only.
+class PtyProcess {
+ public:
+  explicit PtyProcess(const std::vector<std::string>& argv, const Env& env_extra = {});
+  ~PtyProcess();
+  PtyProcess(PtyProcess&&) noexcept;
+  PtyProcess& operator=(PtyProcess&&) noexcept;
+
+  pid_t pid() const;
+  // Types `text` (e.g. "fg\n", or "\x1a" for ^Z).
+  void send(std::string_view text);
+  // Reads the terminal until `text` appears after the end of the previous match; true if it
+  // did before the deadline.
+  bool expect(std::string_view text, Clock::time_point deadline);
+  // Everything the terminal showed so far.
+  const std::string& output() const;
+  // Waits for the process to exit (see Spawned::wait); the terminal is read meanwhile.
+  std::optional<int> wait(Clock::time_point deadline);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
 // Parent pid of `pid` (from /proc/PID/stat); -1 if it is gone.
 pid_t parent_of(pid_t pid);
 

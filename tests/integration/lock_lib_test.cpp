@@ -1,8 +1,14 @@
 // The lock primitive through the library (no CLI), against a real redis-server.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <thread>
 
+#include "exec/guardian.hpp"
+#include "exec/signals.hpp"
+#include "exec/stop_policy.hpp"
+#include "exec/supervisor.hpp"
+#include "exec/watchdog.hpp"
 #include "harness.hpp"
 #include "lib_util.hpp"
 #include "prim/lock.hpp"
@@ -220,4 +226,26 @@ TEST_CASE_FIXTURE(
   CHECK(released(lock.release("o", Millis(0), h.hold_id)));
   CHECK(released(lock.release("o", Millis(0), h.hold_id)));
   CHECK(server.cmd_int({"EXISTS", "rlock:lock:{idem}"}) == 0);
+}
+
+TEST_CASE_FIXTURE(Fixture, "a job is never started once its hold's stop point has passed") {
+  TempDir dir;
+  const std::string marker = dir / "marker";
+  prim::Lock lock(conn, layout, "late");
+  const Millis lease(600);
+  auto h = held(lock.try_acquire("o", lease, prim::HoldKind::kExec));
+  // The process was paused between taking the lock and starting the job: by now the lease
+  // may have run out on the server.
+  std::this_thread::sleep_for(700ms);
+  exec::SignalFd signals;
+  exec::SuperviseOptions so;
+  so.kill_after = Millis(100);
+  so.margin = exec::stop_margin(lease);
+  auto guardian = exec::Guardian::start(SIGTERM, so.kill_after, so.margin, "");
+  exec::Watchdog watchdog(lock.hold("o", lease, h), conn);
+  exec::JobSpec job;
+  job.argv = {"touch", marker};
+  job.signal_mask = &signals.original_mask();
+  CHECK(exec::supervise(job, watchdog, signals, guardian, so) == kExitLockLost);
+  CHECK_FALSE(std::filesystem::exists(marker));
 }
