@@ -11,22 +11,46 @@
 namespace rlock::cli {
 namespace {
 
-constexpr const char* kExecUsage = "rlock exec [OPTIONS] NAME -- CMD [ARGS...]";
-
-// `exec`'s command is everything after the first `--`: CLI11 never sees it, so the
-// command's own flags can't be mistaken for rlock's.
+// A command-running subcommand's command is everything after the first `--`: CLI11 never
+// sees it, so the command's own flags can't be mistaken for rlock's.
 struct SplitArgs {
   std::vector<std::string> rlock;
   std::vector<std::string> command;
   bool has_dashes = false;
 };
 
+const Subcommand* find_subcommand(const std::string& name) {
+  for (const auto& s : subcommands()) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> subcommand_names() {
+  std::vector<std::string> names;
+  for (const auto& s : subcommands()) names.emplace_back(s.name);
+  return names;
+}
+
+// "a, b, c or d"
+std::string listed(const std::vector<std::string>& names, const char* last_joiner) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? last_joiner : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
 SplitArgs split_args(int argc, char** argv) {
   SplitArgs out;
   std::vector<std::string> all(argv + 1, argv + argc);
   auto dashes = std::find(all.begin(), all.end(), "--");
-  bool for_exec = std::find(all.begin(), dashes, "exec") != dashes;
-  if (dashes != all.end() && for_exec) {
+  bool runs_command = std::any_of(all.begin(), dashes, [](const std::string& word) {
+    const Subcommand* sub = find_subcommand(word);
+    return sub && sub->command_usage;
+  });
+  if (dashes != all.end() && runs_command) {
     out.has_dashes = true;
     out.command.assign(dashes + 1, all.end());
     all.erase(dashes, all.end());
@@ -38,26 +62,14 @@ SplitArgs split_args(int argc, char** argv) {
 void add_help_command(CLI::App& app, std::string& topic) {
   auto* help =
       app.add_subcommand("help", "Show this overview, or a subcommand's options and examples");
-  help->add_option("subcommand", topic, "lock, unlock, exec or inspect")->type_name("SUBCOMMAND");
+  help->add_option("subcommand", topic, listed(subcommand_names(), " or "))
+      ->type_name("SUBCOMMAND");
 }
-
-// The subcommands, in help order. Only the one the command line names gets its options
-// defined (CLI11 builds every option eagerly, a measurable part of start-up); the others
-// exist with their name and description for the overview and for errors.
-struct Entry {
-  const char* name;
-  const char* description;
-};
-constexpr Entry kSubcommands[] = {
-    {"lock", "Acquire (or re-enter) a lock and hold it for its lease"},
-    {"unlock", "Release one level of a lock held by an owner"},
-    {"exec", "Run a command while holding a lock"},
-    {"inspect", "Show held locks: holders, lease left, fence, waiters"},
-};
 
 // Global options that take a value, so that value is not taken for a subcommand name.
 bool takes_value(const std::string& arg) {
-  for (const char* o : {"--url", "--password-file", "--prefix", "--connect-timeout", "--timeout", "--format"}) {
+  for (const char* o :
+       {"--url", "--password-file", "--prefix", "--connect-timeout", "--timeout", "--format"}) {
     if (arg == o) return true;
   }
   return false;
@@ -75,13 +87,6 @@ std::string chosen_subcommand(const std::vector<std::string>& args) {
     }
   }
   return {};
-}
-
-Runner define(const std::string& name, CLI::App& sub, std::vector<std::string>& command) {
-  if (name == "lock") return define_lock_command(sub);
-  if (name == "unlock") return define_unlock_command(sub);
-  if (name == "exec") return define_exec_command(sub, command);
-  return define_inspect_command(sub);
 }
 
 // Edit distance with adjacent transpositions (`exce` -> `exec` is 1).
@@ -152,8 +157,8 @@ UsageError unexpected_argument(const std::string& arg, const CLI::App* parsed,
     return UsageError("unknown option '" + option + "'" + hint + see_help(sub));
   }
   if (!parsed) {
-    std::vector<std::string> names = {"help"};
-    for (const auto& e : kSubcommands) names.emplace_back(e.name);
+    std::vector<std::string> names = subcommand_names();
+    names.emplace_back("help");
     return UsageError("unknown subcommand " + quoted(arg) + suggestion(arg, names) + see_help(""));
   }
   return UsageError("unexpected argument " + quoted(arg) + see_help(sub));
@@ -174,8 +179,7 @@ int print_help(CLI::App& app, const std::string& topic) {
   } catch (const CLI::OptionNotFound&) {
   }
   if (!sub) {
-    std::vector<std::string> names;
-    for (const auto& e : kSubcommands) names.emplace_back(e.name);
+    std::vector<std::string> names = subcommand_names();
     throw UsageError("help: unknown subcommand '" + topic + "'" + suggestion(topic, names) +
                      "; see rlock help");
   }
@@ -189,10 +193,9 @@ int print_help(CLI::App& app, const std::string& topic) {
 
 // `rlock` alone: a short usage (the overview is `rlock help`), then main's error line.
 [[noreturn]] void missing_subcommand() {
-  std::fputs(
-      "Usage: rlock [OPTIONS] SUBCOMMAND [ARGS...]\n"
-      "Subcommands: lock, unlock, exec, inspect, help\n",
-      stderr);
+  std::string usage = "Usage: rlock [OPTIONS] SUBCOMMAND [ARGS...]\nSubcommands: " +
+                      listed(subcommand_names(), ", ") + ", help\n";
+  std::fputs(usage.c_str(), stderr);
   throw UsageError("missing subcommand; see rlock help");
 }
 
@@ -219,12 +222,14 @@ int run(int argc, char** argv) {
   GlobalFlags globals;
   add_global_flags(app, globals);
   std::string chosen = chosen_subcommand(args.rlock);
-  bool known = std::any_of(std::begin(kSubcommands), std::end(kSubcommands),
-                           [&](const Entry& e) { return chosen == e.name; });
+  // Only the chosen subcommand gets its options defined (CLI11 builds every option eagerly,
+  // a measurable part of start-up); the others exist with their name and description for
+  // the overview and for errors.
+  bool known = find_subcommand(chosen) != nullptr;
   std::vector<std::pair<CLI::App*, Runner>> commands;
-  for (const auto& e : kSubcommands) {
+  for (const auto& e : subcommands()) {
     CLI::App* sub = app.add_subcommand(e.name, e.description);
-    if (!known || chosen == e.name) commands.emplace_back(sub, define(e.name, *sub, args.command));
+    if (!known || chosen == e.name) commands.emplace_back(sub, e.define(*sub, args.command));
   }
   std::string help_topic;
   add_help_command(app, help_topic);
@@ -236,10 +241,11 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const CLI::App* parsed = parsed_subcommand(commands);
-    bool exec_without_dashes = parsed && parsed->get_name() == "exec" && !args.has_dashes &&
-                               dynamic_cast<const CLI::ExtrasError*>(&e);
-    if (exec_without_dashes) {
-      throw UsageError(std::string("exec: missing '--' before the command (") + kExecUsage + ")");
+    const Subcommand* entry = parsed ? find_subcommand(parsed->get_name()) : nullptr;
+    if (entry && entry->command_usage && !args.has_dashes &&
+        dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      throw UsageError(std::string(entry->name) + ": missing '--' before the command (" +
+                       entry->command_usage + ")");
     }
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
       // remaining() lists the unexpected words in command-line order (the error's own text
@@ -253,9 +259,12 @@ int run(int argc, char** argv) {
   if (app.got_subcommand("help")) return print_help(app, help_topic);
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
-    if (sub->get_name() == "exec" && args.command.empty()) {
-      throw UsageError(args.has_dashes ? std::string("exec: missing command after '--' (") + kExecUsage + ")"
-                                       : std::string("exec: missing '--' before the command (") + kExecUsage + ")");
+    const Subcommand* entry = find_subcommand(sub->get_name());
+    if (entry && entry->command_usage && args.command.empty()) {
+      throw UsageError(std::string(entry->name) +
+                       (args.has_dashes ? ": missing command after '--' ("
+                                        : ": missing '--' before the command (") +
+                       entry->command_usage + ")");
     }
     return runner.run(resolve_settings(globals));
   }

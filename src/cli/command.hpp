@@ -17,11 +17,26 @@ struct Runner {
   std::function<int(const Settings&)> run;
 };
 
-// Each subcommand file declares the options, footer and run function of its subcommand
-// on `app`, which main's table has created with its name and one-line description.
-Runner define_lock_command(CLI::App& app);
-Runner define_unlock_command(CLI::App& app);
+// Declares a subcommand's options, footer and run function on `app`, which the table below
+// has created with its name and description. `command_after_dashes` is what followed `--`
+// (for subcommands that run a command).
+using DefineFn = Runner (*)(CLI::App& app, std::vector<std::string>& command_after_dashes);
+
+// One subcommand. Adding a subcommand is adding its file and one entry to subcommands().
+struct Subcommand {
+  const char* name;
+  const char* description;
+  // Non-null for a subcommand that runs `-- CMD [ARGS...]`: its usage line, for errors.
+  const char* command_usage;
+  DefineFn define;
+};
+
+// Every subcommand, in help order (cli/subcommands.cpp).
+const std::vector<Subcommand>& subcommands();
+
+Runner define_lock_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
+Runner define_unlock_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_exec_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
-Runner define_inspect_command(CLI::App& app);
+Runner define_inspect_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 
 }  // namespace rlock::cli

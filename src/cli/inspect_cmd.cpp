@@ -24,7 +24,7 @@ Json to_json(const inspect::LockView& v) {
 
 }  // namespace
 
-Runner define_inspect_command(CLI::App& app) {
+Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
   auto pattern = std::make_shared<std::string>("*");
   auto* sub = &app;
   sub->add_option("pattern", *pattern, "glob over lock names (default *)")->type_name("PATTERN");

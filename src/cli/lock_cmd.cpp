@@ -23,7 +23,7 @@ std::string made_up_owner_warning(const LockRequest& req) {
 
 }  // namespace
 
-Runner define_lock_command(CLI::App& app) {
+Runner define_lock_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
   auto flags = std::make_shared<LockFlags>();
   auto* sub = &app;
   add_lock_flags(*sub, *flags);

@@ -25,7 +25,7 @@ int force_unlock(prim::Lock& lock, const Console& console) {
 
 }  // namespace
 
-Runner define_unlock_command(CLI::App& app) {
+Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
   auto flags = std::make_shared<UnlockFlags>();
   auto* sub = &app;
   sub->add_option("name", flags->name, "lock name")->required()->type_name("NAME");

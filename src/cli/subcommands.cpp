@@ -1,0 +1,20 @@
+#include <vector>
+
+#include "cli/command.hpp"
+
+namespace rlock::cli {
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> kAll = {
+      {"lock", "Acquire (or re-enter) a lock and hold it for its lease", nullptr,
+       define_lock_command},
+      {"unlock", "Release one level of a lock held by an owner", nullptr, define_unlock_command},
+      {"exec", "Run a command while holding a lock", "rlock exec [OPTIONS] NAME -- CMD [ARGS...]",
+       define_exec_command},
+      {"inspect", "Show held locks: holders, lease left, fence, waiters", nullptr,
+       define_inspect_command},
+  };
+  return kAll;
+}
+
+}  // namespace rlock::cli
