@@ -4,13 +4,7 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
-#include "cli/secret_env.hpp"
-#include "exec/cgroup.hpp"
-#include "exec/guardian.hpp"
-#include "exec/signals.hpp"
-#include "exec/stop_policy.hpp"
-#include "exec/supervisor.hpp"
-#include "exec/watchdog.hpp"
+#include "cli/supervised.hpp"
 #include "prim/lock.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -20,15 +14,8 @@ namespace {
 
 struct ExecFlags {
   LockFlags lock;
-  std::string on_lost = "TERM";
-  std::string kill_after;
-  const CLI::Option* kill_after_given =
-      nullptr;  // not given: the default, clamped to fit the lease
-  std::string min_hold = "0";
-  bool keep_secrets = false;
+  SuperviseFlags supervise;
 };
-
-constexpr Millis kDefaultKillAfter{10'000};
 
 std::string join(const std::vector<std::string>& argv) {
   std::string out;
@@ -36,80 +23,23 @@ std::string join(const std::vector<std::string>& argv) {
   return out;
 }
 
-// Drains the pending signals; returns the last of INT/TERM/HUP/QUIT among them, or 0.
-int take_stop_signal(exec::SignalFd& signals) {
-  int signo = 0;
-  while (auto s = signals.next()) {
-    if (exec::is_forwarded(*s)) signo = *s;
-  }
-  return signo;
-}
-
-// The job must be dead by the lease deadline minus a margin, and stopping starts
-// --kill-after before that; an explicit --kill-after that leaves renewals no room is a
-// usage error, the default is shortened to fit (see exec/stop_policy.hpp).
-void set_stop_timing(const ExecFlags& f, Millis lease, const Console& console,
-                     exec::SuperviseOptions& so) {
-  so.margin = exec::stop_margin(lease);
-  Millis fit = exec::max_kill_after(lease);
-  if (f.kill_after_given && f.kill_after_given->count() > 0) {
-    so.kill_after = parse_duration(f.kill_after, "--kill-after");
-    if (so.kill_after > fit) {
-      throw UsageError("--kill-after " + format_duration(so.kill_after) + " does not fit --lease " +
-                       format_duration(lease) + ": at most " + format_duration(fit) +
-                       " (2/3 of the lease minus twice the " + format_duration(so.margin) +
-                       " margin), or use a longer --lease");
-    }
-    return;
-  }
-  so.kill_after = std::min(kDefaultKillAfter, fit);
-  if (so.kill_after < kDefaultKillAfter) {
-    console.explain("--kill-after defaults to " + format_duration(kDefaultKillAfter) + "; using " +
-                    format_duration(so.kill_after) + " to fit the " + format_duration(lease) +
-                    " lease");
-  }
-}
-
 int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
              const Settings& settings) {
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
-  exec::SuperviseOptions so;
-  so.on_lost_signal = exec::parse_signal(f.on_lost.c_str());
-  so.min_hold = parse_duration(f.min_hold, "--min-hold");
-  set_stop_timing(f, req.lease, console, so);
-
-  exec::SignalFd signals;  // from here on, INT/TERM/HUP/QUIT stop the wait instead of rlock
-  std::string no_cgroup;
-  auto cgroup = exec::JobCgroup::create(&no_cgroup);
-  console.explain(
-      cgroup ? "containing the job in cgroup " + cgroup->dir()
-             : "containing the job by process group and subreaper (no cgroup: " + no_cgroup + ")");
-  so.cgroup = cgroup ? &*cgroup : nullptr;
-  // Started now, not after acquisition, so that its start is not part of the handoff.
-  auto guardian = exec::Guardian::start(so.on_lost_signal, so.kill_after, so.margin,
-                                        cgroup ? cgroup->dir() : "");
+  Supervision supervision(f.supervise, req.lease, console);
   redis::Topology topology(settings.connect);
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(topology, layout, req.name);
-  // Only INT, TERM, HUP and QUIT end the wait; any other wake-up of the signal fd (the
-  // SIGCHLD of a child rlock inherited: `sh -c 'x & exec rlock ...'`) does not.
-  int stop_signal = 0;
-  auto hooks = wait_hooks(console, req.name);
-  hooks.interrupt_fd = signals.fd();
-  hooks.should_stop = [&] {
-    stop_signal = take_stop_signal(signals);
-    return stop_signal != 0;
-  };
-  auto a = lock.acquire(req.owner, req.lease, req.wait_until, hooks, prim::HoldKind::kExec);
-  if (!stop_signal)
-    stop_signal = take_stop_signal(signals);  // came while connecting, or at the grant
-  if (stop_signal) {
+  auto a =
+      lock.acquire(req.owner, req.lease, req.wait_until,
+                   supervision.wait_hooks(wait_hooks(console, req.name)), prim::HoldKind::kExec);
+  if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
     if (const auto* held = std::get_if<prim::Held>(&a))
       lock.release(req.owner, Millis(0), held->hold_id);
-    console.notice("interrupted by signal " + std::to_string(stop_signal) +
-                   " while waiting for lock '" + req.name + "'; the command did not run");
-    return 128 + stop_signal;
+    console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" +
+                   req.name + "'; the command did not run");
+    return 128 + signo;
   }
   if (const auto* busy = std::get_if<prim::Busy>(&a)) {
     console.notice(describe_busy(req.name, *busy) + "; not running the command");
@@ -118,22 +48,13 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
   const auto& held = std::get<prim::Held>(a);
   console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(held.fence) +
                   ", lease " + format_duration(req.lease) + ", renewed every " +
-                  format_duration(exec::renew_interval(req.lease, so.kill_after + so.margin)) +
-                  "); running: " + join(command));
-
-  exec::JobSpec job;
-  job.argv = command;
-  job.env = {{"RLOCK_NAME", req.name},
-             {"RLOCK_OWNER", req.owner},
-             {"RLOCK_FENCE", std::to_string(held.fence)},
-             {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}};
-  if (!f.keep_secrets) job.unset = secret_variable_names(current_environment());
-  job.signal_mask = &signals.original_mask();
-  exec::Watchdog watchdog(lock.hold(req.owner, req.lease, held), topology);
-  so.acquired_at = SteadyClock::now();
-  so.verbose = [&console](const std::string& m) { console.explain(m); };
-  so.warn = [&console](const std::string& m) { console.notice(m); };
-  return exec::supervise(job, watchdog, signals, guardian, so);
+                  format_duration(supervision.renew_interval()) + "); running: " + join(command));
+  return supervision.run(command,
+                         {{"RLOCK_NAME", req.name},
+                          {"RLOCK_OWNER", req.owner},
+                          {"RLOCK_FENCE", std::to_string(held.fence)},
+                          {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}},
+                         lock.hold(req.owner, req.lease, held), topology);
 }
 
 }  // namespace
@@ -143,17 +64,7 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   auto* sub = &app;
   add_lock_flags(*sub, flags->lock);
   sub->get_option("name")->description("lock name; then -- CMD [ARGS...], the command to run");
-  sub->add_option("--on-lost", flags->on_lost,
-                  "signal for the job if the lock is lost (default TERM)")
-      ->type_name("SIG");
-  flags->kill_after_given =
-      sub->add_option("--kill-after", flags->kill_after,
-                      "then SIGKILL after DUR (default 10s, shortened to fit --lease)")
-          ->type_name("DUR");
-  sub->add_option("--min-hold", flags->min_hold, "keep the lock until DUR after acquisition")
-      ->type_name("DUR");
-  sub->add_flag("--keep-secrets", flags->keep_secrets,
-                "let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL");
+  add_supervise_flags(*sub, flags->supervise);
   sub->footer(R"(Runs CMD (no shell) in its own process group while holding NAME, renewing the lease
 every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,
 126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,

@@ -1,0 +1,122 @@
+#include "cli/supervised.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "cli/secret_env.hpp"
+#include "exec/stop_policy.hpp"
+#include "exec/watchdog.hpp"
+#include "util/duration.hpp"
+#include "util/error.hpp"
+
+namespace rlock::cli {
+namespace {
+
+constexpr Millis kDefaultKillAfter{10'000};
+
+// The job must be dead by the lease deadline minus a margin, and stopping starts
+// --kill-after before that; an explicit --kill-after that leaves renewals no room is a
+// usage error, the default is shortened to fit (see exec/stop_policy.hpp).
+void set_stop_timing(const SuperviseFlags& f, Millis lease, const Console& console,
+                     exec::SuperviseOptions& so) {
+  so.margin = exec::stop_margin(lease);
+  Millis fit = exec::max_kill_after(lease);
+  if (f.kill_after_given && f.kill_after_given->count() > 0) {
+    so.kill_after = parse_duration(f.kill_after, "--kill-after");
+    if (so.kill_after > fit) {
+      throw UsageError("--kill-after " + format_duration(so.kill_after) + " does not fit --lease " +
+                       format_duration(lease) + ": at most " + format_duration(fit) +
+                       " (2/3 of the lease minus twice the " + format_duration(so.margin) +
+                       " margin), or use a longer --lease");
+    }
+    return;
+  }
+  so.kill_after = std::min(kDefaultKillAfter, fit);
+  if (so.kill_after < kDefaultKillAfter) {
+    console.explain("--kill-after defaults to " + format_duration(kDefaultKillAfter) + "; using " +
+                    format_duration(so.kill_after) + " to fit the " + format_duration(lease) +
+                    " lease");
+  }
+}
+
+exec::SuperviseOptions parsed_options(const SuperviseFlags& f, Millis lease,
+                                      const Console& console) {
+  exec::SuperviseOptions so;
+  so.on_lost_signal = exec::parse_signal(f.on_lost.c_str());
+  so.min_hold = parse_duration(f.min_hold, "--min-hold");
+  set_stop_timing(f, lease, console, so);
+  return so;
+}
+
+std::optional<exec::JobCgroup> job_cgroup(const Console& console) {
+  std::string no_cgroup;
+  auto cgroup = exec::JobCgroup::create(&no_cgroup);
+  console.explain(
+      cgroup ? "containing the job in cgroup " + cgroup->dir()
+             : "containing the job by process group and subreaper (no cgroup: " + no_cgroup + ")");
+  return cgroup;
+}
+
+}  // namespace
+
+void add_supervise_flags(CLI::App& sub, SuperviseFlags& f) {
+  sub.add_option("--on-lost", f.on_lost, "signal for the job if the hold is lost (default TERM)")
+      ->type_name("SIG");
+  f.kill_after_given =
+      sub.add_option("--kill-after", f.kill_after,
+                     "then SIGKILL after DUR (default 10s, shortened to fit --lease)")
+          ->type_name("DUR");
+  sub.add_option("--min-hold", f.min_hold, "keep the hold until DUR after acquisition")
+      ->type_name("DUR");
+  sub.add_flag("--keep-secrets", f.keep_secrets,
+               "let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL");
+}
+
+// Signals are diverted first, so that INT/TERM/HUP/QUIT stop the wait instead of rlock; the
+// guardian is started now, not after acquisition, so that its start is not part of the
+// handoff.
+Supervision::Supervision(const SuperviseFlags& flags, Millis lease, const Console& console)
+    : console_(console),
+      keep_secrets_(flags.keep_secrets),
+      lease_(lease),
+      options_(parsed_options(flags, lease, console)),
+      cgroup_(job_cgroup(console)),
+      guardian_(exec::Guardian::start(options_.on_lost_signal, options_.kill_after, options_.margin,
+                                      cgroup_ ? cgroup_->dir() : "")) {
+  options_.cgroup = cgroup_ ? &*cgroup_ : nullptr;
+}
+
+int Supervision::stop_signal() {
+  while (auto s = signals_.next()) {
+    if (exec::is_forwarded(*s)) stop_signal_ = *s;
+  }
+  return stop_signal_;
+}
+
+prim::WaitHooks Supervision::wait_hooks(prim::WaitHooks base) {
+  base.interrupt_fd = signals_.fd();
+  // Any other wake-up of the signal fd (the SIGCHLD of a child rlock inherited:
+  // `sh -c 'x & exec rlock ...'`) does not end the wait.
+  base.should_stop = [this] { return stop_signal() != 0; };
+  return base;
+}
+
+Millis Supervision::renew_interval() const {
+  return exec::renew_interval(lease_, options_.kill_after + options_.margin);
+}
+
+int Supervision::run(const std::vector<std::string>& command,
+                     std::vector<std::pair<std::string, std::string>> env,
+                     std::unique_ptr<prim::Hold> hold, redis::Topology& topology) {
+  exec::JobSpec job;
+  job.argv = command;
+  job.env = std::move(env);
+  if (!keep_secrets_) job.unset = secret_variable_names(current_environment());
+  job.signal_mask = &signals_.original_mask();
+  exec::Watchdog watchdog(std::move(hold), topology);
+  options_.acquired_at = SteadyClock::now();
+  options_.verbose = [this](const std::string& m) { console_.explain(m); };
+  options_.warn = [this](const std::string& m) { console_.notice(m); };
+  return exec::supervise(job, watchdog, signals_, guardian_, options_);
+}
+
+}  // namespace rlock::cli

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/console.hpp"
+#include "exec/cgroup.hpp"
+#include "exec/guardian.hpp"
+#include "exec/signals.hpp"
+#include "exec/supervisor.hpp"
+#include "prim/hold.hpp"
+#include "prim/wait.hpp"
+#include "redis/topology.hpp"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace rlock::cli {
+
+// The options of every subcommand that runs a command under a hold (exec, and the other
+// primitives' command-running forms).
+struct SuperviseFlags {
+  std::string on_lost = "TERM";
+  std::string kill_after;
+  const CLI::Option* kill_after_given = nullptr;  // not given: the default, shortened to fit
+  std::string min_hold = "0";
+  bool keep_secrets = false;
+};
+
+// Declares --on-lost, --kill-after, --min-hold and --keep-secrets.
+void add_supervise_flags(CLI::App& sub, SuperviseFlags& flags);
+
+// Running a command under a hold, in two steps around the acquisition: the constructor
+// does what must come before it (stop timing checked against the lease, signals diverted
+// to a signal fd, the job's cgroup and the guardian started off the handoff path), and
+// run() starts and supervises the command once the hold is taken.
+class Supervision {
+ public:
+  // Throws UsageError for bad flags (a --kill-after that does not fit `lease`, ...).
+  Supervision(const SuperviseFlags& flags, Millis lease, const Console& console);
+
+  // Hooks for the acquisition's wait: only INT, TERM, HUP and QUIT end it.
+  prim::WaitHooks wait_hooks(prim::WaitHooks base);
+  // The stop signal that came while connecting or waiting (0: none); drains the fd.
+  int stop_signal();
+
+  // Runs `command` (no shell) with `env` added, while `watchdog` keeps the hold. Returns
+  // the exit code (the command's status, 128+N, or 76 when the hold was lost).
+  int run(const std::vector<std::string>& command,
+          std::vector<std::pair<std::string, std::string>> env, std::unique_ptr<prim::Hold> hold,
+          redis::Topology& topology);
+
+  Millis renew_interval() const;
+
+ private:
+  const Console& console_;
+  bool keep_secrets_;
+  Millis lease_;
+  exec::SuperviseOptions options_;
+  exec::SignalFd signals_;
+  std::optional<exec::JobCgroup> cgroup_;
+  exec::Guardian guardian_;
+  int stop_signal_ = 0;
+};
+
+}  // namespace rlock::cli
