@@ -66,6 +66,7 @@ constexpr Entry kSubcommands[] = {
     {"unlock", "Release one level of a lock held by an owner"},
     {"exec", "Run a command while holding a lock"},
     {"inspect", "Show held locks: holders, lease left, fence, waiters"},
+    {"latch", "Countdown latches: set, count-down, await, status"},
 };
 
 // Global options that take a value, so that value is not taken for a subcommand name.
@@ -94,6 +95,7 @@ Runner define(const std::string& name, CLI::App& sub, std::vector<std::string>& 
   if (name == "lock") return define_lock_command(sub);
   if (name == "unlock") return define_unlock_command(sub);
   if (name == "exec") return define_exec_command(sub, command);
+  if (name == "latch") return define_latch_command(sub);
   return define_inspect_command(sub);
 }
 

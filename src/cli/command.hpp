@@ -23,5 +23,6 @@ Runner define_lock_command(CLI::App& app);
 Runner define_unlock_command(CLI::App& app);
 Runner define_exec_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_inspect_command(CLI::App& app);
+Runner define_latch_command(CLI::App& app);  // set, count-down, await, status
 
 }  // namespace rlock::cli
