@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <memory>
+#include <optional>
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
@@ -18,7 +19,7 @@ struct LatchFlags {
   std::string expire;
   bool force = false;
   std::string by = "1";
-  std::string id;
+  std::optional<std::string> id;
   std::string wait;
   bool no_wait = false;
   int conflict_exit_code = kExitNotNow;
@@ -69,9 +70,9 @@ int run_set(const LatchFlags& f, const Settings& s) {
 int run_count_down(const LatchFlags& f, const Settings& s) {
   validate_name(f.name);
   long long by = parse_count(f.by, "--by");
-  if (!f.id.empty()) validate_participant_id(f.id);
+  if (f.id) validate_participant_id(*f.id);
   Context c(s, f.name);
-  auto r = c.latch.count_down(by, f.id);
+  auto r = c.latch.count_down(by, f.id.value_or(""));
   using Outcome = prim::LatchCountDown::Outcome;
   if (r.outcome == Outcome::kMissing) {
     throw Error(kExitNotNow, "latch '" + f.name +
@@ -81,7 +82,7 @@ int run_count_down(const LatchFlags& f, const Settings& s) {
                     {"count", r.count},
                     {"applied", r.applied},
                     {"reached", r.reached},
-                    {"id", f.id.empty() ? Json(nullptr) : Json(f.id)},
+                    {"id", f.id ? Json(*f.id) : Json(nullptr)},
                     {"repeated", r.outcome == Outcome::kRepeated}});
   return 0;
 }
@@ -133,7 +134,6 @@ void add_name(CLI::App& sub, LatchFlags& f) {
 
 Runner define_latch_command(CLI::App& app) {
   auto f = std::make_shared<LatchFlags>();
-  app.require_subcommand(1, 1);
 
   auto* set = app.add_subcommand("set", "Create a latch with count N (refuses a live one)");
   add_name(*set, *f);
@@ -187,7 +187,8 @@ Examples:
     if (down->parsed()) return run_count_down(*f, settings);
     if (await->parsed()) return run_await(*f, settings);
     if (status->parsed()) return run_status(*f, settings);
-    throw UsageError("latch: missing subcommand (set, count-down, await, status)");
+    throw UsageError(
+        "latch: missing subcommand (set, count-down, await or status; see: rlock help latch)");
   }};
 }
 
