@@ -1,6 +1,23 @@
 # bash completion for rlock(1)                              -*- shell-script -*-
 # Installed as $datadir/bash-completion/completions/rlock.
 
+# Lock names held now, from `rlock inspect` run with the global options typed so far:
+# quiet, at most about a second, nothing at all on failure.
+_rlock_lock_names()
+{
+    local -a globals=()
+    local i
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+            --url | --password-file | --prefix) globals+=("${words[i]}" "${words[i + 1]}"); ((i++)) ;;
+            --url=* | --password-file=* | --prefix=*) globals+=("${words[i]}") ;;
+        esac
+    done
+    timeout 2 "${words[0]}" "${globals[@]}" --connect-timeout 300ms --timeout 500ms \
+        inspect -- "${cur}*" 2>/dev/null |
+        grep -o '"name":"[^"\\]*"' | sed 's/^"name":"//; s/"$//'
+}
+
 _rlock()
 {
     local cur prev words cword split=false
@@ -19,7 +36,7 @@ _rlock()
         --timeout -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
-        --format --owner --lease --wait -E --conflict-exit-code --on-lost
+        --format --owner --lease -w --wait -E --conflict-exit-code --on-lost
         --kill-after --min-hold --expire --by --id '
     arg_opts=${arg_opts//$'\n'/ }
 
@@ -79,7 +96,11 @@ _rlock()
             [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
             return
             ;;
-        --prefix | --connect-timeout | --timeout | --owner | --lease | --wait | \
+        -w | --wait)
+            COMPREPLY=($(compgen -W 'inf 10s 1m 5m 1h' -- "$cur"))
+            return
+            ;;
+        --prefix | --connect-timeout | --timeout | --owner | --lease | \
             -E | --conflict-exit-code | --kill-after | --min-hold | --expire | --by | --id)
             # A free-form value: nothing sensible to offer.
             return
@@ -97,16 +118,21 @@ _rlock()
             fi
             ;;
         lock)
-            opts='--owner --lease --wait -n --no-wait -E --conflict-exit-code'
+            opts='--owner --lease -w --wait -n --no-wait -E --conflict-exit-code'
             [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
             ;;
         unlock)
             opts='--owner --force'
-            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            elif ((npos == 0)); then
+                local IFS=$'\n'
+                COMPREPLY=($(compgen -W "$(_rlock_lock_names)" -- "$cur"))
+            fi
             ;;
         exec)
-            opts='--wait -n --no-wait -E --conflict-exit-code --lease --owner
-                --on-lost --kill-after --min-hold'
+            opts='-w --wait -n --no-wait -E --conflict-exit-code --lease --owner
+                --on-lost --kill-after --min-hold --keep-secrets'
             if ((npos >= 1)); then
                 # After NAME only `--` may come before the command.
                 COMPREPLY=($(compgen -W '--' -- "$cur"))
@@ -115,14 +141,19 @@ _rlock()
             fi
             ;;
         inspect)
-            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
+            elif ((npos == 0)); then
+                local IFS=$'\n'
+                COMPREPLY=($(compgen -W "$(_rlock_lock_names)" -- "$cur"))
+            fi
             ;;
         latch)
             case $latchcmd in
                 '') opts='' ;;
                 set) opts='--expire --force' ;;
                 count-down) opts='--by --id' ;;
-                await) opts='--wait -n --no-wait -E --conflict-exit-code' ;;
+                await) opts='-w --wait -n --no-wait -E --conflict-exit-code' ;;
                 *) opts='' ;;
             esac
             if [[ $cur == -* ]]; then

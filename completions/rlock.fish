@@ -22,10 +22,53 @@ function __rlock_exec_command
     end
 end
 
+# The words typed so far that are not options nor an option's value (rlock included).
+function __rlock_positionals
+    set -l tokens (commandline -opc)
+    set -l skip 0
+    for t in $tokens
+        if test $skip -eq 1
+            set skip 0
+            continue
+        end
+        switch $t
+            case --url --password-file --prefix --connect-timeout --timeout --format --owner --lease \
+                -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold
+                set skip 1
+            case '-*'
+            case '*'
+                echo $t
+        end
+    end
+end
+
 # True right after `rlock help`, before its one argument.
 function __rlock_help_wants_subcommand
-    set -l words (string match -v -- '-*' (commandline -opc))
+    set -l words (__rlock_positionals)
     test (count $words) -eq 2; and test "$words[2]" = help
+end
+
+# Lock names held now, from `rlock inspect` with the --url/--password-file/--prefix typed
+# so far: quiet, at most about a second, nothing at all on failure.
+function __rlock_lock_names
+    set -l tokens (commandline -opc)
+    set -l globals
+    for i in (seq 2 (count $tokens))
+        switch $tokens[$i]
+            case --url --password-file --prefix
+                set -a globals $tokens[$i] $tokens[(math $i + 1)]
+            case '--url=*' '--password-file=*' '--prefix=*'
+                set -a globals $tokens[$i]
+        end
+    end
+    timeout 2 rlock $globals --connect-timeout 300ms --timeout 500ms inspect 2>/dev/null |
+        string match -ar '"name":"[^"\\\\]*"' | string replace -r '^"name":"(.*)"$' '$1'
+end
+
+# True after `rlock unlock` or `rlock inspect` until their one positional is typed.
+function __rlock_wants_lock_name
+    set -l words (__rlock_positionals)
+    test (count $words) -eq 2; and contains -- "$words[2]" unlock inspect
 end
 
 # No file names unless an option asks for them.
@@ -40,6 +83,7 @@ complete -c rlock -n $no_subcmd -a inspect -d 'List held locks, holders and wait
 complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down, await, status'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
 complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
+complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held lock'
 
 # Global options, before or after the subcommand (not after exec's `--`).
 set -l global 'not __rlock_exec_after_dashdash'
@@ -56,7 +100,7 @@ complete -c rlock -n $global -s h -l help -d 'Print help and exit'
 
 # lock and exec.
 set -l lock_exec '__fish_seen_subcommand_from lock exec; and not __rlock_exec_after_dashdash'
-complete -c rlock -n $lock_exec -l wait -x -d 'Wait up to DUR for the lock'
+complete -c rlock -n $lock_exec -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'Wait up to DUR for the lock (inf: forever)'
 complete -c rlock -n $lock_exec -s n -l no-wait -d 'Do not wait (default)'
 complete -c rlock -n $lock_exec -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not acquired'
 complete -c rlock -n $lock_exec -l lease -x -d 'Lease of the lock (default 30s)'
@@ -80,7 +124,7 @@ set -l latch_down '__fish_seen_subcommand_from latch; and __fish_seen_subcommand
 complete -c rlock -n $latch_down -l by -x -d 'Amount to count down (default 1)'
 complete -c rlock -n $latch_down -l id -x -d 'Participant id: counts down only once'
 set -l latch_await '__fish_seen_subcommand_from latch; and __fish_seen_subcommand_from await'
-complete -c rlock -n $latch_await -l wait -x -d 'Wait up to DUR for zero'
+complete -c rlock -n $latch_await -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'Wait up to DUR for zero (inf: forever)'
 complete -c rlock -n $latch_await -s n -l no-wait -d 'Do not wait (default)'
 complete -c rlock -n $latch_await -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not zero'
 
@@ -89,5 +133,6 @@ set -l exec_opts '__fish_seen_subcommand_from exec; and not __rlock_exec_after_d
 complete -c rlock -n $exec_opts -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'Signal for the command if the lock is lost'
 complete -c rlock -n $exec_opts -l kill-after -x -d 'Send KILL this long after the on-lost signal'
 complete -c rlock -n $exec_opts -l min-hold -x -d 'Keep the lock until DUR after acquisition'
+complete -c rlock -n $exec_opts -l keep-secrets -d 'Let the command inherit RLOCK_PASSWORD and a password-bearing URL'
 complete -c rlock -n $exec_opts -a -- -d 'End of rlock options; the command follows'
 complete -c rlock -n __rlock_exec_after_dashdash -x -a '(__rlock_exec_command)'

@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+echo "== building rlock in build/ (about a minute the first time; progress below)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target rlock >/dev/null
+cmake --build build -j"$(nproc)" --target rlock
 rlock() { build/rlock "$@"; }
 
 tmp=$(mktemp -d)

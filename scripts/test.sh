@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds with warnings as errors, and runs every test: unit tests
-# and integration tests against real redis-servers the harness starts on free ports.
+# Installs what is missing, builds with warnings as errors, and runs every test: unit tests,
+# integration tests against real redis-servers the harness starts on free ports, and the
+# seeded fuzz pass. Then builds again with AddressSanitizer and UndefinedBehaviorSanitizer
+# (build-asan/) and runs the unit tests and the fuzz pass there: any report fails them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,3 +10,11 @@ scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLOCK_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure
+
+echo "== ASan+UBSan build (build-asan/): unit tests and fuzz pass"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLOCK_WERROR=ON -DRLOCK_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$(nproc)" --target rlock rlock_unit_tests rlock_fuzz_tests
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+  RLOCK_FUZZ_RUNS=${RLOCK_FUZZ_RUNS:-2000} RLOCK_FUZZ_SEED=${RLOCK_FUZZ_SEED:-7} \
+  ctest --test-dir build-asan --output-on-failure -R '^(unit|fuzz)$'

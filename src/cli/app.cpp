@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 
 #include "cli/command.hpp"
@@ -35,23 +36,9 @@ SplitArgs split_args(int argc, char** argv) {
 }
 
 void add_help_command(CLI::App& app, std::string& topic) {
-  auto* help = app.add_subcommand("help", "Show the help of a subcommand, with examples");
-  help->add_option("subcommand", topic, "lock, unlock, exec or inspect")->type_name("SUBCOMMAND");
-}
-
-int print_help(CLI::App& app, const std::string& topic) {
-  if (topic.empty()) {
-    std::cout << app.help("rlock");
-    return 0;
-  }
-  CLI::App* sub = nullptr;
-  try {
-    sub = app.get_subcommand(topic);
-  } catch (const CLI::OptionNotFound&) {
-  }
-  if (!sub || topic == "help") throw UsageError("help: unknown subcommand '" + topic + "' (try: rlock help)");
-  std::cout << sub->help("rlock");
-  return 0;
+  auto* help =
+      app.add_subcommand("help", "Show this overview, or a subcommand's options and examples");
+  help->add_option("subcommand", topic, "lock, unlock, exec, inspect or latch")->type_name("SUBCOMMAND");
 }
 
 // The subcommands, in help order. Only the one the command line names gets its options
@@ -99,15 +86,138 @@ Runner define(const std::string& name, CLI::App& sub, std::vector<std::string>& 
   return define_inspect_command(sub);
 }
 
+// Edit distance with adjacent transpositions (`exce` -> `exec` is 1).
+size_t typo_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// " (did you mean 'X'?)" for the closest of `known` within two edits, or "".
+std::string suggestion(const std::string& word, const std::vector<std::string>& known) {
+  if (word.size() > 64) return {};  // nobody types that by mistake; keeps the table small
+  std::string best;
+  size_t best_distance = 3;
+  for (const auto& k : known) {
+    size_t dist = typo_distance(word, k);
+    if (dist < best_distance && dist < k.size() / 2 + 1) {
+      best = k;
+      best_distance = dist;
+    }
+  }
+  return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
+}
+
+// The long option names `--x` that `app` and its parents understand.
+std::vector<std::string> long_options(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (; app; app = app->get_parent()) {
+    for (const CLI::Option* o : app->get_options()) {
+      for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+    }
+  }
+  return names;
+}
+
+std::string see_help(const std::string& subcommand) {
+  return subcommand.empty() ? "; see rlock help" : "; see rlock help " + subcommand;
+}
+
+// How an unexpected word is quoted: a URL with userinfo (a forgotten --url) may hold a
+// password, and messages never repeat one.
+std::string quoted(const std::string& arg) {
+  bool url_with_userinfo =
+      arg.find("://") != std::string::npos && arg.find('@') != std::string::npos;
+  return url_with_userinfo
+             ? std::string("(a URL with userinfo, not repeated here; give it with --url)")
+             : "'" + arg + "'";
+}
+
+// One line for an argument CLI11 did not expect: an unknown option or subcommand (with a
+// suggestion) or a surplus positional. `parsed` is the subcommand entered, if any.
+UsageError unexpected_argument(const std::string& arg, const CLI::App* parsed,
+                               const CLI::App& top) {
+  std::string sub = parsed ? parsed->get_name() : std::string();
+  if (!arg.empty() && arg[0] == '-' && arg != "-") {
+    std::string option = arg.substr(0, arg.find('='));
+    std::string hint =
+        option.rfind("--", 0) == 0 ? suggestion(option, long_options(parsed ? parsed : &top)) : "";
+    return UsageError("unknown option '" + option + "'" + hint + see_help(sub));
+  }
+  if (!parsed) {
+    std::vector<std::string> names = {"help"};
+    for (const auto& e : kSubcommands) names.emplace_back(e.name);
+    return UsageError("unknown subcommand " + quoted(arg) + suggestion(arg, names) + see_help(""));
+  }
+  return UsageError("unexpected argument " + quoted(arg) + see_help(sub));
+}
+
+std::string overview(CLI::App& app) {
+  return app.get_formatter()->make_help(&app, "rlock", CLI::AppFormatMode::Normal);
+}
+
+int print_help(CLI::App& app, const std::string& topic) {
+  if (topic.empty()) {
+    std::cout << overview(app);
+    return 0;
+  }
+  CLI::App* sub = nullptr;
+  try {
+    sub = app.get_subcommand(topic);
+  } catch (const CLI::OptionNotFound&) {
+  }
+  if (!sub) {
+    std::vector<std::string> names;
+    for (const auto& e : kSubcommands) names.emplace_back(e.name);
+    throw UsageError("help: unknown subcommand '" + topic + "'" + suggestion(topic, names) +
+                     "; see rlock help");
+  }
+  if (topic == "help") {
+    std::cout << overview(app);
+    return 0;
+  }
+  std::cout << sub->get_formatter()->make_help(sub, "rlock " + topic, CLI::AppFormatMode::Normal);
+  return 0;
+}
+
+// `rlock` alone: a short usage (the overview is `rlock help`), then main's error line.
+[[noreturn]] void missing_subcommand() {
+  std::fputs(
+      "Usage: rlock [OPTIONS] SUBCOMMAND [ARGS...]\n"
+      "Subcommands: lock, unlock, exec, inspect, latch, help\n",
+      stderr);
+  throw UsageError("missing subcommand; see rlock help");
+}
+
+// The subcommand CLI11 entered, if any.
+const CLI::App* parsed_subcommand(const std::vector<std::pair<CLI::App*, Runner>>& commands) {
+  for (const auto& [sub, runner] : commands) {
+    if (sub->parsed()) return sub;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
   SplitArgs args = split_args(argc, argv);
-  CLI::App app("Locks, semaphores and other coordination for shell jobs, through Redis.", "rlock");
+  CLI::App app("Locks with leases for shell jobs, cron and CI, held in Redis.", "rlock");
   app.set_version_flag("--version", "rlock " RLOCK_VERSION);
   app.fallthrough();
   app.require_subcommand(0, 1);
-  app.footer("Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.");
+  app.footer(
+      "Durations: 250ms, 30s, 5m, 2h, 1d, compounds such as 1h30m, a bare number of seconds;\n"
+      "at most 36500d. --wait inf waits forever.\n\n"
+      "Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.");
   GlobalFlags globals;
   add_global_flags(app, globals);
   std::string chosen = chosen_subcommand(args.rlock);
@@ -121,17 +231,25 @@ int run(int argc, char** argv) {
   std::string help_topic;
   add_help_command(app, help_topic);
 
+  // CLI11's parse(vector&) takes the arguments last-first: it pops them off the back.
   std::vector<std::string> reversed(args.rlock.rbegin(), args.rlock.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    bool exec_without_dashes = std::find(args.rlock.begin(), args.rlock.end(), "exec") != args.rlock.end() &&
-                               !args.has_dashes && dynamic_cast<const CLI::ExtrasError*>(&e);
+    const CLI::App* parsed = parsed_subcommand(commands);
+    bool exec_without_dashes = parsed && parsed->get_name() == "exec" && !args.has_dashes &&
+                               dynamic_cast<const CLI::ExtrasError*>(&e);
     if (exec_without_dashes) {
       throw UsageError(std::string("exec: missing '--' before the command (") + kExecUsage + ")");
     }
-    throw UsageError(std::string(e.what()) + " (see: rlock --help)");
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      // remaining() lists the unexpected words in command-line order (the error's own text
+      // joins them last-first).
+      std::vector<std::string> extras = app.remaining(true);
+      if (!extras.empty()) throw unexpected_argument(extras.front(), parsed, app);
+    }
+    throw UsageError(std::string(e.what()) + see_help(parsed ? parsed->get_name() : std::string()));
   }
 
   if (app.got_subcommand("help")) return print_help(app, help_topic);
@@ -143,8 +261,7 @@ int run(int argc, char** argv) {
     }
     return runner.run(resolve_settings(globals));
   }
-  std::cerr << app.help("rlock");
-  throw UsageError("missing subcommand (lock, unlock, exec, inspect, help)");
+  missing_subcommand();
 }
 
 }  // namespace rlock::cli

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "util/one_line.hpp"
+
 namespace rlock::cli {
 
 void Console::result(const Json& doc) const { result_text(doc.dump() + "\n"); }
@@ -13,11 +15,13 @@ void Console::result_text(const std::string& text) const {
 }
 
 void Console::notice(const std::string& line) const {
-  if (!quiet_) std::fprintf(stderr, "rlock: %s\n", line.c_str());
+  if (!quiet_) print_diagnostic(line);
 }
 
+void Console::warning(const std::string& line) const { print_diagnostic(line); }
+
 void Console::explain(const std::string& line) const {
-  if (verbose_) std::fprintf(stderr, "rlock: %s\n", line.c_str());
+  if (verbose_) print_diagnostic(line);
 }
 
 }  // namespace rlock::cli

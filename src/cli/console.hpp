@@ -10,7 +10,8 @@ namespace rlock::cli {
 using Json = nlohmann::ordered_json;  // keeps fields in the documented order
 
 // Where a subcommand's words go: the result as one JSON document on stdout, notices and
-// -v explanations on stderr, each prefixed "rlock: ". -q silences all but errors.
+// -v explanations on stderr, each one line prefixed "rlock: " with control characters
+// escaped (see one_line). -q silences all but errors and warnings.
 class Console {
  public:
   explicit Console(const Settings& s) : quiet_(s.quiet), verbose_(s.verbose && !s.quiet) {}
@@ -18,6 +19,7 @@ class Console {
   void result(const Json& doc) const;
   void result_text(const std::string& text) const;
   void notice(const std::string& line) const;
+  void warning(const std::string& line) const;  // printed even with -q
   void explain(const std::string& line) const;  // only with -v
   bool verbose() const { return verbose_; }
 

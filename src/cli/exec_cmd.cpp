@@ -4,6 +4,7 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/secret_env.hpp"
 #include "exec/guardian.hpp"
 #include "exec/signals.hpp"
 #include "exec/supervisor.hpp"
@@ -20,6 +21,7 @@ struct ExecFlags {
   std::string on_lost = "TERM";
   std::string kill_after = "10s";
   std::string min_hold = "0";
+  bool keep_secrets = false;
 };
 
 std::string join(const std::vector<std::string>& argv) {
@@ -87,6 +89,7 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
              {"RLOCK_FENCE", std::to_string(held.fence)},
              {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}};
   job.signal_mask = &signals.original_mask();
+  if (!f.keep_secrets) job.unset = secret_variable_names(current_environment());
   exec::Watchdog watchdog(lock.hold(req.owner, req.lease, held), topology);
   so.acquired_at = SteadyClock::now();
   so.verbose = [&console](const std::string& m) { console.explain(m); };
@@ -108,11 +111,15 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
       ->type_name("DUR");
   sub->add_option("--min-hold", flags->min_hold, "keep the lock until DUR after acquisition")
       ->type_name("DUR");
+  sub->add_flag("--keep-secrets", flags->keep_secrets,
+                "let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL");
   sub->footer(R"(Runs CMD (no shell) in its own process group while holding NAME, renewing the lease
 every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,
 126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,
 the job gets --on-lost, then KILL after --kill-after, and rlock exits 76. The job sees
-RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE and RLOCK_LEASE_MS.
+RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a
+RLOCK_URL/REDIS_URL holding a password (a job that runs rlock uses --password-file, or
+exec --keep-secrets).
 
 Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running

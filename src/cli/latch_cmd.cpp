@@ -89,7 +89,8 @@ int run_count_down(const LatchFlags& f, const Settings& s) {
 
 int run_await(const LatchFlags& f, const Settings& s) {
   validate_name(f.name);
-  Millis wait = f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait");
+  Millis wait =
+      f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait", /*allow_forever=*/true);
   Deadline until = SteadyClock::now() + wait;
   Context c(s, f.name);
   prim::WaitHooks hooks;
@@ -150,8 +151,9 @@ Runner define_latch_command(CLI::App& app) {
 
   auto* await = app.add_subcommand("await", "Wait until a latch reaches zero");
   add_name(*await, *f);
-  auto* wait = await->add_option("--wait", f->wait, "wait up to DUR (default: don't wait)")
-                   ->type_name("DUR");
+  auto* wait =
+      await->add_option("-w,--wait", f->wait, "wait up to DUR, inf: forever (default: don't wait)")
+          ->type_name("DUR");
   await->add_flag("-n,--no-wait", f->no_wait, "check once (the default)")->excludes(wait);
   await
       ->add_option("-E,--conflict-exit-code", f->conflict_exit_code,
@@ -170,7 +172,7 @@ Runner define_latch_command(CLI::App& app) {
       "repeated"}: applied is how much was taken off (the count never goes below 0),
       reached is true for the call that brought it to 0; a repeated --id changes nothing
       (repeated: true). A latch that does not exist: exit 75, nothing changed.
-  await NAME [--wait DUR | -n] [-E N]   exit 0 with {"name","reached":true} once the count
+  await NAME [-w DUR | -n] [-E N]       exit 0 with {"name","reached":true} once the count
       is 0; {"name","reached":false,"exists","count"} and exit 75 (or -E) when the wait
       runs out. Sleeps on pub/sub; a latch not set yet is waited for.
   status NAME                           prints {"name","exists","count","ids","ttl_ms"}.

@@ -7,6 +7,21 @@
 #include "prim/lock.hpp"
 
 namespace rlock::cli {
+namespace {
+
+// `lock` without an owner holds for a made-up one that only this line (and stdout, which
+// -q hides) tells: said on stderr even with -q, with the command that releases it.
+std::string made_up_owner_warning(const LockRequest& req) {
+  auto quote = [](const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  return "no --owner or RLOCK_OWNER: holding lock '" + req.name + "' as owner '" + req.owner +
+         "'; release it with: rlock unlock " + quote(req.name) + " --owner " + quote(req.owner);
+}
+
+}  // namespace
 
 Runner define_lock_command(CLI::App& app) {
   auto flags = std::make_shared<LockFlags>();
@@ -20,7 +35,10 @@ Examples:
   rlock lock deploy-prod --owner ci-42 --lease 10m     # hold for 10 minutes
   rlock lock deploy-prod --owner ci-42 --lease 10m     # same owner again: re-enter, extend
   rlock lock backup --wait 30s                          # wait up to 30s for it
-  rlock unlock deploy-prod --owner ci-42)");
+  rlock unlock deploy-prod --owner ci-42
+
+Without --owner (or RLOCK_OWNER) the owner is made up (host:pid:random) and a warning on
+stderr, even with -q, says how to unlock it.)");
   return {[flags](const Settings& settings) {
     Console console(settings);
     LockRequest req = resolve_lock_request(*flags, settings);
@@ -36,6 +54,7 @@ Examples:
       return req.conflict_exit_code;
     }
     const auto& held = std::get<prim::Held>(a);
+    if (req.owner_made_up) console.warning(made_up_owner_warning(req));
     console.result({{"name", req.name},
                     {"owner", req.owner},
                     {"acquired", true},

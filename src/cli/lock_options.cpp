@@ -8,19 +8,40 @@
 #include "util/owner.hpp"
 
 namespace rlock::cli {
+namespace {
+
+// An exit code for -E: decimal digits only (CLI11 would read `010` as octal 8).
+int parse_exit_code(const std::string& text) {
+  bool digits = !text.empty() && text.size() <= 3 &&
+                text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoi(text) > 255) {
+    throw UsageError("-E/--conflict-exit-code: '" + text + "' is not a number from 0 to 255");
+  }
+  return std::stoi(text);
+}
+
+}  // namespace
 
 void add_lock_flags(CLI::App& sub, LockFlags& f) {
   sub.add_option("name", f.name, "lock name")->required()->type_name("NAME");
   sub.add_option("--owner", f.owner, "owner id (default: RLOCK_OWNER or host:pid:random)")
       ->type_name("ID");
   sub.add_option("--lease", f.lease, "lease of the hold (default 30s)")->type_name("DUR");
-  auto* wait = sub.add_option("--wait", f.wait, "wait up to DUR for the lock (default: don't wait)")
+  // Checked as it is read: an empty value would otherwise mean "not given".
+  auto set_wait = [&f](const std::string& v) {
+    parse_duration(v, "--wait", /*allow_forever=*/true);
+    f.wait = v;
+  };
+  auto* wait = sub.add_option_function<std::string>(
+                      "-w,--wait", set_wait,
+                      "wait up to DUR for the lock, inf: forever (default: don't wait)")
                    ->type_name("DUR");
   sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")
       ->excludes(wait);
-  sub.add_option("-E,--conflict-exit-code", f.conflict_exit_code,
-                 "exit code when the lock is not acquired (default 75)")
-      ->check(CLI::Range(0, 255))
+  sub.add_option_function<std::string>(
+         "-E,--conflict-exit-code",
+         [&f](const std::string& v) { f.conflict_exit_code = parse_exit_code(v); },
+         "exit code when the lock is not acquired (default 75)")
       ->type_name("N");
 }
 
@@ -30,9 +51,11 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   r.name = f.name;
   r.lease = parse_duration(f.lease, "--lease");
   if (r.lease.count() < 1) throw UsageError("--lease must be at least 1ms");
-  Millis wait = f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait");
+  Millis wait =
+      f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait", /*allow_forever=*/true);
   r.wait_until = SteadyClock::now() + wait;
   r.conflict_exit_code = f.conflict_exit_code;
+  r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
   validate_owner(r.owner);
   return r;

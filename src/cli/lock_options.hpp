@@ -30,6 +30,7 @@ struct LockRequest {
   Millis lease{0};
   Deadline wait_until{};
   int conflict_exit_code = kExitNotNow;
+  bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
 };
 
 void add_lock_flags(CLI::App& sub, LockFlags& flags);

@@ -4,17 +4,19 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "redis/url.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
+#include "util/small_file.hpp"
 
 namespace rlock::cli {
 namespace {
 
 constexpr const char* kDefaultUrl = "redis://127.0.0.1:6379";
+constexpr size_t kMaxConfigBytes = 64 * 1024;
+constexpr size_t kMaxPasswordFileBytes = 4 * 1024;
 constexpr const char* kConfigKeys[] = {"url", "password_file", "prefix", "owner", "connect_timeout", "timeout"};
 
 std::optional<std::string> env(const char* name) {
@@ -39,9 +41,8 @@ std::optional<std::string> config_path() {
 nlohmann::json load_config() {
   auto path = config_path();
   if (!path) return nlohmann::json::object();
-  std::ifstream in(*path);
-  if (!in) throw UsageError("cannot read config file " + *path);
-  nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
+  std::string text = read_small_file(*path, kMaxConfigBytes, "config file").contents;
+  nlohmann::json cfg = nlohmann::json::parse(text, nullptr, false);
   if (cfg.is_discarded() || !cfg.is_object()) {
     throw UsageError("config file " + *path + " is not a JSON object");
   }
@@ -73,37 +74,86 @@ std::optional<std::string> non_empty(const std::string& s) {
 
 // Reads the first line of a password file, refusing files that others can read.
 std::string read_password_file(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) throw UsageError("password file " + path + " does not exist");
-  if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+  SmallFile file = read_small_file(path, kMaxPasswordFileBytes, "password file");
+  if (file.status.st_mode & (S_IRWXG | S_IRWXO)) {
     char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(file.status.st_mode & 07777));
     throw UsageError("password file " + path + " is accessible by group or others (mode " + mode +
                      "); run: chmod 600 " + path);
   }
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) throw UsageError("cannot read password file " + path);
-  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
+  std::string line = file.contents.substr(0, file.contents.find('\n'));
+  while (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.empty()) throw UsageError("password file " + path + " is empty");
   return line;
+}
+
+// The URL and where it came from (for messages: the URL itself is never quoted).
+struct UrlSource {
+  std::string url;
+  const char* from;
+};
+
+UrlSource pick_url(const std::string& flag, const nlohmann::json& cfg) {
+  if (!flag.empty()) return {flag, "--url"};
+  if (auto u = env("RLOCK_URL")) return {*u, "RLOCK_URL"};
+  if (auto u = env("REDIS_URL")) return {*u, "REDIS_URL"};
+  if (auto u = config_value(cfg, "url")) return {*u, "the config file's url"};
+  return {kDefaultUrl, "the default"};
+}
+
+redis::Endpoint parse_url_from(const UrlSource& source) {
+  try {
+    return redis::parse_url(source.url);
+  } catch (const Error& e) {
+    throw Error(e.exit_code(), std::string(e.what()) + " in " + source.from);
+  }
+}
+
+// Password precedence: --password-file, the URL, RLOCK_PASSWORD, the config file's
+// password_file. A URL that names an ACL user without a password needs one of the others.
+void resolve_password(const GlobalFlags& f, const nlohmann::json& cfg, redis::Endpoint& ep) {
+  if (!f.password_file.empty()) {
+    ep.password = read_password_file(f.password_file);
+  } else if (ep.password.empty()) {
+    if (auto pw = env("RLOCK_PASSWORD")) {
+      ep.password = *pw;
+    } else if (auto file = config_value(cfg, "password_file")) {
+      ep.password = read_password_file(*file);
+    }
+  }
+  if (!ep.user.empty() && ep.password.empty()) {
+    throw UsageError(
+        "the redis URL names an ACL user but no password: give it with --password-file, "
+        "RLOCK_PASSWORD, the config file's password_file or redis://USER:PASSWORD@host");
+  }
 }
 
 }  // namespace
 
 void add_global_flags(CLI::App& app, GlobalFlags& f) {
-  app.add_option("--url", f.url, "redis://[user:pass@]host[:port][/db] or unix:///path[?db=N]")
+  // A flag given with an empty value is refused as it is read: empty means "not given".
+  auto required_value = [&app](const char* flag, std::string& target, const char* description) {
+    return app.add_option_function<std::string>(
+        flag,
+        [flag, &target](const std::string& v) {
+          if (v.empty()) throw UsageError(std::string(flag) + ": empty value");
+          target = v;
+        },
+        description);
+  };
+  required_value("--url", f.url, "redis://[user[:pass]@]host[:port][/db] or unix:///path[?db=N]")
       ->type_name("URL");
-  app.add_option("--password-file", f.password_file, "read the password from FILE (mode 600)")
+  required_value("--password-file", f.password_file, "read the password from FILE (mode 600)")
       ->type_name("FILE");
   app.add_option("--prefix", f.prefix, "key prefix (default rlock:)")->type_name("PREFIX");
-  app.add_option("--connect-timeout", f.connect_timeout, "connect timeout (default 2s)")->type_name("DUR");
-  app.add_option("--timeout", f.timeout, "timeout of each command (default 5s)")->type_name("DUR");
+  required_value("--connect-timeout", f.connect_timeout, "connect timeout (default 2s)")
+      ->type_name("DUR");
+  required_value("--timeout", f.timeout, "timeout of each command (default 5s)")->type_name("DUR");
   app.add_option("--format", f.format, "output of listings: json or table")
       ->check(CLI::IsMember({"json", "table"}))
       ->type_name("FMT");
   app.add_flag("-v,--verbose", f.verbose, "explain on stderr what rlock waits for and why");
-  app.add_flag("-q,--quiet", f.quiet, "no result on stdout, no notices on stderr");
+  app.add_flag("-q,--quiet", f.quiet, "no result on stdout, no notices on stderr (warnings stay)");
 }
 
 Settings resolve_settings(const GlobalFlags& f) {
@@ -112,18 +162,8 @@ Settings resolve_settings(const GlobalFlags& f) {
   s.verbose = f.verbose;
   s.quiet = f.quiet;
   s.table = f.format == "table";
-  std::string url = first_of({non_empty(f.url), env("RLOCK_URL"), env("REDIS_URL"), config_value(cfg, "url")},
-                             kDefaultUrl);
-  s.connect.endpoint = redis::parse_url(url);
-  if (!f.password_file.empty()) {
-    s.connect.endpoint.password = read_password_file(f.password_file);
-  } else if (s.connect.endpoint.password.empty()) {
-    if (auto pw = env("RLOCK_PASSWORD")) {
-      s.connect.endpoint.password = *pw;
-    } else if (auto file = config_value(cfg, "password_file")) {
-      s.connect.endpoint.password = read_password_file(*file);
-    }
-  }
+  s.connect.endpoint = parse_url_from(pick_url(f.url, cfg));
+  resolve_password(f, cfg, s.connect.endpoint);
   s.prefix = first_of({non_empty(f.prefix), env("RLOCK_PREFIX"), config_value(cfg, "prefix")}, "rlock:");
   auto connect_timeout = first_of({non_empty(f.connect_timeout), config_value(cfg, "connect_timeout")}, "2s");
   auto timeout = first_of({non_empty(f.timeout), config_value(cfg, "timeout")}, "5s");

@@ -33,6 +33,10 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
   for (char** e = environ; *e; ++e) {
     std::string_view entry(*e);
     bool replaced = false;
+    for (const auto& name : spec.unset) {
+      replaced = replaced || (entry.size() > name.size() && entry.substr(0, name.size()) == name &&
+                              entry[name.size()] == '=');
+    }
     for (const auto& kv : spec.env) {
       replaced = replaced || (entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
                               entry[kv.first.size()] == '=');

@@ -76,16 +76,19 @@ void Topology::limit_timeout(Millis timeout) {
 
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry) {
-  return Reply(with_retry(retry, [&] { return run_script(connection(), script, keys, args); }, conn_));
+  return Reply(with_retry(
+      retry, [&] { return run_script(connection(), script, keys, args); }, conn_));
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
-  return Reply(with_retry(retry, [&] { return connection().command(argv); }, conn_));
+  return Reply(with_retry(
+      retry, [&] { return connection().command(argv); }, conn_));
 }
 
 std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands) {
   std::vector<Reply> out;
-  for (auto& r : with_retry(Retry::kNever, [&] { return connection().pipeline(commands); }, conn_)) {
+  for (auto& r : with_retry(
+           Retry::kNever, [&] { return connection().pipeline(commands); }, conn_)) {
     out.emplace_back(std::move(r));
   }
   return out;
@@ -125,11 +128,20 @@ bool Topology::send_cleanup(const Script& script, const std::vector<std::string>
   while (!done) {
     if (redisBufferWrite(c.get(), &done) != REDIS_OK) return false;
   }
-  // The reply is a courtesy: what matters is that the request is in the server's hands.
-  for (size_t i = 0; i < expected; ++i) {
+  // The replies are a courtesy: what matters is that the request is in the server's hands.
+  // One deadline for all of them, however slowly they come.
+  Deadline until = SteadyClock::now() + patience;
+  for (size_t got = 0; got < expected;) {
     void* raw = nullptr;
-    if (redisGetReply(c.get(), &raw) != REDIS_OK) break;
-    ReplyPtr reply(static_cast<redisReply*>(raw));
+    if (redisGetReplyFromReader(c.get(), &raw) != REDIS_OK) break;
+    if (raw) {
+      ReplyPtr reply(static_cast<redisReply*>(raw));
+      ++got;
+      continue;
+    }
+    pollfd p{c->fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(millis_until(until).count())) <= 0) break;
+    if (redisBufferRead(c.get()) != REDIS_OK) break;
   }
   return true;
 }

@@ -7,17 +7,20 @@
 namespace rlock::redis {
 namespace {
 
+// Messages never quote the URL or any part of it: a malformed URL may hold a password
+// anywhere (`redis://user:S3cret`, `redis:/:S3cret@host`), so they only name the part.
 UsageError bad_url(std::string_view why) {
-  return UsageError("invalid redis URL: " + std::string(why) +
-                    " (expected redis://[user:password@]host[:port][/db] or unix:///path[?db=N])");
+  return UsageError(
+      "invalid redis URL: " + std::string(why) +
+      " (expected redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N])");
 }
 
 int parse_int(std::string_view text, int lo, int hi, std::string_view what) {
   int value = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < lo || value > hi) {
-    throw bad_url(std::string(what) + " '" + std::string(text) + "' is not a number from " +
-                  std::to_string(lo) + " to " + std::to_string(hi));
+    throw bad_url(std::string(what) + " is not a number from " + std::to_string(lo) + " to " +
+                  std::to_string(hi));
   }
   return value;
 }
@@ -43,10 +46,13 @@ std::string percent_decode(std::string_view s) {
   return out;
 }
 
+// `user:password`, `:password` or `user`. A lone word is the ACL user, as RFC 3986 and
+// most clients read it (redis-cli alone takes it for a password); its password then comes
+// from --password-file, RLOCK_PASSWORD or the config file.
 void parse_userinfo(std::string_view info, Endpoint& ep) {
   size_t colon = info.find(':');
   if (colon == std::string_view::npos) {
-    ep.password = percent_decode(info);  // `redis://secret@host`, as redis-cli -u reads it
+    ep.user = percent_decode(info);
     return;
   }
   ep.user = percent_decode(info.substr(0, colon));
@@ -54,7 +60,7 @@ void parse_userinfo(std::string_view info, Endpoint& ep) {
 }
 
 void parse_host_port(std::string_view hp, Endpoint& ep) {
-  if (hp.empty()) return;
+  if (hp.empty()) throw bad_url("empty host");
   if (hp.front() == '[') {  // [::1]:6379
     size_t close = hp.find(']');
     if (close == std::string_view::npos) throw bad_url("unclosed '[' in host");
@@ -70,22 +76,27 @@ void parse_host_port(std::string_view hp, Endpoint& ep) {
     ep.host = std::string(hp);
     return;
   }
+  if (hp.substr(0, colon).find(':') != std::string_view::npos) {
+    throw bad_url("an IPv6 host must be in brackets ([::1]:6379)");
+  }
   if (colon > 0) ep.host = std::string(hp.substr(0, colon));
   ep.port = parse_int(hp.substr(colon + 1), 1, 65535, "port");
 }
 
 Endpoint parse_tcp(std::string_view rest) {
   Endpoint ep;
+  // Userinfo ends at the last '@' of the whole URL (host, port and db never hold one), so
+  // that a password with an unencoded '/' or '@' is still taken as a password.
+  size_t at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    parse_userinfo(rest.substr(0, at), ep);
+    rest.remove_prefix(at + 1);
+  }
   size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
     if (!db.empty()) ep.db = parse_int(db, 0, 1'000'000, "database");
-  }
-  size_t at = authority.rfind('@');
-  if (at != std::string_view::npos) {
-    parse_userinfo(authority.substr(0, at), ep);
-    authority.remove_prefix(at + 1);
   }
   parse_host_port(authority, ep);
   if (ep.host.empty()) throw bad_url("empty host");
@@ -140,7 +151,7 @@ Endpoint parse_url(std::string_view url) {
   }
   if (url.substr(0, kRedis.size()) == kRedis) return parse_tcp(url.substr(kRedis.size()));
   if (url.substr(0, kUnix.size()) == kUnix) return parse_unix(url.substr(kUnix.size()));
-  throw bad_url("unknown scheme in '" + std::string(url.substr(0, url.find("://"))) + "'");
+  throw bad_url(url.empty() ? "empty" : "unknown scheme");
 }
 
 }  // namespace rlock::redis

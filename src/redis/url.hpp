@@ -20,9 +20,11 @@ struct Endpoint {
   std::string describe() const;
 };
 
-// Parses `redis://[user:password@]host[:port][/db]` and `unix:///path[?db=N]`.
-// `rediss://` throws UnavailableError (this build has no TLS); anything else malformed
-// throws UsageError naming the problem.
+// Parses `redis://[user[:password]@]host[:port][/db]` and `unix://[user[:password]@]/path[?db=N]`.
+// `redis://NAME@host` names the ACL user NAME with no password (unlike redis-cli, which
+// takes NAME for the password). `rediss://` throws UnavailableError (this build has no
+// TLS); anything else malformed throws UsageError naming the problem but never quoting the
+// URL, so that no part of a password reaches a message.
 Endpoint parse_url(std::string_view url);
 
 }  // namespace rlock::redis

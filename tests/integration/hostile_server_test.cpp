@@ -18,52 +18,56 @@ namespace {
 
 // A TCP server on 127.0.0.1 that speaks just enough RESP: each command it reads (an array
 // of bulk strings) goes to `answer`, whose reply bytes are written back `drip` bytes at a
-// time, `drip_pause` apart. Stops (and closes every connection) when destroyed.
+// time, `drip_pause` apart. Each connection has a thread of its own. Stops (and closes every
+// connection) when destroyed.
 class FakeRedis {
  public:
   using Answer = std::function<std::string(const std::vector<std::string>& argv)>;
   explicit FakeRedis(Answer answer, size_t drip = 0, std::chrono::milliseconds drip_pause = 0ms)
       : answer_(std::move(answer)), drip_(drip), pause_(drip_pause) {
     listener_ = listen_silently(&port_);
-    thread_ = std::thread([this] { serve(); });
+    thread_ = std::thread([this] { accept_loop(); });
   }
   ~FakeRedis() {
     stop_ = true;
     thread_.join();
+    for (auto& t : clients_) t.join();
   }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
 
  private:
-  void serve() {
-    std::vector<std::pair<Fd, std::string>> clients;
+  void accept_loop() {
     while (!stop_) {
-      std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
-      for (auto& c : clients) fds.push_back({c.first.get(), POLLIN, 0});
-      if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
-      if (fds[0].revents) clients.emplace_back(Fd(::accept(listener_.get(), nullptr, nullptr)), "");
-      for (size_t i = 1; i < fds.size(); ++i) {
-        if (!fds[i].revents) continue;
-        auto& [fd, buf] = clients[i - 1];
-        char chunk[4096];
-        ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
-        if (n <= 0) {
-          fd.reset();
-          continue;
-        }
-        buf.append(chunk, static_cast<size_t>(n));
-        while (auto argv = take_command(buf)) send_reply(fd.get(), answer_(*argv));
-      }
-      std::erase_if(clients, [](auto& c) { return !c.first; });
+      pollfd p{listener_.get(), POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int fd = ::accept(listener_.get(), nullptr, nullptr);
+      if (fd >= 0) clients_.emplace_back([this, fd] { serve(Fd(fd)); });
     }
   }
 
-  void send_reply(int fd, const std::string& reply) {
+  void serve(Fd fd) {
+    std::string buf;
+    while (!stop_) {
+      pollfd p{fd.get(), POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char chunk[4096];
+      ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+      if (n <= 0) return;
+      buf.append(chunk, static_cast<size_t>(n));
+      while (auto argv = take_command(buf)) {
+        if (!send_reply(fd.get(), answer_(*argv))) return;
+      }
+    }
+  }
+
+  bool send_reply(int fd, const std::string& reply) {
     size_t step = drip_ ? drip_ : reply.size();
     for (size_t at = 0; at < reply.size() && !stop_; at += step) {
       if (::send(fd, reply.data() + at, std::min(step, reply.size() - at), MSG_NOSIGNAL) < 0)
-        return;
+        return false;
       if (drip_) std::this_thread::sleep_for(pause_);
     }
+    return true;
   }
 
   // One complete "*N\r\n$L\r\narg\r\n..." command from the front of `buf`, if there is one.
@@ -98,6 +102,7 @@ class FakeRedis {
   Fd listener_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  std::vector<std::thread> clients_;  // touched by the accept thread only, until it is joined
 };
 
 std::string bulk(const std::string& s) {

@@ -51,6 +51,24 @@ TEST_CASE("bad flags are usage errors before anything connects") {
       {"--url", "http://x", "inspect"},
       {"--timeout", "0", "inspect"},
       {"help", "nosuch"},
+      {"exce"},
+      {"lock", "a", "--wiat", "5s"},
+      {"lock", "a", "--wait", ""},
+      {"lock", "a", "-w", ""},
+      {"lock", "a", "--lease", ""},
+      {"lock", "a", "--lease", "106753d"},
+      {"lock", "a", "--wait", "200000d"},
+      {"lock", "a", "-w", "1h30"},
+      {"lock", "a", "-E", "0x1"},
+      {"lock", "a", "-E", "abc"},
+      {"lock", "a", "-E", "-1"},
+      {"lock", "a", "-E", "256"},
+      {"lock", "a", "-E", ""},
+      {"exec", "a", "--lease", "inf", "--", "true"},
+      {"--timeout", "", "inspect"},
+      {"--connect-timeout", "", "inspect"},
+      {"--password-file", "", "inspect"},
+      {"--url", "redis://alice@127.0.0.1:1", "inspect"},  // an ACL user needs a password
   };
   for (auto args : cases) {
     args.insert(args.begin(), {"--url", "redis://127.0.0.1:1"});
@@ -61,6 +79,44 @@ TEST_CASE("bad flags are usage errors before anything connects") {
     CHECK(usage_exit(args, &message) == rlock::kExitUsage);
     CHECK(message.find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("typos get a suggestion and a pointer to the help, words in order") {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  } cases[] = {
+      {{"exce"}, "unknown subcommand 'exce' (did you mean 'exec'?); see rlock help"},
+      {{"lokc", "x"}, "unknown subcommand 'lokc' (did you mean 'lock'?); see rlock help"},
+      {{"zzzzzz"}, "unknown subcommand 'zzzzzz'; see rlock help"},
+      {{"lock", "x", "--wiat", "5s"},
+       "unknown option '--wiat' (did you mean '--wait'?); see rlock help lock"},
+      {{"lock", "x", "--leese=5s"},
+       "unknown option '--leese' (did you mean '--lease'?); see rlock help lock"},
+      {{"--verbsoe", "inspect"},
+       "unknown option '--verbsoe' (did you mean '--verbose'?); see rlock help inspect"},
+      {{"lock", "a", "b", "c"}, "unexpected argument 'b'; see rlock help lock"},
+      {{"help", "exce"}, "help: unknown subcommand 'exce' (did you mean 'exec'?); see rlock help"},
+      {{"inspect", "x", "redis://:S3cret@h"},
+       "unexpected argument (a URL with userinfo, not repeated here; give it with --url); see "
+       "rlock help inspect"},
+      {{"redis://u:S3cret@h"},
+       "unknown subcommand (a URL with userinfo, not repeated here; give it with --url); see rlock "
+       "help"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    std::string message;
+    CHECK(usage_exit(c.args, &message) == rlock::kExitUsage);
+    CHECK(message == c.message);
+  }
+}
+
+TEST_CASE("-E is decimal") {
+  // 010 is ten, not octal eight: the lock is busy-checked only after a connection, so the
+  // value is seen through the error of an unreachable server (69), not a usage error.
+  CHECK(usage_exit({"--url", "redis://127.0.0.1:1", "lock", "a", "-E", "010"}) ==
+        rlock::kExitUnavailable);
 }
 
 TEST_CASE("exec's missing -- is named") {

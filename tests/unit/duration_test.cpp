@@ -1,6 +1,10 @@
+#include "util/duration.hpp"
+
 #include <doctest/doctest.h>
 
-#include "util/duration.hpp"
+#include <chrono>
+#include <string>
+
 #include "util/error.hpp"
 
 using rlock::Millis;
@@ -11,8 +15,14 @@ TEST_CASE("durations parse like flock -w and Go-style units") {
     const char* text;
     long long ms;
   } cases[] = {
-      {"250ms", 250}, {"30s", 30'000}, {"5m", 300'000}, {"2h", 7'200'000}, {"1d", 86'400'000},
-      {"10", 10'000}, {"0.5", 500},    {"0", 0},        {"1.5s", 1500},    {"0ms", 0},
+      {"250ms", 250},       {"30s", 30'000},
+      {"5m", 300'000},      {"2h", 7'200'000},
+      {"1d", 86'400'000},   {"10", 10'000},
+      {"0.5", 500},         {"0", 0},
+      {"1.5s", 1500},       {"0ms", 0},
+      {"1h30m", 5'400'000}, {"2m30s", 150'000},
+      {"1d2h", 93'600'000}, {"1m0.5s", 60'500},
+      {"1s250ms", 1250},    {"36500d", 36'500LL * 86'400'000},
   };
   for (const auto& c : cases) {
     CAPTURE(c.text);
@@ -21,8 +31,32 @@ TEST_CASE("durations parse like flock -w and Go-style units") {
 }
 
 TEST_CASE("bad durations are usage errors naming the flag") {
-  const char* cases[] = {"10x", "-5s", "", "s", "ms", "1.2.3s", "5 s", "99999999999999999999d", "1e3", "+5s"};
-  for (const char* text : cases) {
+  const std::string cases[] = {"10x",
+                               "-5s",
+                               "",
+                               "s",
+                               "ms",
+                               "1.2.3s",
+                               "5 s",
+                               "99999999999999999999d",
+                               "1e3",
+                               "+5s",
+                               "106753d",
+                               "200000d",
+                               "36501d",
+                               "inf",
+                               "1h30",
+                               "30m1h",
+                               "1m1m",
+                               "1h 30m",
+                               "1.5.h",
+                               "nan",
+                               "infinity",
+                               "0x10",
+                               "1d-1h",
+                               "10S",
+                               std::string(400, '9')};
+  for (const auto& text : cases) {
     CAPTURE(text);
     try {
       parse_duration(text, "--lease");
@@ -34,9 +68,26 @@ TEST_CASE("bad durations are usage errors naming the flag") {
   }
 }
 
+TEST_CASE("inf and infinity wait forever (the longest duration) only where allowed") {
+  CHECK(parse_duration("inf", "--wait", true) == rlock::kMaxDuration);
+  CHECK(parse_duration("infinity", "--wait", true) == rlock::kMaxDuration);
+  CHECK(parse_duration("5s", "--wait", true) == Millis(5000));
+  CHECK_THROWS_AS(parse_duration("", "--wait", true), rlock::UsageError);
+  CHECK_THROWS_AS(parse_duration("-inf", "--wait", true), rlock::UsageError);
+}
+
+TEST_CASE("the longest duration fits the monotonic clock twice over") {
+  auto now = std::chrono::steady_clock::now().time_since_epoch();
+  auto limit = std::chrono::steady_clock::duration::max();
+  CHECK(now + 2 * std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      rlock::kMaxDuration) <
+        limit);
+}
+
 TEST_CASE("durations format for people") {
   CHECK(rlock::format_duration(Millis(850)) == "850ms");
   CHECK(rlock::format_duration(Millis(29'500)) == "29.5s");
   CHECK(rlock::format_duration(Millis(750'000)) == "12m30s");
   CHECK(rlock::format_duration(Millis(7'500'000)) == "2h5m");
+  CHECK(rlock::format_duration(Millis(93'600'000)) == "1d2h");
 }

@@ -1,6 +1,7 @@
+#include "redis/url.hpp"
+
 #include <doctest/doctest.h>
 
-#include "redis/url.hpp"
 #include "util/error.hpp"
 
 using rlock::redis::Endpoint;
@@ -20,7 +21,10 @@ TEST_CASE("redis:// URLs") {
       {"redis://h:1/3", "h", 1, 3, "", ""},
       {"redis://:secret@h:7000/2", "h", 7000, 2, "", "secret"},
       {"redis://alice:p%40ss@h", "h", 6379, 0, "alice", "p@ss"},
-      {"redis://secret@h", "h", 6379, 0, "", "secret"},
+      {"redis://alice@h", "h", 6379, 0, "alice", ""},
+      {"redis://u:p/ss@h:1/2", "h", 1, 2, "u", "p/ss"},
+      {"redis://u:p@ss@h", "h", 6379, 0, "u", "p@ss"},
+      {"redis://:Gk5nRt8/Yp2W@host:6379", "host", 6379, 0, "", "Gk5nRt8/Yp2W"},
       {"redis://[::1]:6390", "::1", 6390, 0, "", ""},
       {"redis://h/", "h", 6379, 0, "", ""},
   };
@@ -71,6 +75,41 @@ TEST_CASE("malformed URLs are usage errors; rediss is unavailable") {
       FAIL("accepted");
     } catch (const rlock::Error& e) {
       CHECK(e.exit_code() == c.code);
+    }
+  }
+}
+
+TEST_CASE("messages about malformed URLs never repeat the userinfo") {
+  const char* cases[] = {
+      "redis://:Gk5nRt8/Yp2W@host:port",
+      "redis://user:S3cret",
+      "redis:/:S3cret@host",
+      "redis://:S3cret@host:0",
+      "redis://:S3cret@host:99999",
+      "redis://:S3cret@host:x",
+      "redis://u:S3cret@host/x",
+      "redis://u:S3cret@host/-1",
+      "http://u:S3cret@host",
+      "S3cret",
+      "redis://:S3cret@[::1",
+      "redis://:S3cret@[::1]x",
+      "unix://u:S3cret@relative",
+      "unix://:S3cret@/s?x=1",
+      "unix://:S3cret@/s?db=x",
+      "redis://:S3cret@",
+      "redis://S3cret:1:2",
+      "redis//:S3cret@h",
+  };
+  for (const std::string url : cases) {
+    CAPTURE(url);
+    try {
+      parse_url(url);
+      FAIL("accepted");
+    } catch (const rlock::Error& e) {
+      CHECK(e.exit_code() == rlock::kExitUsage);
+      CHECK(std::string(e.what()).find("S3cret") == std::string::npos);
+      CHECK(std::string(e.what()).find("Gk5nRt8") == std::string::npos);
+      CHECK(std::string(e.what()).find("Yp2W") == std::string::npos);
     }
   }
 }
