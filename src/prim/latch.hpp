@@ -26,12 +26,14 @@ struct LatchState {
   long long ttl_ms = -1;         // -1: no expiry
 };
 
+// What Latch::set did.
 struct LatchSet {
   bool set = false;                   // false: refused, the latch is live (count > 0)
   long long count = 0;                // set: the new count; refused: the live count
   std::optional<long long> previous;  // set: the count it replaced, if any
 };
 
+// What Latch::count_down did.
 struct LatchCountDown {
   enum class Outcome {
     kCounted,   // applied (maybe 0 when it was at 0 already)

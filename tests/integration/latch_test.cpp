@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <csignal>
 
 #include "harness.hpp"
 #include "lib_util.hpp"
@@ -244,6 +245,13 @@ TEST_CASE("latch: await -n and a --wait that runs out exit 75 (or -E)") {
   CHECK(r.elapsed >= 300ms);
   CHECK(r.elapsed < 5000ms);
   CHECK(parse_json(r.out)["count"] == 1);
+  CHECK(redis.cmd_str({"GET", latch_key("n")}) == "1");
+
+  // -w inf waits until a stop signal ends it.
+  auto waiter = spawn_rlock(redis, {"latch", "await", "n", "-w", "inf"});
+  REQUIRE(poll_until([&] { return subscribers(redis, latch_channel("n")) == 1; }, 10s));
+  waiter.kill(SIGTERM);
+  CHECK(waiter.wait(deadline(5s)).value_or(kStillRunning) == 128 + SIGTERM);
   CHECK(redis.cmd_str({"GET", latch_key("n")}) == "1");
 }
 
