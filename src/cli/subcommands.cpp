@@ -13,6 +13,7 @@ const std::vector<Subcommand>& subcommands() {
        define_exec_command},
       {"inspect", "Show held locks: holders, lease left, fence, waiters", nullptr,
        define_inspect_command},
+      {"latch", "Countdown latches: set, count-down, await, status", nullptr, define_latch_command},
   };
   return kAll;
 }
