@@ -1,69 +1,108 @@
--- One attempt to acquire, re-enter or claim a reentrant lock (KEYS: see lock_common.lua).
--- Waiters queue in arrival order; a free lock goes to the longest-waiting live waiter, as
--- a reservation that this script, run by that waiter, confirms (a grant message is only a
--- wake-up: anyone can PUBLISH). A fresh acquisition advances the fencing token.
+-- One attempt to acquire, re-enter or claim a reentrant read-write lock (KEYS: see
+-- lock_common.lua). An exclusive hold (a writer) excludes everyone; shared holds (readers)
+-- exclude writers only. Waiters queue in arrival order; a free lock goes to the
+-- longest-waiting live waiter (or to the run of readers at the head), as a reservation that
+-- this script, run by that waiter, confirms (a grant message is only a wake-up: anyone can
+-- PUBLISH). A fresh exclusive acquisition advances the fencing token.
 -- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] mode:
 --   "try"    one attempt, never queued; re-enters a hold of the same owner
 --   "wait"   first attempt of a wait: re-enters, or queues when busy
 --   "queued" later attempts: claims a grant, takes a free lock at the head, keeps the place
 --   "last"   the wait's final attempt: as "queued", but leaves the queue when busy
 -- ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id, ARGV[6] "lock" or
--- "exec" (an exec hold is exclusive even against its own owner), ARGV[7] lock channel,
--- ARGV[8] ms a granted waiter has to claim, ARGV[9] arrival (us) to keep, or "".
--- Reply: {1, count, fence, pttl_ms, fresh} held (fresh = 1: a new hold, new token);
+-- "exec" (exclusive; an exec hold is exclusive even against its own owner) or "slock" or
+-- "sexec" (shared), ARGV[7] lock channel, ARGV[8] ms a granted waiter has to claim,
+-- ARGV[9] arrival (us) to keep, or "".
+-- Reply: {1, count, fence, pttl_ms, fresh} held (fresh = 1: a new hold);
 --        {0, pttl_ms, arrival_us, same_owner_exec, owner1, count1, ...} busy;
 --        {-1} this request was given up by its own clean-up: nothing changed;
---        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+--        error "UPGRADE" (a reader asked for the exclusive lock: it would deadlock),
+--        "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
 -- @include lock_common.lua
 local err = check_lock_keys(ARGV[7])
 if err then return err end
 local owner, lease, mode, wait_ms = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local rid, kind, channel, claim_ms = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local shared = is_shared(kind)
 local member = ARGV[2] .. ':' .. kind .. ':' .. rid .. ':' .. owner
+local rid_key = reader_id(kind, owner, rid)
+local first = mode == 'try' or mode == 'wait'
 local req = redis.call('GET', KEYS[7])
 if req == '0' then return {-1} end
 local now = server_time()
 drop_expired(now.ms)
+local readers, soonest = purge_readers(now.ms)
 local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
 local exec_hold = redis.call('GET', KEYS[6])
 
--- Granted and now claimed, or taken by an earlier try of this same request (a retry).
-local granted = redis.call('GET', KEYS[5]) == member
-if granted or (req == '1' and count >= 1 and (kind ~= 'exec' or exec_hold == rid)) then
-  if not granted then
+local function held_reply(c, fence, pttl, fresh)
+  remember('1')
+  leave_queue(member)
+  return {1, c, fence, pttl, fresh}
+end
+
+-- A shared hold for this request: the claim of a reservation (which already counts it), a
+-- new hold or a re-entry (one more level). Its own lease starts now; never shortened.
+local function take_shared(claim, fresh)
+  local c, expiry = reader_get(rid_key)
+  c = (c or 0) + (claim and 0 or 1)
+  reader_set(rid_key, c, math.max(expiry or 0, now.ms + lease), now.ms)
+  redis.call('HDEL', KEYS[9], member)
+  return held_reply(c, last_fence(), lease, fresh and 1 or 0)
+end
+
+-- Claimed (a reservation for this very wait), or taken by an earlier try of this same
+-- request whose reply was lost (a retry).
+if shared then
+  if redis.call('HEXISTS', KEYS[9], member) == 1 and reader_get(rid_key) then return take_shared(true, true) end
+  if req == '1' and reader_get(rid_key) then return {1, reader_get(rid_key), last_fence(), lease, 0} end
+else
+  local granted = redis.call('GET', KEYS[5]) == member
+  if granted then
+    local fence = next_fence()
+    redis.call('DEL', KEYS[5])
+    redis.call('PEXPIRE', KEYS[1], lease)
+    if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
+    return held_reply(count, fence, redis.call('PTTL', KEYS[1]), 1)
+  end
+  if req == '1' and count >= 1 and (kind ~= 'exec' or exec_hold == rid) then
     return {1, count, last_fence(), redis.call('PTTL', KEYS[1]), 0}
   end
-  local fence = next_fence()
-  redis.call('DEL', KEYS[5])
-  redis.call('PEXPIRE', KEYS[1], lease)
-  if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-  remember('1')
-  return {1, count, fence, redis.call('PTTL', KEYS[1]), 1}
 end
 
 -- Re-entry is for the first attempt of a request only: a queued waiter waits for its grant.
+-- A reader re-enters its own shared hold; a writer taking the shared lock downgrades.
+if first and shared and (reader_get(rid_key) or count >= 1) then return take_shared(false, false) end
 local same_owner_exec = count >= 1 and kind == 'exec' and exec_hold ~= false
-if count >= 1 and (mode == 'try' or mode == 'wait') and not same_owner_exec then
+if first and not shared and count >= 1 and not same_owner_exec then
   count = redis.call('HINCRBY', KEYS[1], owner, 1)
   extend(KEYS[1], lease)
   if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-  remember('1')
-  leave_queue(member)
-  return {1, count, last_fence(), redis.call('PTTL', KEYS[1]), 0}
+  return held_reply(count, last_fence(), redis.call('PTTL', KEYS[1]), 0)
+end
+if first and not shared and count < 0 and owner_reads(owner) then
+  return redis.error_reply('UPGRADE the owner holds the lock shared')
 end
 
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local free = redis.call('EXISTS', KEYS[1]) == 0 and (shared or readers == 0)
+if free then
   local head = first_live(channel)
   if head == nil or head == member then
+    if shared then
+      local held = take_shared(false, true)
+      pass_on(channel, claim_ms)  -- the readers queued right behind come in too
+      return held
+    end
     local fence = next_fence()
     redis.call('HSET', KEYS[1], owner, 1)
     redis.call('PEXPIRE', KEYS[1], lease)
     if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-    remember('1')
-    leave_queue(member)
-    return {1, 1, fence, lease, 1}
+    return held_reply(1, fence, lease, 1)
   end
-  grant(head, channel, claim_ms)  -- strict FIFO: nobody takes it ahead of a live waiter
+  -- Strict FIFO: nobody takes it ahead of a live waiter; it goes to the head instead.
+  pass_on(channel, claim_ms)
+  if shared and redis.call('HEXISTS', KEYS[9], member) == 1 then return take_shared(true, true) end
+  readers, soonest = purge_readers(now.ms)
 end
 
 local arrival = 0
@@ -78,4 +117,4 @@ else
   redis.call('ZADD', KEYS[4], now.ms + wait_ms, member)
   for i = 3, 4 do extend(KEYS[i], wait_ms + QUEUE_MARGIN) end
 end
-return holders_reply({0, redis.call('PTTL', KEYS[1]), tonumber(arrival), same_owner_exec and 1 or 0})
+return holders_reply({0, holders_ttl(soonest), tonumber(arrival), same_owner_exec and 1 or 0})

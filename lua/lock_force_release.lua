@@ -1,5 +1,5 @@
--- Releases a lock whoever holds it (for stuck locks) and passes it to the longest-waiting
--- live waiter, or announces it free (KEYS: see lock_common.lua; KEYS[7] unused).
+-- Releases a lock whoever holds it, writer and readers (for stuck locks), and passes it to
+-- the waiters at the head, or announces it free (KEYS: see lock_common.lua; KEYS[7] unused).
 -- ARGV[1] lock channel, ARGV[2] claim ms
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
@@ -7,10 +7,11 @@
 -- @include lock_common.lua
 local err = check_lock_keys(ARGV[1])
 if err then return err end
-local holders = redis.call('HGETALL', KEYS[1])
-redis.call('DEL', KEYS[5], KEYS[6])
+purge_readers(server_time().ms)
+local holders = holders_reply({})
+redis.call('DEL', KEYS[5], KEYS[6], KEYS[9])
 if #holders > 0 then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[8])
   pass_on(ARGV[1], ARGV[2])
 end
 return holders

@@ -3,7 +3,8 @@
 -- to the longest-waiting live waiter (see grant in lock_common.lua) or is announced free.
 -- ARGV[1] owner, ARGV[2] lock channel, ARGV[3] keep ms at level 0 (--min-hold; 0 = none),
 -- ARGV[4] id of the exec hold to release ("" for a plain unlock), ARGV[5] claim ms,
--- ARGV[6] "release" or "abandon"; for "abandon", ARGV[7] the request's waiters member.
+-- ARGV[6] "release" or "abandon"; for "abandon", ARGV[7] the request's waiters member;
+-- ARGV[8] the hold's kind: "lock" or "exec" (exclusive), "slock" or "sexec" (shared).
 -- "abandon" gives back what the request ARGV[4] took (a hold, or a grant not yet claimed),
 -- leaves the queue, and marks the request given up, so that it changes nothing if the
 -- server runs it only now.
@@ -18,10 +19,35 @@ if err then return err end
 local owner, channel, keep, rid, claim_ms = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
 local exec_hold = redis.call('GET', KEYS[6])
+local now_ms = server_time().ms
+purge_readers(now_ms)
+
+-- Drops one level of the shared hold `id`; at its last level the lock may be free for the
+-- next waiters. Returns the levels left, or nil when there is no such hold.
+local function release_shared(id)
+  local c, expiry = reader_get(id)
+  if not c then return nil end
+  if c > 1 then
+    reader_set(id, c - 1, expiry, now_ms)
+    return c - 1
+  end
+  redis.call('HDEL', KEYS[8], id)
+  pass_on(channel, claim_ms)
+  return 0
+end
 
 if ARGV[6] == 'abandon' then
   local member = ARGV[7]
-  local took = redis.call('GET', KEYS[7]) == '1' and (string.match(member, '^%d+:(%a+):') ~= 'exec' or exec_hold == rid)
+  local _, kind = parse_member(member)
+  if is_shared(kind) then
+    local id = reader_id(kind, owner, rid)
+    local took = redis.call('GET', KEYS[7]) == '1' or redis.call('HDEL', KEYS[9], member) == 1
+    leave_queue(member)
+    remember('0')
+    if took and release_shared(id) then return {1, 1} end
+    return {1, 0}
+  end
+  local took = redis.call('GET', KEYS[7]) == '1' and (kind ~= 'exec' or exec_hold == rid)
   if redis.call('GET', KEYS[5]) == member then
     redis.call('DEL', KEYS[5])
     took = true
@@ -32,6 +58,16 @@ if ARGV[6] == 'abandon' then
   if exec_hold == rid then redis.call('DEL', KEYS[6]) end
   release_level(owner, count, 0, channel, claim_ms)
   return {1, 1}
+end
+
+if is_shared(ARGV[8]) then
+  local left = release_shared(reader_id(ARGV[8], owner, rid))
+  if left then
+    if rid ~= '' then remember('0') end
+    return {1, left}
+  end
+  if rid ~= '' and redis.call('GET', KEYS[7]) == '0' then return {1, 0} end  -- a retry
+  return holders_reply({0})
 end
 
 if rid ~= '' and exec_hold ~= rid then

@@ -1,11 +1,26 @@
 -- Extends the lease of a hold if, and only if, it is still held: by ARGV[1], and for an
--- exec hold (ARGV[3] non-empty) by that very exec. Never shortens the lock's expiry.
--- KEYS[1] lock hash, KEYS[2] exec hold id
--- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] exec hold id or ""
--- Reply: pttl_ms of the lock after renewal (> 0) when renewed; 0 when the hold is gone
+-- exec hold (ARGV[3] non-empty) by that very exec; a shared hold (ARGV[4] = its reader id)
+-- by its own reader entry. Never shortens an expiry.
+-- KEYS[1] lock hash, KEYS[2] exec hold id, KEYS[3] readers (see lock_common.lua)
+-- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] exec hold id or "", ARGV[4] reader id or ""
+-- Reply: the hold's remaining lease in ms (> 0) when renewed; 0 when the hold is gone
 --        (expired, deleted, forced, or the keys now hold other types).
-if redis.acl_check_cmd and not (redis.acl_check_cmd('PEXPIRE', KEYS[1], '1') and redis.acl_check_cmd('SET', KEYS[2], '1')) then
-  return redis.error_reply('NOPERM rlock needs PEXPIRE and SET on ' .. KEYS[1] .. ' and ' .. KEYS[2] .. ' (nothing was changed)')
+if redis.acl_check_cmd and not (redis.acl_check_cmd('PEXPIRE', KEYS[1], '1') and redis.acl_check_cmd('SET', KEYS[2], '1')
+                                and redis.acl_check_cmd('HSET', KEYS[3], 'f', '1')) then
+  return redis.error_reply('NOPERM rlock needs PEXPIRE, SET and HSET on ' .. KEYS[1] .. ' and its :exec and :readers keys (nothing was changed)')
+end
+local lease = tonumber(ARGV[2])
+if ARGV[4] ~= '' then
+  if redis.call('TYPE', KEYS[3])['ok'] ~= 'hash' then return 0 end
+  local v = redis.call('HGET', KEYS[3], ARGV[4])
+  local c, e = string.match(v or '', '^(%d+):(%d+)$')
+  local t = redis.call('TIME')
+  local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not c or tonumber(e) <= now_ms then return 0 end
+  local expiry = math.max(tonumber(e), now_ms + lease)
+  redis.call('HSET', KEYS[3], ARGV[4], c .. ':' .. string.format('%.0f', expiry))
+  if redis.call('PTTL', KEYS[3]) < expiry - now_ms then redis.call('PEXPIRE', KEYS[3], expiry - now_ms) end
+  return expiry - now_ms
 end
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
@@ -14,5 +29,5 @@ if ARGV[3] ~= '' then
   if redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
   redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
 end
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return redis.call('PTTL', KEYS[1])

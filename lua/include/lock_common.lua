@@ -7,8 +7,13 @@
 --   KEYS[5] grant (string: the member the lock was granted to, until it claims it)
 --   KEYS[6] exec (string: id of the `rlock exec` hold running inside the lock)
 --   KEYS[7] request record (string '1' = this request took the lock, '0' = it gave up)
--- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"; its
--- grant channel is the lock channel .. ':' .. wait_id.
+--   KEYS[8] readers (hash reader id -> "<count>:<expiry server ms>"): shared holds, each with
+--           its own lease; a reader id is the owner (`lock --shared`) or the owner, byte 31
+--           and the hold id (`exec --shared`, one entry per process)
+--   KEYS[9] reader grants (hash member -> 1): shared waiters granted, until they claim
+-- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"
+-- (exclusive) or "slock" or "sexec" (shared); its grant channel is the lock channel ..
+-- ':' .. wait_id.
 
 -- Requests are remembered this long (ms): long enough for a retry or a clean-up that was
 -- queued behind the request in a stalled server.
@@ -33,6 +38,8 @@ local function check_rights(channel)
     {'SET', KEYS[2], '1'}, {'ZADD', KEYS[3], '1', 'm'}, {'ZREM', KEYS[3], 'm'}, {'PEXPIRE', KEYS[3], '1'},
     {'ZADD', KEYS[4], '1', 'm'}, {'ZREM', KEYS[4], 'm'}, {'PEXPIRE', KEYS[4], '1'}, {'SET', KEYS[5], 'm'},
     {'DEL', KEYS[5]}, {'SET', KEYS[6], 'm'}, {'DEL', KEYS[6]}, {'SET', KEYS[7], '1'},
+    {'HSET', KEYS[8], 'f', '1'}, {'HDEL', KEYS[8], 'f'}, {'DEL', KEYS[8]}, {'PEXPIRE', KEYS[8], '1'},
+    {'HSET', KEYS[9], 'f', '1'}, {'HDEL', KEYS[9], 'f'}, {'DEL', KEYS[9]}, {'PEXPIRE', KEYS[9], '1'},
     {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
   }
   for _, argv in ipairs(needs) do
@@ -47,7 +54,7 @@ end
 local function check_lock_keys(channel)
   local denied = check_rights(channel)
   if denied then return denied end
-  local want = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string'}
+  local want = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string', 'hash', 'hash'}
   for i = 1, #KEYS do
     local err = bad_type(KEYS[i], want[i])
     if err then return err end
@@ -56,6 +63,9 @@ local function check_lock_keys(channel)
   if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
   for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
     if not string.match(v, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+  end
+  for _, v in ipairs(redis.call('HVALS', KEYS[8])) do
+    if not string.match(v, '^%d+:%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[8]) end
   end
 end
 
@@ -115,10 +125,64 @@ local function first_live(channel)
   end
 end
 
--- Reserves the free lock for `head` for claim_ms and wakes it; it confirms with a claim
--- (lock_acquire.lua) or the reservation runs out and the next waiter gets its turn.
+local function is_shared(kind) return kind == 'slock' or kind == 'sexec' end
+
+-- "<lease_ms>", "<kind>", "<wait_id>", "<owner>" of a waiters member.
+local function parse_member(m)
+  return string.match(m, '^(%d+):(%a+):(%x+):(.*)$')
+end
+
+local function reader_id(kind, owner, hold_id)
+  if kind == 'sexec' then return owner .. '\31' .. hold_id end
+  return owner
+end
+
+-- count, expiry (server ms) of a reader, or nil.
+local function reader_get(id)
+  local v = redis.call('HGET', KEYS[8], id)
+  if not v then return nil end
+  local c, e = string.match(v, '^(%d+):(%d+)$')
+  return tonumber(c), tonumber(e)
+end
+
+local function reader_set(id, count, expiry, now_ms)
+  redis.call('HSET', KEYS[8], id, count .. ':' .. string.format('%.0f', expiry))
+  extend(KEYS[8], expiry - now_ms)  -- the hash lives as long as its longest reader
+end
+
+-- Drops the readers whose own lease ran out; returns how many are left and the least time
+-- (ms) until one of them expires (-1 when none is left).
+local function purge_readers(now_ms)
+  local all = redis.call('HGETALL', KEYS[8])
+  local left, soonest = 0, -1
+  for i = 1, #all, 2 do
+    local _, e = string.match(all[i + 1], '^(%d+):(%d+)$')
+    e = tonumber(e)
+    if e <= now_ms then
+      redis.call('HDEL', KEYS[8], all[i])
+    else
+      left = left + 1
+      if soonest < 0 or e - now_ms < soonest then soonest = e - now_ms end
+    end
+  end
+  return left, soonest
+end
+
+-- True when `owner` has a shared hold (as `lock --shared` or any `exec --shared`).
+local function owner_reads(owner)
+  if redis.call('HEXISTS', KEYS[8], owner) == 1 then return true end
+  local prefix = owner .. '\31'
+  for _, id in ipairs(redis.call('HKEYS', KEYS[8])) do
+    if string.sub(id, 1, #prefix) == prefix then return true end
+  end
+  return false
+end
+
+-- Reserves the free lock for the exclusive waiter `head` for claim_ms and wakes it; it
+-- confirms with a claim (lock_acquire.lua) or the reservation runs out and the next waiter
+-- gets its turn.
 local function grant(head, channel, claim_ms)
-  local _, kind, wait_id, waiter = string.match(head, '^(%d+):(%a+):(%x+):(.*)$')
+  local _, kind, wait_id, waiter = parse_member(head)
   leave_queue(head)
   redis.call('HSET', KEYS[1], waiter, 1)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
@@ -129,14 +193,43 @@ local function grant(head, channel, claim_ms)
   redis.call('PUBLISH', channel, 'changed ' .. claim_ms)
 end
 
--- The lock is free: it goes to the head of the queue, or is announced as released.
+-- Reserves a shared hold for the waiter `head` (a reader entry that lasts claim_ms) and
+-- wakes it; its claim gives the entry its own lease.
+local function grant_reader(head, channel, claim_ms, now_ms)
+  local _, kind, wait_id, waiter = parse_member(head)
+  leave_queue(head)
+  local id = reader_id(kind, waiter, wait_id)
+  local c = reader_get(id)
+  reader_set(id, (c or 0) + 1, now_ms + claim_ms, now_ms)
+  redis.call('HSET', KEYS[9], head, 1)
+  extend(KEYS[9], claim_ms)
+  redis.call('PUBLISH', channel .. ':' .. wait_id, 'grant')
+  redis.call('PUBLISH', channel, 'changed ' .. claim_ms)
+end
+
+-- Hands the lock to whoever is next, if it is free for them: the run of shared waiters at
+-- the head of the queue (all of them at once), or the exclusive waiter at the head once
+-- no reader is left. With nobody to hand it to, announces it free.
 local function pass_on(channel, claim_ms)
-  local head = first_live(channel)
-  if head then
-    grant(head, channel, claim_ms)
-  else
-    redis.call('PUBLISH', channel, 'released')
+  local now_ms = server_time().ms
+  local readers = purge_readers(now_ms)
+  if redis.call('EXISTS', KEYS[1]) == 1 then return end  -- a writer, or its reservation
+  local granted = 0
+  while true do
+    local head = first_live(channel)
+    if not head then break end
+    local _, kind = parse_member(head)
+    if not is_shared(kind) then
+      if readers == 0 and granted == 0 then
+        grant(head, channel, claim_ms)
+        granted = 1
+      end
+      break
+    end
+    grant_reader(head, channel, claim_ms, now_ms)
+    granted = granted + 1
   end
+  if granted == 0 and readers == 0 then redis.call('PUBLISH', channel, 'released') end
 end
 
 -- Releases one level held by `owner` (the caller checked that it holds one). `keep` > 0 at
@@ -156,7 +249,23 @@ local function release_level(owner, count, keep, channel, claim_ms)
   return 0
 end
 
+-- Appends owner, count pairs of the writer and of every reader (a reader's owner without
+-- its hold id) to `reply`.
 local function holders_reply(reply)
   for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
+  local all = redis.call('HGETALL', KEYS[8])
+  for i = 1, #all, 2 do
+    reply[#reply + 1] = string.match(all[i], '^([^\31]*)')
+    reply[#reply + 1] = string.match(all[i + 1], '^(%d+)')
+  end
   return reply
+end
+
+-- When the holders' expiry frees the lock for a waiter: the writer's lease, else the
+-- soonest reader's (ms; -1 = no expiry, -2 = nothing held).
+local function holders_ttl(soonest_reader)
+  local pttl = redis.call('PTTL', KEYS[1])
+  if pttl ~= -2 then return pttl end
+  if soonest_reader >= 0 then return soonest_reader end
+  return -2
 end

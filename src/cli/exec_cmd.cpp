@@ -27,16 +27,20 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
              const Settings& settings) {
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
+  if (req.mode == prim::LockMode::kShared && f.supervise.min_hold != "0") {
+    throw UsageError("--min-hold keeps a lock busy for everyone after the command; it has no meaning with --shared");
+  }
   Supervision supervision(f.supervise, req.lease, console);
   redis::Topology topology(settings.connect);
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(topology, layout, req.name);
   auto a =
       lock.acquire(req.owner, req.lease, req.wait_until,
-                   supervision.wait_hooks(wait_hooks(console, req.name)), prim::HoldKind::kExec);
+                   supervision.wait_hooks(wait_hooks(console, req.name)), prim::HoldKind::kExec,
+                   req.mode);
   if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
     if (const auto* held = std::get_if<prim::Held>(&a))
-      lock.release(req.owner, Millis(0), held->hold_id);
+      lock.release(req.owner, Millis(0), held->hold_id, req.mode);
     console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" +
                    req.name + "'; the command did not run");
     return 128 + signo;

@@ -45,7 +45,8 @@ stderr, even with -q, says how to unlock it.)");
     redis::Topology topology(settings.connect);
     prim::KeyLayout layout(settings.prefix);
     prim::Lock lock(topology, layout, req.name);
-    auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name));
+    auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name), prim::HoldKind::kLock,
+                          req.mode);
     if (const auto* busy = std::get_if<prim::Busy>(&a)) {
       if (req.wait.count() > 0) console.notice(describe_busy(req.name, *busy, req.wait));
       console.result({{"name", req.name},
@@ -56,12 +57,10 @@ stderr, even with -q, says how to unlock it.)");
     }
     const auto& held = std::get<prim::Held>(a);
     if (req.owner_made_up) console.warning(made_up_owner_warning(req));
-    console.result({{"name", req.name},
-                    {"owner", req.owner},
-                    {"acquired", true},
-                    {"count", held.count},
-                    {"fence", held.fence},
-                    {"lease_ms", held.lease.count()}});
+    Json out = {{"name", req.name},         {"owner", req.owner}, {"acquired", true},
+                {"count", held.count},      {"fence", held.fence}, {"lease_ms", held.lease.count()}};
+    if (req.mode == prim::LockMode::kShared) out["shared"] = true;
+    console.result(out);
     return 0;
   }};
 }

@@ -38,6 +38,8 @@ void add_lock_flags(CLI::App& sub, LockFlags& f) {
                    ->type_name("DUR");
   sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")
       ->excludes(wait);
+  sub.add_flag("-s,--shared", f.shared,
+               "a shared (read) hold: any number at once, but no exclusive holder (flock -s)");
   sub.add_option_function<std::string>(
          "-E,--conflict-exit-code",
          [&f](const std::string& v) { f.conflict_exit_code = parse_exit_code(v); },
@@ -55,6 +57,7 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
       f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait", /*allow_forever=*/true);
   r.wait_until = SteadyClock::now() + wait;
   r.wait = wait;
+  r.mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
   r.conflict_exit_code = f.conflict_exit_code;
   r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());

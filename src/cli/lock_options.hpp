@@ -20,6 +20,7 @@ struct LockFlags {
   std::string lease = "30s";
   std::string wait;  // empty: don't wait
   bool no_wait = false;
+  bool shared = false;  // -s: a read hold (any number at once, no writer)
   int conflict_exit_code = kExitNotNow;
 };
 
@@ -30,6 +31,7 @@ struct LockRequest {
   Millis lease{0};
   Deadline wait_until{};
   Millis wait{0};  // how long --wait allows (0: no wait)
+  prim::LockMode mode = prim::LockMode::kExclusive;
   int conflict_exit_code = kExitNotNow;
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
 };

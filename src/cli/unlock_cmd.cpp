@@ -15,6 +15,7 @@ struct UnlockFlags {
   std::string name;
   std::string owner;
   bool force = false;
+  bool shared = false;
 };
 
 int force_unlock(prim::Lock& lock, const Console& console) {
@@ -31,7 +32,8 @@ Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_
   sub->add_option("name", flags->name, "lock name")->required()->type_name("NAME");
   auto* owner = sub->add_option("--owner", flags->owner, "the owner that holds it (or RLOCK_OWNER)")
                     ->type_name("ID");
-  sub->add_flag("--force", flags->force, "release it whoever holds it (for stuck locks)")
+  sub->add_flag("-s,--shared", flags->shared, "drop a shared (read) hold of the owner");
+  sub->add_flag("--force", flags->force, "release it whoever holds it, writer and readers (for stuck locks)")
       ->excludes(owner);
   sub->footer(R"(Prints {"name","owner","released","count"}: released is true when the count
 reached 0. By a non-holder it changes nothing, names the holder and exits 75.
@@ -48,7 +50,8 @@ Examples:
     prim::KeyLayout layout(settings.prefix);
     prim::Lock lock(topology, layout, flags->name);
     if (flags->force) return force_unlock(lock, console);
-    auto r = lock.release(owner);
+    auto r = lock.release(owner, Millis(0), "",
+                          flags->shared ? prim::LockMode::kShared : prim::LockMode::kExclusive);
     using Outcome = prim::Release::Outcome;
     if (r.outcome == Outcome::kExecRunning) {
       throw Error(kExitNotNow, "lock '" + flags->name + "' is held by a running `rlock exec` of " +

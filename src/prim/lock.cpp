@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "prim/object_script.hpp"
+#include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
 #include "util/error.hpp"
@@ -16,7 +17,10 @@ constexpr std::string_view kKind = "lock";
 // the server's socket either way.
 constexpr Millis kCleanupPatience{1000};
 
-const char* kind_name(HoldKind k) { return k == HoldKind::kExec ? "exec" : "lock"; }
+const char* kind_name(HoldKind k, LockMode m) {
+  if (m == LockMode::kShared) return k == HoldKind::kExec ? "sexec" : "slock";
+  return k == HoldKind::kExec ? "exec" : "lock";
+}
 
 const char* mode_name(Waitable::Mode m) {
   switch (m) {
@@ -55,14 +59,15 @@ std::vector<Holder> decode_holders(const redis::ReplyView& r, size_t first,
 // is idempotent and the clean-up can name what it took.
 class LockWait : public Waitable {
  public:
-  LockWait(Lock& lock, std::string owner, Millis lease, HoldKind kind)
+  LockWait(Lock& lock, std::string owner, Millis lease, HoldKind kind, LockMode mode)
       : lock_(lock),
         owner_(std::move(owner)),
         lease_(lease),
-        kind_(kind),
+        kind_(kind_name(kind, mode)),
+        mode_(mode),
         id_(random_hex(8)),
         request_key_(lock.layout_.request_key(lock.name_, id_)),
-        member_(std::to_string(lease.count()) + ":" + kind_name(kind) + ":" + id_ + ":" + owner_) {}
+        member_(std::to_string(lease.count()) + ":" + kind_ + ":" + id_ + ":" + owner_) {}
 
   Step attempt(Mode mode, Millis wait_left) override {
     Deadline sent = SteadyClock::now();
@@ -70,7 +75,7 @@ class LockWait : public Waitable {
     std::string lease_ms = ms(lease_), wait_ms = ms(wait_left), claim = ms(kClaimWindow);
     auto reply =
         run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
-                          {owner_, lease_ms, mode_name(mode), wait_ms, id_, kind_name(kind_),
+                          {owner_, lease_ms, mode_name(mode), wait_ms, id_, kind_,
                            lock_.channel_, claim, arrival_},
                           kKind, redis::Retry::kIdempotent);
     long long status = reply.at(0).integer();
@@ -81,6 +86,7 @@ class LockWait : public Waitable {
       h.lease = Millis(reply.at(3).integer());
       h.fresh = reply.at(4).integer() == 1;
       h.hold_id = id_;
+      h.mode = mode_;
       // The hold may have been taken by an earlier try whose reply was lost.
       h.deadline = std::min(sent, *unconfirmed_since_) + lease_;
       result_ = h;
@@ -109,8 +115,7 @@ class LockWait : public Waitable {
   }
 
   void give_up() noexcept override {
-    std::vector<std::string> args = {owner_,           lock_.channel_, "0",    id_,
-                                     ms(kClaimWindow), "abandon",      member_};
+    std::vector<std::string> args = {owner_, lock_.channel_, "0", id_, ms(kClaimWindow), "abandon", member_, kind_};
     try {
       std::vector<std::string_view> argv(args.begin(), args.end());
       lock_.topology_.run(redis::scripts::lock_release, lock_.keys(request_key_), argv,
@@ -131,7 +136,8 @@ class LockWait : public Waitable {
   Lock& lock_;
   std::string owner_;
   Millis lease_;
-  HoldKind kind_;
+  std::string kind_;  // as in the waiters member: lock, exec, slock, sexec
+  LockMode mode_;
   std::string id_;
   std::string request_key_;
   std::string member_;
@@ -147,11 +153,12 @@ class LockHold : public Hold {
       : Hold(lease, held.fence, held.deadline),
         lock_(lock),
         owner_(std::move(owner)),
-        hold_id_(held.hold_id) {}
+        hold_id_(held.hold_id),
+        mode_(held.mode) {}
 
   Renewed renew() override {
     Deadline sent = SteadyClock::now();
-    if (lock_.renew(owner_, lease_, hold_id_).count() > 0) {
+    if (lock_.renew(owner_, lease_, hold_id_, mode_).count() > 0) {
       deadline_ = sent + lease_;
       return Renewed::kHeld;
     }
@@ -160,7 +167,7 @@ class LockHold : public Hold {
   }
 
   Released release(Millis keep) override {
-    auto r = lock_.release(owner_, keep, hold_id_);
+    auto r = lock_.release(owner_, keep, hold_id_, mode_);
     if (r.outcome == Release::Outcome::kReleased) return Released::kReleased;
     reason_ = "it was no longer held by " + owner_ + " (held by " +
               std::to_string(r.holders.size()) + " other owner(s))";
@@ -173,6 +180,7 @@ class LockHold : public Hold {
   Lock& lock_;
   std::string owner_;
   std::string hold_id_;
+  LockMode mode_;
   std::string reason_;
 };
 
@@ -186,20 +194,30 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       timeouts_key_(layout.timeouts_key(name_)),
       grant_key_(layout.grant_key(name_)),
       exec_key_(layout.exec_key(name_)),
+      readers_key_(layout.readers_key(name_)),
+      reader_grants_key_(layout.reader_grants_key(name_)),
       channel_(layout.lock_channel(name_)) {}
 
 std::vector<std::string_view> Lock::keys(const std::string& request_key) const {
-  return {key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, request_key};
+  return {key_,      fence_key_,   waiters_key_, timeouts_key_,     grant_key_,
+          exec_key_, request_key, readers_key_, reader_grants_key_};
 }
 
-Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind) {
-  return acquire(owner, lease, SteadyClock::now(), {}, kind);
+Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind, LockMode mode) {
+  return acquire(owner, lease, SteadyClock::now(), {}, kind, mode);
 }
 
 Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until,
-                          const WaitHooks& hooks, HoldKind kind) {
-  LockWait wait(*this, owner, lease, kind);
-  WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
+                          const WaitHooks& hooks, HoldKind kind, LockMode mode) {
+  LockWait wait(*this, owner, lease, kind, mode);
+  WaitOutcome outcome;
+  try {
+    outcome = wait_for(topology_, wait, until, hooks);
+  } catch (const redis::ReplyError& e) {
+    if (e.code() != "UPGRADE") throw;
+    throw DataError("lock '" + name_ + "' is held shared by " + owner +
+                    "; taking it exclusively too would wait for itself (release the shared hold first)");
+  }
   Acquisition a = wait.result();
   if (outcome == WaitOutcome::kInterrupted) {
     Busy b = std::holds_alternative<Busy>(a) ? std::get<Busy>(a) : Busy{};
@@ -209,13 +227,15 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
   return a;
 }
 
-Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id) {
+Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id, LockMode mode) {
   // A plain unlock is not idempotent (it counts down), so it is never repeated; an exec
   // hold's release is, by its id.
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
   auto reply =
       run_object_script(topology_, redis::scripts::lock_release, keys(request_key),
-                        {owner, channel_, ms(keep), hold_id, ms(kClaimWindow), "release"}, kKind,
+                        {owner, channel_, ms(keep), hold_id, ms(kClaimWindow), "release", "",
+                         kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode)},
+                        kKind,
                         hold_id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
   Release r;
   long long status = reply.at(0).integer();
@@ -236,9 +256,13 @@ std::vector<Holder> Lock::force_release() {
   return decode_holders(reply, 0, key_);
 }
 
-Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id) {
-  auto reply = topology_.run(redis::scripts::lock_renew, {key_, exec_key_},
-                             {owner, ms(lease), hold_id}, redis::Retry::kIdempotent);
+Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id, LockMode mode) {
+  // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
+  std::string reader;
+  if (mode == LockMode::kShared) reader = hold_id.empty() ? owner : owner + '\x1f' + hold_id;
+  auto reply = topology_.run(redis::scripts::lock_renew, {key_, exec_key_, readers_key_},
+                             {owner, ms(lease), mode == LockMode::kShared ? "" : hold_id, reader},
+                             redis::Retry::kIdempotent);
   return Millis(std::max<long long>(reply.integer(), 0));
 }
 

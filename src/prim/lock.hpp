@@ -24,6 +24,10 @@ struct Holder {
 // RLOCK_OWNER says) and re-enters only a hold that owner took with `lock`.
 enum class HoldKind { kLock, kExec };
 
+// Exclusive (a writer: the plain lock) or shared (a reader: any number at once, no writer;
+// flock -s). Each shared hold has its own lease.
+enum class LockMode { kExclusive, kShared };
+
 // The lock is ours.
 struct Held {
   long long count = 0;  // reentry depth after this call
@@ -31,6 +35,7 @@ struct Held {
   Millis lease{0};      // the lock's lease now in force (a re-entry never shortens it)
   bool fresh = false;   // a new hold (new token), not a re-entry
   std::string hold_id;  // identifies this hold for renew/release (exec holds)
+  LockMode mode = LockMode::kExclusive;
   Deadline deadline{};  // the server may expire it from here on: request send time + lease
 };
 
@@ -67,24 +72,29 @@ class Lock {
   Lock(redis::Topology& topology, const KeyLayout& layout, std::string name);
 
   // One attempt: acquire, re-enter, or report the holders (never ahead of a live waiter).
-  Acquisition try_acquire(const std::string& owner, Millis lease, HoldKind kind = HoldKind::kLock);
+  Acquisition try_acquire(const std::string& owner, Millis lease, HoldKind kind = HoldKind::kLock,
+                          LockMode mode = LockMode::kExclusive);
 
   // Tries until `until`, queued and sleeping on pub/sub in between (see wait_for). Never
   // returns Held when interrupted.
+  // A reader asking for the exclusive lock while it holds it shared would wait for itself:
+  // that throws DataError at once, whatever `until` says, and changes nothing.
   Acquisition acquire(const std::string& owner, Millis lease, Deadline until,
-                      const WaitHooks& hooks = {}, HoldKind kind = HoldKind::kLock);
+                      const WaitHooks& hooks = {}, HoldKind kind = HoldKind::kLock,
+                      LockMode mode = LockMode::kExclusive);
 
   // Releases one level held by `owner`; an exec hold is named by its `hold_id`. At level 0
   // the lock goes to the head waiter, or with `keep` > 0 stays held (count 0) that long.
-  Release release(const std::string& owner, Millis keep = Millis(0),
-                  const std::string& hold_id = "");
+  Release release(const std::string& owner, Millis keep = Millis(0), const std::string& hold_id = "",
+                  LockMode mode = LockMode::kExclusive);
 
   // Releases whoever holds it, passing it to the head waiter; returns who held it.
   std::vector<Holder> force_release();
 
   // Extends the lease iff `owner` (and, for an exec hold, `hold_id`) still holds it; never
   // shortens it. Returns the lock's remaining lease, or 0 when the hold is gone.
-  Millis renew(const std::string& owner, Millis lease, const std::string& hold_id = "");
+  Millis renew(const std::string& owner, Millis lease, const std::string& hold_id = "",
+               LockMode mode = LockMode::kExclusive);
 
   // The hold of an acquisition, for exec's supervision.
   std::unique_ptr<Hold> hold(const std::string& owner, Millis lease, const Held& held);
@@ -99,7 +109,8 @@ class Lock {
   redis::Topology& topology_;
   const KeyLayout& layout_;
   std::string name_;
-  std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_;
+  std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, readers_key_,
+      reader_grants_key_;
   std::string channel_;
 };
 

@@ -10,7 +10,7 @@ namespace rlock::redis {
 namespace {
 
 // Replies that say the stored data is not what rlock expects.
-const char* kData[] = {"WRONGTYPE", "BADTYPE", "MALFORMED"};
+const char* kData[] = {"WRONGTYPE", "BADTYPE", "MALFORMED", "UPGRADE"};
 
 std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
 
