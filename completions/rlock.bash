@@ -118,11 +118,11 @@ _rlock()
             fi
             ;;
         lock)
-            opts='--owner --lease -w --wait -n --no-wait -E --conflict-exit-code'
+            opts='--owner --lease -w --wait -n --no-wait -s --shared -E --conflict-exit-code'
             [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
             ;;
         unlock)
-            opts='--owner --force'
+            opts='--owner -s --shared --force'
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
             elif ((npos == 0)); then
@@ -131,7 +131,7 @@ _rlock()
             fi
             ;;
         exec)
-            opts='-w --wait -n --no-wait -E --conflict-exit-code --lease --owner
+            opts='-w --wait -n --no-wait -s --shared -E --conflict-exit-code --lease --owner
                 --on-lost --kill-after --min-hold --keep-secrets'
             if ((npos >= 1)); then
                 # After NAME only `--` may come before the command.

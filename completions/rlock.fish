@@ -105,10 +105,12 @@ complete -c rlock -n $lock_exec -s n -l no-wait -d 'Do not wait (default)'
 complete -c rlock -n $lock_exec -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not acquired'
 complete -c rlock -n $lock_exec -l lease -x -d 'Lease of the lock (default 30s)'
 complete -c rlock -n $lock_exec -l owner -x -d 'Owner to hold the lock as'
+complete -c rlock -n $lock_exec -s s -l shared -d 'A shared (read) hold: many readers, no writer'
 
 # unlock.
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -l owner -x -d 'Owner that holds the lock'
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -l force -d 'Release the lock whoever holds it'
+complete -c rlock -n '__fish_seen_subcommand_from unlock' -s s -l shared -d 'Drop a shared (read) hold'
 
 # latch and its subcommands.
 set -l latch_subcmds set count-down await status

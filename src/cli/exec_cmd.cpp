@@ -28,16 +28,17 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
   if (req.mode == prim::LockMode::kShared && f.supervise.min_hold != "0") {
-    throw UsageError("--min-hold keeps a lock busy for everyone after the command; it has no meaning with --shared");
+    throw UsageError(
+        "--min-hold keeps a lock busy for everyone after the command; it has no meaning with "
+        "--shared");
   }
   Supervision supervision(f.supervise, req.lease, console);
   redis::Topology topology(settings.connect);
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(topology, layout, req.name);
-  auto a =
-      lock.acquire(req.owner, req.lease, req.wait_until,
-                   supervision.wait_hooks(wait_hooks(console, req.name)), prim::HoldKind::kExec,
-                   req.mode);
+  auto a = lock.acquire(req.owner, req.lease, req.wait_until,
+                        supervision.wait_hooks(wait_hooks(console, req.name)),
+                        prim::HoldKind::kExec, req.mode);
   if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
     if (const auto* held = std::get_if<prim::Held>(&a))
       lock.release(req.owner, Millis(0), held->hold_id, req.mode);
@@ -83,6 +84,7 @@ Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running
   rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
   rlock exec --min-hold 50s tick -- ./every-minute.sh     # once per minute across hosts
+  rlock exec -s --wait 5m reports-db -- ./read-report.sh  # readers together, writers alone
   rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");
   return {
       [flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};

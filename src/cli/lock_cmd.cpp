@@ -35,6 +35,7 @@ Examples:
   rlock lock deploy-prod --owner ci-42 --lease 10m     # hold for 10 minutes
   rlock lock deploy-prod --owner ci-42 --lease 10m     # same owner again: re-enter, extend
   rlock lock backup --wait 30s                          # wait up to 30s for it
+  rlock lock -s reports --owner reader-1                # a shared (read) hold
   rlock unlock deploy-prod --owner ci-42
 
 Without --owner (or RLOCK_OWNER) the owner is made up (host:pid:random) and a warning on
@@ -45,8 +46,8 @@ stderr, even with -q, says how to unlock it.)");
     redis::Topology topology(settings.connect);
     prim::KeyLayout layout(settings.prefix);
     prim::Lock lock(topology, layout, req.name);
-    auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name), prim::HoldKind::kLock,
-                          req.mode);
+    auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name),
+                          prim::HoldKind::kLock, req.mode);
     if (const auto* busy = std::get_if<prim::Busy>(&a)) {
       if (req.wait.count() > 0) console.notice(describe_busy(req.name, *busy, req.wait));
       console.result({{"name", req.name},
@@ -57,8 +58,8 @@ stderr, even with -q, says how to unlock it.)");
     }
     const auto& held = std::get<prim::Held>(a);
     if (req.owner_made_up) console.warning(made_up_owner_warning(req));
-    Json out = {{"name", req.name},         {"owner", req.owner}, {"acquired", true},
-                {"count", held.count},      {"fence", held.fence}, {"lease_ms", held.lease.count()}};
+    Json out = {{"name", req.name},    {"owner", req.owner},  {"acquired", true},
+                {"count", held.count}, {"fence", held.fence}, {"lease_ms", held.lease.count()}};
     if (req.mode == prim::LockMode::kShared) out["shared"] = true;
     console.result(out);
     return 0;

@@ -33,7 +33,8 @@ Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_
   auto* owner = sub->add_option("--owner", flags->owner, "the owner that holds it (or RLOCK_OWNER)")
                     ->type_name("ID");
   sub->add_flag("-s,--shared", flags->shared, "drop a shared (read) hold of the owner");
-  sub->add_flag("--force", flags->force, "release it whoever holds it, writer and readers (for stuck locks)")
+  sub->add_flag("--force", flags->force,
+                "release it whoever holds it, writer and readers (for stuck locks)")
       ->excludes(owner);
   sub->footer(R"(Prints {"name","owner","released","count"}: released is true when the count
 reached 0. By a non-holder it changes nothing, names the holder and exits 75.

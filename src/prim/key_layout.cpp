@@ -92,7 +92,9 @@ std::string KeyLayout::timeouts_key(std::string_view name) const {
 }
 std::string KeyLayout::grant_key(std::string_view name) const { return lock_key(name) + ":grant"; }
 std::string KeyLayout::exec_key(std::string_view name) const { return lock_key(name) + ":exec"; }
-std::string KeyLayout::readers_key(std::string_view name) const { return lock_key(name) + ":readers"; }
+std::string KeyLayout::readers_key(std::string_view name) const {
+  return lock_key(name) + ":readers";
+}
 std::string KeyLayout::reader_grants_key(std::string_view name) const {
   return lock_key(name) + ":rgrants";
 }

@@ -73,11 +73,10 @@ class LockWait : public Waitable {
     Deadline sent = SteadyClock::now();
     if (!unconfirmed_since_) unconfirmed_since_ = sent;  // until a reply says otherwise
     std::string lease_ms = ms(lease_), wait_ms = ms(wait_left), claim = ms(kClaimWindow);
-    auto reply =
-        run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
-                          {owner_, lease_ms, mode_name(mode), wait_ms, id_, kind_,
-                           lock_.channel_, claim, arrival_},
-                          kKind, redis::Retry::kIdempotent);
+    auto reply = run_object_script(
+        lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
+        {owner_, lease_ms, mode_name(mode), wait_ms, id_, kind_, lock_.channel_, claim, arrival_},
+        kKind, redis::Retry::kIdempotent);
     long long status = reply.at(0).integer();
     if (status == 1) {
       Held h;
@@ -115,7 +114,8 @@ class LockWait : public Waitable {
   }
 
   void give_up() noexcept override {
-    std::vector<std::string> args = {owner_, lock_.channel_, "0", id_, ms(kClaimWindow), "abandon", member_, kind_};
+    std::vector<std::string> args = {owner_,           lock_.channel_, "0",     id_,
+                                     ms(kClaimWindow), "abandon",      member_, kind_};
     try {
       std::vector<std::string_view> argv(args.begin(), args.end());
       lock_.topology_.run(redis::scripts::lock_release, lock_.keys(request_key_), argv,
@@ -199,11 +199,12 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       channel_(layout.lock_channel(name_)) {}
 
 std::vector<std::string_view> Lock::keys(const std::string& request_key) const {
-  return {key_,      fence_key_,   waiters_key_, timeouts_key_,     grant_key_,
+  return {key_,      fence_key_,  waiters_key_, timeouts_key_,     grant_key_,
           exec_key_, request_key, readers_key_, reader_grants_key_};
 }
 
-Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind, LockMode mode) {
+Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind,
+                              LockMode mode) {
   return acquire(owner, lease, SteadyClock::now(), {}, kind, mode);
 }
 
@@ -215,8 +216,9 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
     outcome = wait_for(topology_, wait, until, hooks);
   } catch (const redis::ReplyError& e) {
     if (e.code() != "UPGRADE") throw;
-    throw DataError("lock '" + name_ + "' is held shared by " + owner +
-                    "; taking it exclusively too would wait for itself (release the shared hold first)");
+    throw DataError(
+        "lock '" + name_ + "' is held shared by " + owner +
+        "; taking it exclusively too would wait for itself (release the shared hold first)");
   }
   Acquisition a = wait.result();
   if (outcome == WaitOutcome::kInterrupted) {
@@ -227,7 +229,8 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
   return a;
 }
 
-Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id, LockMode mode) {
+Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id,
+                      LockMode mode) {
   // A plain unlock is not idempotent (it counts down), so it is never repeated; an exec
   // hold's release is, by its id.
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
@@ -235,8 +238,7 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
       run_object_script(topology_, redis::scripts::lock_release, keys(request_key),
                         {owner, channel_, ms(keep), hold_id, ms(kClaimWindow), "release", "",
                          kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode)},
-                        kKind,
-                        hold_id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
+                        kKind, hold_id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
   Release r;
   long long status = reply.at(0).integer();
   if (status == 1) {
@@ -256,7 +258,8 @@ std::vector<Holder> Lock::force_release() {
   return decode_holders(reply, 0, key_);
 }
 
-Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id, LockMode mode) {
+Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id,
+                   LockMode mode) {
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
   std::string reader;
   if (mode == LockMode::kShared) reader = hold_id.empty() ? owner : owner + '\x1f' + hold_id;

@@ -85,8 +85,8 @@ class Lock {
 
   // Releases one level held by `owner`; an exec hold is named by its `hold_id`. At level 0
   // the lock goes to the head waiter, or with `keep` > 0 stays held (count 0) that long.
-  Release release(const std::string& owner, Millis keep = Millis(0), const std::string& hold_id = "",
-                  LockMode mode = LockMode::kExclusive);
+  Release release(const std::string& owner, Millis keep = Millis(0),
+                  const std::string& hold_id = "", LockMode mode = LockMode::kExclusive);
 
   // Releases whoever holds it, passing it to the head waiter; returns who held it.
   std::vector<Holder> force_release();

@@ -1,0 +1,216 @@
+// Read-write locks (`--shared`, as flock -s): readers together, a writer alone, readers'
+// own leases, writers not starved, upgrade refused, downgrade allowed.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+// The probe every operation runs: this test binary started again with RLOCK_IT_PROBE set to
+// "reader" or "writer" and RLOCK_IT_PROBE_FILE naming a counter file "readers writers
+// max_readers violations". It enters (checks that nobody it excludes is inside, counts
+// itself in), stays a moment, and leaves. The file is changed under flock(2), so the probe
+// itself never races.
+void probe_step(const char* path, bool writer, int delta) {
+  int fd = ::open(path, O_RDWR);
+  if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(90);
+  char buf[128] = {};
+  ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  long r = 0, w = 0, max_r = 0, bad = 0;
+  if (n > 0) std::sscanf(buf, "%ld %ld %ld %ld", &r, &w, &max_r, &bad);
+  if (delta > 0 && (w > 0 || (writer && r > 0))) ++bad;
+  (writer ? w : r) += delta;
+  if (r > max_r) max_r = r;
+  int len = std::snprintf(buf, sizeof buf, "%ld %ld %ld %ld\n", r, w, max_r, bad);
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, buf, static_cast<size_t>(len), 0) != len) ::_exit(91);
+  ::close(fd);
+}
+
+const bool kIsProbe = [] {
+  const char* role = std::getenv("RLOCK_IT_PROBE");
+  const char* path = std::getenv("RLOCK_IT_PROBE_FILE");
+  if (!role || !path) return false;
+  bool writer = std::strcmp(role, "writer") == 0;
+  probe_step(path, writer, +1);
+  ::usleep(writer ? 300 : 1000);
+  probe_step(path, writer, -1);
+  ::_exit(0);
+}();
+
+std::string make_fifo(const TempDir& dir, const std::string& name) {
+  std::string path = dir / name;
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  return path;
+}
+
+bool saw_line(Spawned& proc, const std::string& want) {
+  const auto until = deadline(15s);
+  while (auto line = proc.read_line(until)) {
+    if (*line == want) return true;
+  }
+  return false;
+}
+
+long long queued(const RedisServer& redis, const std::string& name) {
+  return redis.cmd_int({"ZCARD", lock_key(name) + ":waiters"});
+}
+
+TEST_CASE(
+    "rw: 8 readers and 2 writers x 500 operations: no writer ever with anyone, readers together") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string counter = dir / "counter";
+  write_file(counter, "0 0 0 0\n");
+  const std::string loop =
+      R"(i=0; while [ $i -lt 500 ]; do "$RL" --url "$URL" exec $MODE --wait 120s rw -- "$PROBE" || exit 1; )"
+      R"(i=$((i+1)); done)";
+  std::vector<Spawned> loops;
+  for (int i = 0; i < 10; ++i) {
+    bool writer = i < 2;
+    loops.emplace_back(std::vector<std::string>{"sh", "-c", loop},
+                       Env{{"RL", rlock_binary()},
+                           {"URL", redis.url()},
+                           {"MODE", writer ? "" : "--shared"},
+                           {"PROBE", std::filesystem::read_symlink("/proc/self/exe").string()},
+                           {"RLOCK_IT_PROBE", writer ? "writer" : "reader"},
+                           {"RLOCK_IT_PROBE_FILE", counter}});
+  }
+  for (auto& proc : loops) {
+    auto status = proc.wait(deadline(300s));
+    INFO("stderr: " << proc.err());
+    REQUIRE(status.has_value());
+    CHECK(*status == 0);
+  }
+  long r = -1, w = -1, max_r = -1, bad = -1;
+  std::sscanf(read_file(counter).c_str(), "%ld %ld %ld %ld", &r, &w, &max_r, &bad);
+  CHECK(bad == 0);    // never a writer with anyone else inside
+  CHECK(max_r >= 2);  // readers overlapped
+  CHECK(r == 0);
+  CHECK(w == 0);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("rw")}) == 0);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("rw") + ":readers"}) == 0);
+}
+
+TEST_CASE(
+    "rw: a SIGKILLed reader blocks a writer no longer than its own lease + 1s, while another "
+    "reader renews") {
+  RedisServer redis;
+  TempDir dir;
+  auto hold = make_fifo(dir, "b");
+  auto dead = spawn_rlock(redis, {"exec", "--shared", "--lease", "2s", "k", "--", "sh", "-c",
+                                  "echo in; exec sleep 60"});
+  REQUIRE(saw_line(dead, "in"));
+  auto alive = spawn_rlock(redis, {"exec", "--shared", "--lease", "2s", "k", "--", "sh", "-c",
+                                   "echo in; read x < " + hold});
+  REQUIRE(saw_line(alive, "in"));
+  dead.kill(SIGKILL);
+  const auto killed_at = Clock::now();
+  REQUIRE(dead.wait(deadline(5s)).has_value());
+  // The live reader keeps renewing its own hold for 3s and leaves; the writer must get the
+  // lock as soon as the dead reader's own lease is over, not later.
+  auto writer = spawn_rlock(redis, {"lock", "k", "--owner", "w", "--wait", "20s"});
+  REQUIRE(poll_until([&] { return queued(redis, "k") == 1; }, 10s));
+  CHECK(writer.running());
+  write_file(hold, "go\n", 0600);
+  CHECK(alive.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(writer.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(ms_between(killed_at, writer.exit_time()) <= 3'000 + 1'000);
+  CHECK(hash_of(redis, lock_key("k")) == json::object({{"w", "1"}}));
+}
+
+TEST_CASE("rw: a writer arriving into a stream of readers gets in once the readers inside leave") {
+  RedisServer redis;
+  TempDir dir;
+  auto hold = make_fifo(dir, "r");
+  auto r1 = spawn_rlock(redis, {"exec", "-s", "s", "--", "sh", "-c", "echo in; read x < " + hold});
+  REQUIRE(saw_line(r1, "in"));
+  auto writer = spawn_rlock(redis, {"exec", "--wait", "20s", "s", "--", "echo", "writer"});
+  REQUIRE(poll_until([&] { return queued(redis, "s") == 1; }, 10s));
+  // A reader that comes after the writer queues behind it instead of joining the readers.
+  auto late = rlock(redis, {"lock", "--shared", "s", "--owner", "late", "-n"});
+  CHECK(late.status == 75);
+  auto late_wait =
+      spawn_rlock(redis, {"exec", "-s", "--wait", "20s", "s", "--", "echo", "late reader"});
+  REQUIRE(poll_until([&] { return queued(redis, "s") == 2; }, 10s));
+  write_file(hold, "go\n", 0600);
+  REQUIRE(Spawned::wait_all({&r1, &writer, &late_wait}, deadline(20s)));
+  CHECK(writer.wait(Clock::now()).value_or(kStillRunning) == 0);
+  CHECK(late_wait.wait(Clock::now()).value_or(kStillRunning) == 0);
+  CHECK(writer.exit_time() <= late_wait.exit_time());
+}
+
+TEST_CASE("rw: a writer's release hands the lock to the run of readers at the head, all at once") {
+  RedisServer redis;
+  TempDir dir;
+  REQUIRE(rlock(redis, {"lock", "h", "--owner", "w", "--lease", "60s"}).status == 0);
+  auto all_in = make_fifo(dir, "all");
+  // Each reader waits until the others are in too (a barrier of three), so none can finish
+  // unless all three hold the lock at the same time.
+  const std::string barrier = "echo in >> " + (dir / "log") + "; while [ $(wc -l < " +
+                              (dir / "log") + ") -lt 3 ]; do sleep 0.01; done";
+  std::vector<Spawned> readers;
+  for (int i = 0; i < 3; ++i) {
+    readers.push_back(
+        spawn_rlock(redis, {"exec", "-s", "--wait", "20s", "h", "--", "sh", "-c", barrier}));
+    REQUIRE(poll_until([&] { return queued(redis, "h") == i + 1; }, 10s));
+  }
+  REQUIRE(rlock(redis, {"unlock", "h", "--owner", "w"}).status == 0);
+  for (auto& r : readers) CHECK(r.wait(deadline(10s)).value_or(kStillRunning) == 0);
+}
+
+TEST_CASE("rw: upgrade is refused at once, downgrade is allowed") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "-s", "u", "--owner", "o"}).status == 0);
+  auto up = rlock(redis, {"lock", "u", "--owner", "o", "--wait", "10s"});
+  CHECK(up.status == 65);
+  CHECK(line_count(up.err) == 1);
+  CHECK(up.elapsed < 5s);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("u")}) == 0);
+  CHECK(redis.cmd_int({"HLEN", lock_key("u") + ":readers"}) == 1);
+  CHECK(rlock(redis, {"unlock", "-s", "u", "--owner", "o"}).status == 0);
+
+  // Downgrade: the writer takes the read lock, then drops the write hold and keeps reading.
+  auto w = rlock(redis, {"lock", "d", "--owner", "o"});
+  REQUIRE(w.status == 0);
+  const auto fence = parse_json(w.out).at("fence").get<long long>();
+  auto r = rlock(redis, {"lock", "-s", "d", "--owner", "o"});
+  REQUIRE(r.status == 0);
+  CHECK(parse_json(r.out).at("fence") == fence);
+  CHECK(rlock(redis, {"unlock", "d", "--owner", "o"}).status == 0);
+  CHECK(rlock(redis, {"lock", "d", "--owner", "other", "-n"}).status == 75);  // a reader is in
+  CHECK(rlock(redis, {"lock", "-s", "d", "--owner", "other", "-n"}).status == 0);
+  // Fences advance on fresh exclusive acquisitions only.
+  CHECK(rlock(redis, {"unlock", "--force", "d"}).status == 0);
+  auto w2 = rlock(redis, {"lock", "d", "--owner", "o"});
+  CHECK(parse_json(w2.out).at("fence").get<long long>() > fence);
+}
+
+TEST_CASE("rw: bad combinations and a forced unlock of readers") {
+  RedisServer redis;
+  auto r = rlock(redis, {"exec", "-s", "--min-hold", "5s", "m", "--", "true"});
+  CHECK(r.status == 64);
+  CHECK(line_count(r.err) == 1);
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+  REQUIRE(rlock(redis, {"lock", "-s", "f", "--owner", "a"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "-s", "f", "--owner", "b"}).status == 0);
+  CHECK(rlock(redis, {"unlock", "f", "--owner", "a"}).status == 75);  // not an exclusive holder
+  auto forced = rlock(redis, {"unlock", "--force", "f"});
+  CHECK(forced.status == 0);
+  CHECK(parse_json(forced.out).at("holders").size() == 2);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("f") + ":readers"}) == 0);
+  CHECK(rlock(redis, {"lock", "f", "--owner", "c", "-n"}).status == 0);
+}
+
+}  // namespace
+}  // namespace rlock::test
