@@ -1,0 +1,117 @@
+// Strict FIFO: queued waiters get the lock in arrival order after a release, a lease
+// expiry and a forced unlock; a dead waiter is skipped at once, a stopped one within the
+// claim window.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <sstream>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+enum class Freed { kReleased, kExpired, kForced };
+
+long long queued(const RedisServer& redis) {
+  return redis.cmd_int({"ZCARD", lock_key("fifo") + ":waiters"});
+}
+
+// Starts `n` waiters one after the other (each queued before the next starts, at least
+// 50 ms apart); each appends its number to `order` when it gets the lock.
+std::vector<Spawned> start_waiters(const RedisServer& redis, const std::string& order, int n) {
+  std::vector<Spawned> waiters;
+  for (int i = 0; i < n; ++i) {
+    const auto started = Clock::now();
+    waiters.push_back(spawn_rlock(redis, {"exec", "--wait", "60s", "fifo", "--", "sh", "-c",
+                                          "echo " + std::to_string(i) + " >> " + order}));
+    REQUIRE(poll_until([&] { return queued(redis) == i + 1; }, 10s, 2ms));
+    while (Clock::now() - started < 50ms) poll_until([] { return false; }, 5ms, 5ms);
+  }
+  return waiters;
+}
+
+std::vector<int> read_order(const std::string& path) {
+  std::vector<int> out;
+  std::istringstream in(read_file(path));
+  for (int v; in >> v;) out.push_back(v);
+  return out;
+}
+
+std::vector<int> iota(int n, int skip = -1) {
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i) {
+    if (i != skip) out.push_back(i);
+  }
+  return out;
+}
+
+void run_fifo(Freed how) {
+  RedisServer redis;
+  for (int run = 0; run < 20; ++run) {
+    CAPTURE(run);
+    TempDir dir;
+    const std::string order = dir / "order";
+    write_file(order, "");
+    std::optional<Spawned> holder;
+    if (how == Freed::kExpired) {
+      // A holder that dies: its lease (1s) frees the lock, with nobody releasing it.
+      holder.emplace(spawn_rlock(
+          redis, {"exec", "--lease", "1s", "fifo", "--", "sh", "-c", "echo in; exec sleep 60"}));
+      REQUIRE(holder->read_line(deadline(10s)) == std::optional<std::string>("in"));
+    } else {
+      REQUIRE(rlock(redis, {"lock", "fifo", "--owner", "holder", "--lease", "60s"}).status == 0);
+    }
+    auto waiters = start_waiters(redis, order, 16);
+    if (how == Freed::kReleased)
+      REQUIRE(rlock(redis, {"unlock", "fifo", "--owner", "holder"}).status == 0);
+    if (how == Freed::kForced) REQUIRE(rlock(redis, {"unlock", "--force", "fifo"}).status == 0);
+    if (how == Freed::kExpired) holder->kill(SIGKILL);
+    for (auto& w : waiters) CHECK(w.wait(deadline(30s)).value_or(kStillRunning) == 0);
+    CHECK(read_order(order) == iota(16));
+  }
+}
+
+TEST_CASE("fifo: 16 waiters x 20 runs are served in arrival order after a release") {
+  run_fifo(Freed::kReleased);
+}
+TEST_CASE("fifo: 16 waiters x 20 runs are served in arrival order after the holder dies") {
+  run_fifo(Freed::kExpired);
+}
+TEST_CASE("fifo: 16 waiters x 20 runs are served in arrival order after a forced unlock") {
+  run_fifo(Freed::kForced);
+}
+
+TEST_CASE(
+    "fifo: a SIGKILLed waiter is skipped at once; a SIGSTOPped one within the 2s claim window") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string order = dir / "order";
+  write_file(order, "");
+  REQUIRE(rlock(redis, {"lock", "fifo", "--owner", "holder", "--lease", "60s"}).status == 0);
+  auto waiters = start_waiters(redis, order, 8);
+  waiters[3].kill(SIGKILL);
+  REQUIRE(waiters[3].wait(deadline(10s)).has_value());
+  auto released_at = Clock::now();
+  REQUIRE(rlock(redis, {"unlock", "fifo", "--owner", "holder"}).status == 0);
+  for (int i = 0; i < 8; ++i) {
+    if (i != 3) CHECK(waiters[i].wait(deadline(10s)).value_or(kStillRunning) == 0);
+  }
+  CHECK(read_order(order) == iota(8, 3));
+  CHECK(ms_between(released_at) < 1'500);  // no claim window was waited out
+
+  write_file(order, "");
+  REQUIRE(rlock(redis, {"lock", "fifo", "--owner", "holder", "--lease", "60s"}).status == 0);
+  waiters = start_waiters(redis, order, 4);
+  waiters[1].kill(SIGSTOP);
+  released_at = Clock::now();
+  REQUIRE(rlock(redis, {"unlock", "fifo", "--owner", "holder"}).status == 0);
+  CHECK(waiters[3].wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(ms_between(released_at, waiters[3].exit_time()) < 2'000 + 1'500);
+  waiters[1].kill(SIGCONT);  // it queues again at the end and runs last
+  CHECK(waiters[1].wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(read_order(order) == std::vector<int>{0, 2, 3, 1});
+}
+
+}  // namespace
+}  // namespace rlock::test
