@@ -1,0 +1,34 @@
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inspect/object_type.hpp"
+#include "prim/key_layout.hpp"
+#include "redis/topology.hpp"
+
+namespace rlock::inspect {
+
+// One decoded object and its type.
+struct Shown {
+  const ObjectType* type;
+  std::string name;
+  Decoded decoded;
+};
+
+// Lists the objects of `types` whose names match `name_glob`, one SCAN batch at a time:
+// the reads of a batch (and the next SCAN call, and one TIME) go out in one pipelined round
+// trip, and `emit` gets the batch's objects sorted by name, then type, before the next
+// batch is read, so memory stays bounded by one batch whatever the number of objects.
+// Objects come in SCAN order between batches. A key SCAN returns twice within a batch is
+// shown once; across batches SCAN repeats a key only while the server resizes its key
+// table during the listing, and such a key is then shown twice (an exact filter would cost
+// memory in proportion to the number of keys). Throws DataError when the server's SCAN
+// does not finish within a bound derived from DBSIZE, after emitting what it listed.
+void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
+                  std::string_view name_glob, const std::vector<const ObjectType*>& types,
+                  const std::function<void(const std::vector<Shown>&)>& emit);
+
+}  // namespace rlock::inspect
