@@ -17,16 +17,16 @@ std::string known_types() {
   return out;
 }
 
-// Writes one JSON array as it goes: "[", one object per line separated by ",", "]". When
-// the listing fails half-way the "]" is missing, so a truncated listing never parses as
-// a complete one (and the exit status says why).
+// Writes one JSON array as it goes: "[" with the first batch read (so that a failure to
+// connect prints nothing), one object per line separated by ",", then "]". When the
+// listing fails half-way the "]" is missing, so a truncated listing never parses as a
+// complete one (and the exit status says why).
 class JsonArrayWriter {
  public:
-  explicit JsonArrayWriter(const Console& console) : console_(console) {
-    console_.result_text("[");
-  }
+  explicit JsonArrayWriter(const Console& console) : console_(console) {}
   void batch(const std::vector<inspect::Shown>& shown) {
-    std::string text;
+    std::string text = opened_ ? "" : "[";
+    opened_ = true;
     for (const auto& s : shown) {
       text += first_ ? "\n" : ",\n";
       first_ = false;
@@ -35,10 +35,13 @@ class JsonArrayWriter {
     }
     console_.result_text(text);
   }
-  void end() const { console_.result_text(first_ ? "]\n" : "\n]\n"); }
+  void end() const {
+    console_.result_text(std::string(opened_ ? "" : "[") + (first_ ? "]\n" : "\n]\n"));
+  }
 
  private:
   const Console& console_;
+  bool opened_ = false;
   bool first_ = true;
 };
 
@@ -72,13 +75,15 @@ Examples:
     redis::Topology topology(settings.connect);
     prim::KeyLayout layout(settings.prefix);
     if (settings.table) {
-      console.result_text(inspect::table_header());
+      bool header = false;  // printed with the first batch: a failure to connect prints nothing
       inspect::scan_objects(topology, layout, *pattern, selected, [&](const auto& shown) {
-        std::string text;
+        std::string text = header ? "" : inspect::table_header();
+        header = true;
         for (const auto& s : shown)
           text += inspect::table_row(s.type->type(), s.name, s.decoded.cells);
         console.result_text(text);
       });
+      if (!header) console.result_text(inspect::table_header());
       return 0;
     }
     JsonArrayWriter out(console);

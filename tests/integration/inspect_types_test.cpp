@@ -115,9 +115,9 @@ TEST_CASE("inspect: locks and latches in one schema, waiters in queue order, --t
     REQUIRE(r.status == 0);
     CHECK(line_count(r.out) == 4);
     CHECK(r.out.rfind("TYPE ", 0) == 0);
-    CHECK(r.out.find("\nlock    deploy ") != std::string::npos);
+    CHECK(r.out.find("\nlock   deploy  ") != std::string::npos);
     CHECK(r.out.find("holder (x1)") != std::string::npos);
-    CHECK(r.out.find("\nlatch   shards ") != std::string::npos);
+    CHECK(r.out.find("\nlatch  shards  ") != std::string::npos);
     CHECK(r.out.find("count 1, 2 ids") != std::string::npos);
   }
 
