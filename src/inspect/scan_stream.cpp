@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "util/error.hpp"
 
@@ -105,45 +106,61 @@ void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
   const std::string pattern = types.size() == 1 ? types[0]->key_pattern(layout, name_glob)
                                                 : layout.any_key_pattern(name_glob);
   ScanBound bound(topology.command({"DBSIZE"}, redis::Retry::kIdempotent).integer());
-  std::string cursor = "0";
-  bound.check(cursor);
-  auto argv = scan_argv(cursor, pattern);
-  redis::Reply scan = topology.command({argv.begin(), argv.end()}, redis::Retry::kIdempotent);
-  // Batch k is decoded and printed on another thread while the server answers batch k + 1:
-  // about twice as fast as taking turns, with at most two batches in memory.
-  std::future<void> decoding;
-  for (;;) {
-    cursor = scan.at(0).str();
-    const bool more = cursor != "0";
-    auto objects = objects_in(scan.at(1), layout, types);
+  bound.check("0");
+  auto first = scan_argv("0", pattern);
+  redis::Reply scan = topology.command({first.begin(), first.end()}, redis::Retry::kIdempotent);
+
+  // What one batch sent: the next SCAN call (if the cursor goes on), then TIME and the
+  // objects' reads (if it found any). Sends it at once.
+  struct Sent {
+    bool scan = false;
+    std::vector<Pending> objects;
+    size_t replies = 0;  // TIME and the reads
+  };
+  auto send_batch = [&](const redis::ReplyView& scan_reply) {
+    Sent sent;
+    std::string cursor = scan_reply.at(0).str();
+    sent.objects = objects_in(scan_reply.at(1), layout, types);
     std::vector<std::vector<std::string>> cmds;
-    if (more) {
+    if (cursor != "0") {
       bound.check(cursor);
       cmds.push_back(scan_argv(cursor, pattern));
+      sent.scan = true;
     }
-    if (objects.empty()) {
-      if (!more) break;
-      scan = topology.command({cmds[0].begin(), cmds[0].end()}, redis::Retry::kIdempotent);
-      continue;
+    if (!sent.objects.empty()) {
+      cmds.push_back({"TIME"});
+      for (const auto& o : sent.objects) {
+        for (auto& r : o.type->reads(layout, o.found)) cmds.push_back(std::move(r));
+      }
+      sent.replies = cmds.size() - (sent.scan ? 1 : 0);
     }
-    cmds.push_back({"TIME"});
-    for (const auto& o : objects) {
-      for (auto& r : o.type->reads(layout, o.found)) cmds.push_back(std::move(r));
+    if (!cmds.empty()) topology.send(cmds);
+    return sent;
+  };
+
+  // The server answers batch k + 1 while batch k's replies are read, and batch k is
+  // decoded and printed on another thread meanwhile: at most three batches in memory.
+  std::future<void> decoding;
+  Sent batch = send_batch(scan);
+  while (batch.scan || !batch.objects.empty()) {
+    Sent next;
+    if (batch.scan) {
+      auto reply = std::move(topology.receive(1).at(0));
+      if (reply.is_error()) {
+        topology.receive(batch.replies);  // keep the connection in step before throwing
+        throw redis::ReplyError(reply.str());
+      }
+      next = send_batch(reply);
     }
-    auto replies = topology.pipeline(cmds);
-    std::optional<redis::Reply> next;
-    if (more) next.emplace(std::move(replies[0]));
-    if (decoding.valid()) decoding.get();  // in order, and its exception here
-    decoding = std::async(std::launch::async,
-                          [&emit, objects = std::move(objects), replies = std::move(replies),
-                           first = more ? size_t{1} : size_t{0}]() mutable {
-                            emit(decode_batch(objects, replies, first));
-                          });
-    if (!more) break;
-    // A refused SCAN is sent again alone, so that its error is thrown as every command's.
-    scan = next->is_error()
-               ? topology.command({cmds[0].begin(), cmds[0].end()}, redis::Retry::kIdempotent)
-               : std::move(*next);
+    if (!batch.objects.empty()) {
+      auto replies = topology.receive(batch.replies);
+      if (decoding.valid()) decoding.get();  // in order, and its exception here
+      decoding = std::async(std::launch::async, [&emit, objects = std::move(batch.objects),
+                                                 replies = std::move(replies)]() mutable {
+        emit(decode_batch(objects, replies, 0));
+      });
+    }
+    batch = std::move(next);
   }
   if (decoding.valid()) decoding.get();
 }

@@ -19,14 +19,17 @@ struct Shown {
 };
 
 // Lists the objects of `types` whose names match `name_glob`, one SCAN batch at a time:
-// the reads of a batch (and the next SCAN call, and one TIME) go out in one pipelined round
-// trip, and `emit` gets the batch's objects sorted by name, then type, before the next
-// batch is read, so memory stays bounded by one batch whatever the number of objects.
+// the next SCAN call, one TIME and the reads of a batch go out in one pipelined write,
+// sent as soon as the SCAN reply that found the batch arrives (while the previous batch's
+// replies are still being read), and `emit` (on a second thread, one call at a time, in
+// order) gets the batch's objects sorted by name, then type. At most three batches are
+// in memory, whatever the number of objects.
 // Objects come in SCAN order between batches. A key SCAN returns twice within a batch is
 // shown once; across batches SCAN repeats a key only while the server resizes its key
 // table during the listing, and such a key is then shown twice (an exact filter would cost
 // memory in proportion to the number of keys). Throws DataError when the server's SCAN
-// does not finish within a bound derived from DBSIZE, after emitting what it listed.
+// does not finish within a bound derived from DBSIZE, and what a refused command throws
+// (ReplyError) when SCAN is refused, possibly after emitting some batches.
 void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
                   std::string_view name_glob, const std::vector<const ObjectType*>& types,
                   const std::function<void(const std::vector<Shown>&)>& emit);
