@@ -55,12 +55,12 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
   sub->add_option("--type", *types,
                   "only these types, comma-separated: " + known_types() + " (default: all)")
       ->type_name("TYPE[,TYPE]");
-  sub->footer(R"(Prints one JSON array, one object per line, each with a "type" field:
-  lock:  {"type":"lock","name","key","mode","holders":[{"owner","count","lease_ms"}],
-          "ttl_ms","fence","waiters":[{"owner","kind","wait_id","waited_ms"}],
-          "waiters_total","grant"}
-  latch: {"type":"latch","name","key","count","ids","ids_total","ttl_ms"}
-An object that cannot be read as its type has an "error" field. Objects stream in
+  std::string shapes;
+  for (const auto* t : inspect::object_types()) {
+    shapes += "  " + std::string(t->type()) + ":\n    " + std::string(t->json_shape()) + "\n";
+  }
+  sub->footer("Prints one JSON array, one object per line, each with a \"type\" field:\n" + shapes +
+              R"(An object that cannot be read as its type has an "error" field. Objects stream in
 SCAN order (sorted within each SCAN batch) in bounded memory; --format table prints
 fixed-width columns TYPE NAME HOLDERS/COUNT TTL FENCE WAITERS. Uses SCAN, never KEYS.
 

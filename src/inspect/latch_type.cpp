@@ -12,6 +12,9 @@ namespace {
 class LatchType final : public ObjectType {
  public:
   std::string_view type() const override { return "latch"; }
+  std::string_view json_shape() const override {
+    return R"({"type":"latch","name","key","count","ids","ids_total","ttl_ms"})";
+  }
   std::string key_pattern(const prim::KeyLayout& layout, std::string_view glob) const override {
     return layout.latch_key_pattern(glob);
   }

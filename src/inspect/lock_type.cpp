@@ -35,6 +35,13 @@ std::string mode_of(const redis::ReplyView& /*hash*/) { return "exclusive"; }
 class LockType final : public ObjectType {
  public:
   std::string_view type() const override { return "lock"; }
+  std::string_view json_shape() const override {
+    return R"({"type":"lock","name","key","mode","holders":[{"owner","count","lease_ms"}],)"
+           "\n    "
+           R"("ttl_ms","fence","waiters":[{"owner","kind","wait_id","waited_ms"}],)"
+           "\n    "
+           R"("waiters_total","grant"})";
+  }
   std::string key_pattern(const prim::KeyLayout& layout, std::string_view glob) const override {
     return layout.lock_key_pattern(glob);
   }

@@ -49,6 +49,8 @@ class ObjectType {
 
   // The value of the "type" field and of --type, e.g. "lock".
   virtual std::string_view type() const = 0;
+  // The fields of its JSON object for `rlock help inspect`, e.g. {"type":"lock","name",...}.
+  virtual std::string_view json_shape() const = 0;
   // SCAN MATCH pattern for this type's main keys whose names match `name_glob`.
   virtual std::string key_pattern(const prim::KeyLayout& layout,
                                   std::string_view name_glob) const = 0;
