@@ -7,7 +7,10 @@
 #
 # Knobs (all bounded): BENCH_RUNS (hyperfine runs per command, default 200),
 # BENCH_WARMUP (10), BENCH_HANDOFF_ROUNDS (50), BENCH_HANDOFF_BUDGET (seconds
-# per tool for part C, 180), BENCH_RSS_RUNS (20), BENCH_LATCH_ROUNDS (30).
+# per tool for part C, 180), BENCH_RSS_RUNS (20), BENCH_LATCH_ROUNDS (30),
+# BENCH_INSPECT_RUNS (3), BENCH_INSPECT_MAX (objects of part F's large row,
+# 1000000), BENCH_PARTS (the parts to run, default ABCDEF; BENCH_PARTS=F runs
+# only the inspect part, its summary rows included).
 #
 # Everything it starts (one redis-server, one etcd, the lock holders/waiters
 # of part C) listens on or talks to 127.0.0.1 only, and is stopped by pid on
@@ -44,6 +47,11 @@ ROUNDS=$(knob BENCH_HANDOFF_ROUNDS 50 1 1000)
 BUDGET=$(knob BENCH_HANDOFF_BUDGET 180 5 3600)
 RSS_RUNS=$(knob BENCH_RSS_RUNS 20 1 500)
 LATCH_ROUNDS=$(knob BENCH_LATCH_ROUNDS 30 1 1000)
+INSPECT_RUNS=$(knob BENCH_INSPECT_RUNS 3 1 50)
+INSPECT_MAX=$(knob BENCH_INSPECT_MAX 1000000 100000 5000000)
+PARTS=${BENCH_PARTS:-ABCDEF}
+[[ $PARTS =~ ^[A-F]+$ ]] || die "BENCH_PARTS must be letters among ABCDEF, got '$PARTS'"
+part() { [[ $PARTS == *"$1"* ]]; } # part X: whether part X runs
 
 # ---------------------------------------------------------------- install
 have_pkg() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == *'install ok installed'* ]]; }
@@ -250,6 +258,7 @@ say "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (othe
 say ""
 
 # ---------------------------------------------------------------- A
+if part A; then
 log "A: one locked run of a trivial command"
 bench a_rlock "$RL exec bench-a -- true"
 bench a_flock "flock $(q "$TMP/a.lock") true"
@@ -267,8 +276,10 @@ row "etcdctl lock NAME true" a_etcd a_flock
 row "true (no lock)" a_true a_flock
 row "rlock --version (start-up only, no Redis)" a_rlock_version a_flock
 say ""
+fi
 
 # ---------------------------------------------------------------- B
+if part B; then
 log "B: lock and unlock as separate processes"
 EVAL_CAD="if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end"
 RC="redis-cli -h 127.0.0.1 -p $REDIS_PORT"
@@ -293,8 +304,10 @@ row "rlock unlock NAME --owner O" b_rlock_unlock b_eval
 row "redis-cli EVAL compare-and-delete" b_eval b_eval
 row "redis-cli PING (round-trip floor)" b_ping b_set
 say ""
+fi
 
 # ---------------------------------------------------------------- C
+if part C; then
 # The holder's child marks that it runs (so the lock is held), waits for the
 # go-signal on a fifo, then execs stamp > end and exits. The waiter's child is
 # stamp > start. Hand-off = start - end.
@@ -432,8 +445,10 @@ for tool in rlock flock etcd; do
     say "| $tool | $how | $ok | $med | $p90 | $worst | $note |"
 done
 say ""
+fi
 
 # ---------------------------------------------------------------- D
+if part D; then
 # rss KEY PREP CMD...: run function PREP (if any, untimed) before each run; peak RSS (KiB, GNU time %M) over RSS_RUNS runs -> "median max" in MiB
 rss() {
     local key=$1 prep=$2 i kib
@@ -476,8 +491,10 @@ rss_row 'redis-cli SET k v NX PX 30000' r_set prep_del_k redis-cli -h 127.0.0.1 
 rss_row 'flock FILE true' f_lock '' flock "$TMP/d.lock" true
 rss_row 'flock FILE sleep 0.2' f_hold '' flock "$TMP/d.lock" sleep 0.2
 say ""
+fi
 
 # ---------------------------------------------------------------- E
+if part E; then
 # Each round: a latch of count 1, one `rlock latch await` blocked on it (its
 # shell runs stamp > start as soon as rlock exits 0), then the last
 # count-down. The reference is the time the server received that count-down,
@@ -568,6 +585,82 @@ latch_wake >"$TMP/latch"
 read -r LW_OK LW_MED LW_P90 LW_MAX LW_NOTE <"$TMP/latch"
 say "| $LW_OK | $LW_MED | $LW_P90 | $LW_MAX | $LW_NOTE |"
 say ""
+fi
+
+# ---------------------------------------------------------------- F
+# `rlock inspect` over many objects in database 1 of the same redis-server (so
+# the other parts' keys are not listed): half locks (every 10th with two queued
+# waiters), half latches, made by bench/populate_inspect.lua in chunks of
+# 100,000 (one EVAL each). JSON and table output go to a file; GNU time gives
+# the wall time and peak RSS of each run.
+if part F; then
+INSPECT_DB=1
+INSPECT_URL=redis://127.0.0.1:$REDIS_PORT/$INSPECT_DB
+POPULATE=$(<bench/populate_inspect.lua)
+
+# inspect_fill FROM TO: create objects FROM..TO-1
+inspect_fill() {
+    local i=$1 n
+    while ((i < $2)); do
+        n=$(($2 - i < 100000 ? $2 - i : 100000))
+        rcli -n "$INSPECT_DB" EVAL "$POPULATE" 0 rlock: "$i" "$n" >/dev/null 2>>"$LOG" || return 1
+        i=$((i + n))
+    done
+}
+
+# inspect_runs FORMAT: INSPECT_RUNS runs -> "median-s max-MiB runs listed"
+# (listed: objects in the last run's output, one per line)
+inspect_runs() {
+    local fmt=$1 i s k listed=0
+    local -a secs=() kibs=()
+    for ((i = 0; i < INSPECT_RUNS; i++)); do
+        if /usr/bin/time -f '%e %M' -o "$TMP/inspect.time" \
+            "$RLOCK" --url "$INSPECT_URL" --format "$fmt" inspect >"$TMP/inspect.out" 2>>"$LOG"; then
+            read -r s k < <(tail -n1 "$TMP/inspect.time")
+            secs+=("$s") kibs+=("$k")
+        else
+            printf 'inspect %s: exit %s\n' "$fmt" "$?" >>"$LOG"
+        fi
+    done
+    if [[ $fmt == json ]]; then
+        # a complete document ends with "]"; a truncated one does not count
+        [[ $(tail -n1 "$TMP/inspect.out") == ']' ]] && listed=$(grep -c '^{' "$TMP/inspect.out")
+    else
+        listed=$(($(wc -l <"$TMP/inspect.out") - 1))
+    fi
+    rm -f "$TMP/inspect.out"
+    python3 -c 'import statistics, sys
+n = int(sys.argv[1]); s = [float(x) for x in sys.argv[2:2 + n]]; k = [int(x) for x in sys.argv[2 + n:]]
+print("%.2f %.2f %d" % (statistics.median(s), max(k) / 1024, n) if n else "error error 0")' \
+        "${#secs[@]}" "${secs[@]}" "${kibs[@]}" | tr '\n' ' '
+    echo "$listed"
+}
+
+log "F: inspect over 100,000 and $INSPECT_MAX objects"
+say "## F. \`rlock inspect\` over many objects (half locks, half latches)"
+say ""
+say "Wall time (median of $INSPECT_RUNS runs, s) and peak RSS (max, MiB, GNU time %M)"
+say "of \`rlock inspect\` writing to a file; *listed* counts the objects printed."
+say ""
+say "| objects | format | median s | peak RSS MiB | runs | listed |"
+say "|---:|---|---:|---:|---:|---:|"
+declare -A INSPECT_S INSPECT_RSS
+filled=0
+for count in 100000 "$INSPECT_MAX"; do
+    if ! inspect_fill "$filled" "$count"; then
+        say "| $count | - | error (populating failed, see bench.log) | | | |"
+        break
+    fi
+    filled=$count
+    for fmt in json table; do
+        read -r sec mib n listed <<<"$(inspect_runs "$fmt")"
+        INSPECT_S[$count.$fmt]=$sec INSPECT_RSS[$count.$fmt]=$mib
+        say "| $count | $fmt | $sec | $mib | $n | $listed |"
+    done
+done
+rcli -n "$INSPECT_DB" FLUSHDB >/dev/null 2>&1
+say ""
+fi
 
 # ---------------------------------------------------------------- summary
 # verdict LABEL VALUE_EXPR LIMIT_EXPR SHOWN
@@ -578,20 +671,29 @@ verdict() {
 }
 ra=$(hstat a_rlock median) fa=$(hstat a_flock median)
 rl=$(hstat b_rlock_lock median) rs=$(hstat b_set median)
-say "## Summary against targets"
+say "## Summary against targets (parts $PARTS)"
 say ""
 say "| target | measured | verdict |"
 say "|---|---|---|"
-verdict 'rlock exec NAME -- true <= 1.5x flock FILE true' "$ra / $fa" 1.5 \
+part A && verdict 'rlock exec NAME -- true <= 1.5x flock FILE true' "$ra / $fa" 1.5 \
     "$(calc '%.2f' "$ra") ms vs $(calc '%.2f' "$fa") ms = $(calc '%.2fx' "$ra / $fa")"
-verdict 'rlock lock <= 0.8x redis-cli SET' "$rl / $rs" 0.8 \
+part B && verdict 'rlock lock <= 0.8x redis-cli SET' "$rl / $rs" 0.8 \
     "$(calc '%.2f' "$rl") ms vs $(calc '%.2f' "$rs") ms = $(calc '%.2fx' "$rl / $rs")"
-verdict 'rlock hand-off median <= 2 ms' "${HO_MED[rlock]}" 2 "${HO_MED[rlock]:-?} ms"
-verdict 'rlock hand-off worst <= 10 ms' "${HO_MAX[rlock]}" 10 "${HO_MAX[rlock]:-?} ms"
-verdict 'rlock latch await wake-up median <= 2 ms' "$LW_MED" 2 "${LW_MED:-?} ms"
-verdict 'rlock exec peak RSS <= 5 MiB (max of both exec rows)' \
+part C && verdict 'rlock hand-off median <= 2 ms' "${HO_MED[rlock]}" 2 "${HO_MED[rlock]:-?} ms"
+part C && verdict 'rlock hand-off worst <= 10 ms' "${HO_MAX[rlock]}" 10 "${HO_MAX[rlock]:-?} ms"
+part E && verdict 'rlock latch await wake-up median <= 2 ms' "$LW_MED" 2 "${LW_MED:-?} ms"
+part D && verdict 'rlock exec peak RSS <= 5 MiB (max of both exec rows)' \
     "max(${RSS_MAX[r_exec]}, ${RSS_MAX[r_hold]})" 5 \
     "$(calc '%.2f' "max(${RSS_MAX[r_exec]}, ${RSS_MAX[r_hold]})") MiB"
+if part F; then
+    for count in 100000 "$INSPECT_MAX"; do
+        verdict "rlock inspect peak RSS <= 16 MiB at $count objects (JSON, table)" \
+            "max(${INSPECT_RSS[$count.json]:-x}, ${INSPECT_RSS[$count.table]:-x})" 16 \
+            "${INSPECT_RSS[$count.json]:-?} / ${INSPECT_RSS[$count.table]:-?} MiB"
+    done
+    verdict 'rlock inspect 100,000 objects <= 0.63 s (the old listing of 100,000 locks)' \
+        "${INSPECT_S[100000.json]:-x}" 0.63 "${INSPECT_S[100000.json]:-?} s"
+fi
 say ""
 say "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)."
 say "Raw data: bench/out/*.json (hyperfine), bench/out/bench.log (tool output)."

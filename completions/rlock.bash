@@ -14,7 +14,7 @@ _rlock_lock_names()
         esac
     done
     timeout 2 "${words[0]}" "${globals[@]}" --connect-timeout 300ms --timeout 500ms \
-        inspect -- "${cur}*" 2>/dev/null |
+        inspect --type lock -- "${cur}*" 2>/dev/null |
         grep -o '"name":"[^"\\]*"' | sed 's/^"name":"//; s/"$//'
 }
 
@@ -37,7 +37,7 @@ _rlock()
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
         --format --owner --lease -w --wait -E --conflict-exit-code --on-lost
-        --kill-after --min-hold --expire --by --id '
+        --kill-after --min-hold --expire --by --id --type '
     arg_opts=${arg_opts//$'\n'/ }
 
     # Find the subcommand, the positionals after it, and `--` (exec).
@@ -77,6 +77,12 @@ _rlock()
     case $prev in
         --format)
             COMPREPLY=($(compgen -W 'json table' -- "$cur"))
+            return
+            ;;
+        --type)
+            # A comma-separated list: complete the type after the last comma.
+            local done_types=${cur%"${cur##*,}"}
+            COMPREPLY=($(compgen -P "$done_types" -W 'lock latch' -- "${cur##*,}"))
             return
             ;;
         --on-lost)
@@ -142,7 +148,7 @@ _rlock()
             ;;
         inspect)
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
+                COMPREPLY=($(compgen -W "--type $global_opts" -- "$cur"))
             elif ((npos == 0)); then
                 local IFS=$'\n'
                 COMPREPLY=($(compgen -W "$(_rlock_lock_names)" -- "$cur"))

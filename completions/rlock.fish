@@ -33,7 +33,7 @@ function __rlock_positionals
         end
         switch $t
             case --url --password-file --prefix --connect-timeout --timeout --format --owner --lease \
-                -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold
+                -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold --type
                 set skip 1
             case '-*'
             case '*'
@@ -61,7 +61,7 @@ function __rlock_lock_names
                 set -a globals $tokens[$i]
         end
     end
-    timeout 2 rlock $globals --connect-timeout 300ms --timeout 500ms inspect 2>/dev/null |
+    timeout 2 rlock $globals --connect-timeout 300ms --timeout 500ms inspect --type lock 2>/dev/null |
         string match -ar '"name":"[^"\\\\]*"' | string replace -r '^"name":"(.*)"$' '$1'
 end
 
@@ -79,7 +79,7 @@ set -l no_subcmd "not __fish_seen_subcommand_from $__rlock_subcommands"
 complete -c rlock -n $no_subcmd -a lock -d 'Take a lock and keep it for its lease'
 complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock taken with lock'
 complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock'
-complete -c rlock -n $no_subcmd -a inspect -d 'List held locks, holders and waiters'
+complete -c rlock -n $no_subcmd -a inspect -d 'List locks and latches: holders, waiters, counts'
 complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down, await, status'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
 complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
@@ -111,6 +111,10 @@ complete -c rlock -n $lock_exec -s s -l shared -d 'A shared (read) hold: many re
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -l owner -x -d 'Owner that holds the lock'
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -l force -d 'Release the lock whoever holds it'
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -s s -l shared -d 'Drop a shared (read) hold'
+
+# inspect.
+complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock latch lock,latch' \
+    -d 'Only these object types (comma-separated)'
 
 # latch and its subcommands.
 set -l latch_subcmds set count-down await status

@@ -3,50 +3,93 @@
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
-#include "cli/lock_options.hpp"
-#include "inspect/lock_view.hpp"
+#include "inspect/object_type.hpp"
+#include "inspect/scan_stream.hpp"
 #include "inspect/table.hpp"
 
 namespace rlock::cli {
 namespace {
 
-Json to_json(const inspect::LockView& v) {
-  Json j = {{"type", "lock"},
-            {"name", v.name},
-            {"key", v.key},
-            {"holders", holders_json(v.holders)},
-            {"ttl_ms", v.ttl_ms}};
-  j["fence"] = v.fence ? Json(*v.fence) : Json(nullptr);
-  j["waiters"] = v.waiters;
-  if (!v.error.empty()) j["error"] = v.error;
-  return j;
+std::string known_types() {
+  std::string out;
+  for (const auto* t : inspect::object_types())
+    out += (out.empty() ? "" : ",") + std::string(t->type());
+  return out;
 }
+
+// Writes one JSON array as it goes: "[" with the first batch read (so that a failure to
+// connect prints nothing), one object per line separated by ",", then "]". When the
+// listing fails half-way the "]" is missing, so a truncated listing never parses as a
+// complete one (and the exit status says why).
+class JsonArrayWriter {
+ public:
+  explicit JsonArrayWriter(const Console& console) : console_(console) {}
+  void batch(const std::vector<inspect::Shown>& shown) {
+    std::string text = opened_ ? "" : "[";
+    opened_ = true;
+    for (const auto& s : shown) {
+      text += first_ ? "\n" : ",\n";
+      first_ = false;
+      // Bytes that are not UTF-8 (written by other clients) print as U+FFFD.
+      text += s.decoded.json.dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+    console_.result_text(text);
+  }
+  void end() const {
+    console_.result_text(std::string(opened_ ? "" : "[") + (first_ ? "]\n" : "\n]\n"));
+  }
+
+ private:
+  const Console& console_;
+  bool opened_ = false;
+  bool first_ = true;
+};
 
 }  // namespace
 
 Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
   auto pattern = std::make_shared<std::string>("*");
+  auto types = std::make_shared<std::string>();
   auto* sub = &app;
-  sub->add_option("pattern", *pattern, "glob over lock names (default *)")->type_name("PATTERN");
-  sub->footer(R"(Prints a JSON array with, for each held lock,
-{"type":"lock","name","key","holders":[{"owner","count"}],"ttl_ms","fence","waiters"};
---format table prints it for people. Uses SCAN, never KEYS.
+  sub->add_option("pattern", *pattern, "glob over object names (default *)")->type_name("PATTERN");
+  sub->add_option("--type", *types,
+                  "only these types, comma-separated: " + known_types() + " (default: all)")
+      ->type_name("TYPE[,TYPE]");
+  std::string shapes;
+  for (const auto* t : inspect::object_types()) {
+    shapes += "  " + std::string(t->type()) + ":\n    " + std::string(t->json_shape()) + "\n";
+  }
+  sub->footer("Prints one JSON array, one object per line, each with a \"type\" field:\n" + shapes +
+              R"(An object that cannot be read as its type has an "error" field. Objects stream in
+SCAN order (sorted within each SCAN batch) in bounded memory; --format table prints
+fixed-width columns TYPE NAME HOLDERS/COUNT TTL FENCE WAITERS. Uses SCAN, never KEYS.
 
 Examples:
   rlock inspect
-  rlock inspect 'deploy*' --format table)");
-  return {[pattern](const Settings& settings) {
+  rlock inspect 'deploy*' --format table
+  rlock inspect --type latch 'ci-*'
+  rlock inspect --type lock | jq '.[] | select(.waiters_total > 0)')");
+  return {[pattern, types](const Settings& settings) {
+    auto selected = inspect::select_types(*types);  // a bad --type before any connection
     Console console(settings);
     redis::Topology topology(settings.connect);
     prim::KeyLayout layout(settings.prefix);
-    auto views = inspect::scan_locks(topology, layout, *pattern);
     if (settings.table) {
-      console.result_text(inspect::render_table(views));
+      bool header = false;  // printed with the first batch: a failure to connect prints nothing
+      inspect::scan_objects(topology, layout, *pattern, selected, [&](const auto& shown) {
+        std::string text = header ? "" : inspect::table_header();
+        header = true;
+        for (const auto& s : shown)
+          text += inspect::table_row(s.type->type(), s.name, s.decoded.cells);
+        console.result_text(text);
+      });
+      if (!header) console.result_text(inspect::table_header());
       return 0;
     }
-    Json arr = Json::array();
-    for (const auto& v : views) arr.push_back(to_json(v));
-    console.result(arr);
+    JsonArrayWriter out(console);
+    inspect::scan_objects(topology, layout, *pattern, selected,
+                          [&](const auto& shown) { out.batch(shown); });
+    out.end();
     return 0;
   }};
 }

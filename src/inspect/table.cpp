@@ -1,49 +1,34 @@
 #include "inspect/table.hpp"
 
-#include <algorithm>
+#include <array>
 
-#include "util/duration.hpp"
 #include "util/one_line.hpp"
 
 namespace rlock::inspect {
 namespace {
 
-std::string holders_cell(const LockView& v) {
-  if (!v.error.empty()) return "(" + v.error + ")";
+// TYPE, NAME, HOLDERS/COUNT, TTL, FENCE (16-digit tokens); WAITERS is last, unpadded.
+constexpr std::array<size_t, 5> kWidth = {5, 20, 24, 7, 16};
+
+std::string line(const std::array<std::string, 6>& cells) {
   std::string out;
-  for (const auto& h : v.holders) {
-    if (!out.empty()) out += ",";
-    out += one_line(h.owner) + " (x" + std::to_string(h.count) + ")";
+  for (size_t c = 0; c < cells.size(); ++c) {
+    out += cells[c];
+    if (c + 1 == cells.size()) break;
+    out.append(cells[c].size() < kWidth[c] ? kWidth[c] - cells[c].size() + 2 : 2, ' ');
   }
-  return out;
+  return out + "\n";
 }
 
 }  // namespace
 
-std::string render_table(const std::vector<LockView>& views) {
-  std::vector<std::vector<std::string>> rows = {
-      {"TYPE", "NAME", "HOLDERS", "TTL", "FENCE", "WAITERS"}};
-  for (const auto& v : views) {
-    // Names and owners written by other clients may hold control characters or bytes that
-    // are not UTF-8: escaped, so that a row stays one row.
-    rows.push_back({"lock", one_line(v.name), holders_cell(v),
-                    v.ttl_ms < 0 ? "-" : format_duration(Millis(v.ttl_ms)),
-                    v.fence ? std::to_string(*v.fence) : "-", std::to_string(v.waiters)});
-  }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line;
-    for (size_t c = 0; c < r.size(); ++c) {
-      line += r[c];
-      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
+std::string table_header() {
+  return line({"TYPE", "NAME", "HOLDERS/COUNT", "TTL", "FENCE", "WAITERS"});
+}
+
+std::string table_row(std::string_view type, std::string_view name, const TableCells& cells) {
+  return line({std::string(type), one_line(name), one_line(cells.holders), one_line(cells.ttl),
+               one_line(cells.fence), one_line(cells.waiters)});
 }
 
 }  // namespace rlock::inspect

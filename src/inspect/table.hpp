@@ -1,13 +1,17 @@
 #pragma once
 
 #include <string>
-#include <vector>
+#include <string_view>
 
-#include "inspect/lock_view.hpp"
+#include "inspect/object_type.hpp"
 
 namespace rlock::inspect {
 
-// Aligned columns TYPE NAME HOLDERS TTL FENCE WAITERS, one row per lock, for people.
-std::string render_table(const std::vector<LockView>& views);
+// `--format table` while streaming: columns TYPE NAME HOLDERS/COUNT TTL FENCE WAITERS of
+// fixed widths (rows are printed before the next ones are known); a longer cell pushes
+// the rest of its row right, with two spaces before the next cell. Cells are escaped
+// with one_line, so that a row stays one line whatever bytes other clients stored.
+std::string table_header();
+std::string table_row(std::string_view type, std::string_view name, const TableCells& cells);
 
 }  // namespace rlock::inspect

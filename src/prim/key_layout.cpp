@@ -92,8 +92,12 @@ std::string KeyLayout::timeouts_key(std::string_view name) const {
 }
 std::string KeyLayout::grant_key(std::string_view name) const { return lock_key(name) + ":grant"; }
 std::string KeyLayout::exec_key(std::string_view name) const { return lock_key(name) + ":exec"; }
+// Ends with the tag, as a lock's own key does, so that one SCAN finds a lock held only by
+// readers too.
 std::string KeyLayout::readers_key(std::string_view name) const {
-  return lock_key(name) + ":readers";
+  std::string key = prefix_ + "lock-readers:";
+  key.append(tag(name));
+  return key;
 }
 std::string KeyLayout::reader_grants_key(std::string_view name) const {
   return lock_key(name) + ":rgrants";
@@ -121,7 +125,7 @@ std::string KeyLayout::latch_channel(std::string_view name) const {
   return prefix_ + "chan:" + tag(name) + ":latch";
 }
 
-std::string KeyLayout::lock_key_pattern(std::string_view name_glob) const {
+std::string KeyLayout::key_pattern(std::string_view word, std::string_view name_glob) const {
   // Literal braces and '%' of the glob match their encoded form in the key.
   std::string glob;
   for (char c : name_glob) {
@@ -131,15 +135,34 @@ std::string KeyLayout::lock_key_pattern(std::string_view name_glob) const {
       glob += c;
     }
   }
-  return glob_escape(prefix_) + "lock:{" + glob + "}";
+  return glob_escape(prefix_) + std::string(word) + ":{" + glob + "}";
 }
 
-std::optional<std::string> KeyLayout::lock_name(std::string_view key) const {
-  std::string head = prefix_ + "lock:{";
+std::optional<std::string> KeyLayout::name_in(std::string_view word, std::string_view key) const {
+  std::string head = prefix_ + std::string(word) + ":{";
   if (key.size() <= head.size() || key.substr(0, head.size()) != head || key.back() != '}') {
     return std::nullopt;
   }
   return decode(key.substr(head.size(), key.size() - head.size() - 1));
+}
+
+std::string KeyLayout::lock_key_pattern(std::string_view name_glob) const {
+  return key_pattern("lock*", name_glob);  // lock:{N} and lock-readers:{N}
+}
+std::optional<std::string> KeyLayout::lock_name(std::string_view key) const {
+  return name_in("lock", key);
+}
+std::optional<std::string> KeyLayout::readers_name(std::string_view key) const {
+  return name_in("lock-readers", key);
+}
+std::string KeyLayout::latch_key_pattern(std::string_view name_glob) const {
+  return key_pattern("latch", name_glob);
+}
+std::optional<std::string> KeyLayout::latch_name(std::string_view key) const {
+  return name_in("latch", key);
+}
+std::string KeyLayout::any_key_pattern(std::string_view name_glob) const {
+  return key_pattern("*", name_glob);
 }
 
 }  // namespace rlock::prim

@@ -37,16 +37,29 @@ class KeyLayout {
   virtual std::string latch_ids_key(std::string_view name) const;  // set of ids counted
   virtual std::string latch_channel(std::string_view name) const;  // the count reached 0
 
-  // SCAN MATCH pattern for the lock hashes whose names match `name_glob` (Redis glob).
+  // SCAN MATCH pattern for the lock hashes and readers hashes whose names match
+  // `name_glob` (Redis glob).
   virtual std::string lock_key_pattern(std::string_view name_glob) const;
   // The lock name a key returned by that pattern belongs to; nullopt for other keys.
   virtual std::optional<std::string> lock_name(std::string_view key) const;
+  // The lock name whose readers hash `key` is; nullopt for other keys.
+  virtual std::optional<std::string> readers_name(std::string_view key) const;
+  // The same two for latches (rlock:latch:{NAME}).
+  virtual std::string latch_key_pattern(std::string_view name_glob) const;
+  virtual std::optional<std::string> latch_name(std::string_view key) const;
+  // SCAN MATCH pattern for the main keys of every type at once (prefix + WORD + ":" + tag,
+  // the shape all main keys share); each type's *_name() picks its own keys out of it.
+  virtual std::string any_key_pattern(std::string_view name_glob) const;
 
   const std::string& prefix() const { return prefix_; }
 
  protected:
   // "{" + name with '%', '{', '}' percent-encoded + "}".
   static std::string tag(std::string_view name);
+  // prefix + `word` + ":{" + glob over encoded names + "}", the prefix escaped for MATCH.
+  std::string key_pattern(std::string_view word, std::string_view name_glob) const;
+  // The name inside prefix + `word` + ":{...}"; nullopt for other keys.
+  std::optional<std::string> name_in(std::string_view word, std::string_view key) const;
 
  private:
   std::string prefix_;

@@ -115,11 +115,20 @@ std::vector<ReplyPtr> Connection::exchange(size_t replies, std::string_view duri
   // One deadline for the whole request: a server that drips its reply byte by byte must not
   // stretch a command past --timeout one read at a time.
   Deadline until = SteadyClock::now() + timeout_;
+  write_all(until, during);
+  return read_replies(replies, until, during);
+}
+
+void Connection::write_all(Deadline until, std::string_view during) {
   int done = 0;
   while (!done) {
     if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) throw_io_error(during);
     if (!done) await_fd(POLLOUT, until, during);
   }
+}
+
+std::vector<ReplyPtr> Connection::read_replies(size_t replies, Deadline until,
+                                               std::string_view during) {
   std::vector<ReplyPtr> out;
   out.reserve(replies);
   while (out.size() < replies) {
@@ -149,6 +158,18 @@ std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::st
   for (const auto& cmd : commands)
     append(ctx_.get(), std::vector<std::string_view>(cmd.begin(), cmd.end()));
   return exchange(commands.size(), "during a pipeline");
+}
+
+void Connection::send(const std::vector<std::vector<std::string>>& commands) {
+  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
+  for (const auto& cmd : commands)
+    append(ctx_.get(), std::vector<std::string_view>(cmd.begin(), cmd.end()));
+  write_all(SteadyClock::now() + timeout_, "during a pipeline");
+}
+
+std::vector<ReplyPtr> Connection::receive(size_t replies) {
+  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
+  return read_replies(replies, SteadyClock::now() + timeout_, "during a pipeline");
 }
 
 ReplyPtr Connection::command(std::initializer_list<std::string_view> argv) {

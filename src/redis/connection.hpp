@@ -44,6 +44,11 @@ class Connection {
   // Sends all commands in one write and reads all replies: one round trip. Error replies
   // are returned (type REDIS_REPLY_ERROR), not thrown; I/O problems throw as command() does.
   std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string>>& commands);
+  // The two halves of pipeline(), so that a caller works while the server answers: send()
+  // writes all commands, receive(n) reads the next n replies of what was sent, in order.
+  // Each half has the command timeout; error replies are returned as by pipeline().
+  void send(const std::vector<std::vector<std::string>>& commands);
+  std::vector<ReplyPtr> receive(size_t replies);
 
   // Timeout of each following command or pipeline as a whole (sending and every reply).
   void set_timeout(Millis timeout);
@@ -62,6 +67,8 @@ class Connection {
   void authenticate();
   // Writes what is appended and reads `replies` replies, all within the command timeout.
   std::vector<ReplyPtr> exchange(size_t replies, std::string_view during);
+  void write_all(Deadline until, std::string_view during);
+  std::vector<ReplyPtr> read_replies(size_t replies, Deadline until, std::string_view during);
   void await_fd(short events, Deadline until, std::string_view during);
 
   ContextPtr ctx_;

@@ -94,6 +94,20 @@ std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>
   return out;
 }
 
+void Topology::send(const std::vector<std::vector<std::string>>& commands) {
+  with_retry(
+      Retry::kNever, [&] { connection().send(commands); }, conn_);
+}
+
+std::vector<Reply> Topology::receive(size_t replies) {
+  std::vector<Reply> out;
+  for (auto& r : with_retry(
+           Retry::kNever, [&] { return connection().receive(replies); }, conn_)) {
+    out.emplace_back(std::move(r));
+  }
+  return out;
+}
+
 Subscriber Topology::subscribe(const std::vector<std::string>& channels) const {
   return Subscriber::open(options_, channels);
 }

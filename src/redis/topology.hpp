@@ -37,6 +37,10 @@ class Topology {
   // Sends all commands in one write and reads all replies (one round trip); error replies
   // are returned, not thrown.
   std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands);
+  // pipeline() in two halves (see Connection::send): commands sent and not yet received
+  // must all be received before any other request on this topology. Never retried.
+  void send(const std::vector<std::vector<std::string>>& commands);
+  std::vector<Reply> receive(size_t replies);
 
   // A subscriber of its own connection, subscribed to `channels` (all of one hash tag).
   Subscriber subscribe(const std::vector<std::string>& channels) const;

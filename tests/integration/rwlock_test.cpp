@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -99,7 +100,7 @@ TEST_CASE(
   CHECK(r == 0);
   CHECK(w == 0);
   CHECK(redis.cmd_int({"EXISTS", lock_key("rw")}) == 0);
-  CHECK(redis.cmd_int({"EXISTS", lock_key("rw") + ":readers"}) == 0);
+  CHECK(redis.cmd_int({"EXISTS", std::string("rlock:lock-readers:{rw}")}) == 0);
 }
 
 TEST_CASE(
@@ -177,7 +178,7 @@ TEST_CASE("rw: upgrade is refused at once, downgrade is allowed") {
   CHECK(line_count(up.err) == 1);
   CHECK(up.elapsed < 5s);
   CHECK(redis.cmd_int({"EXISTS", lock_key("u")}) == 0);
-  CHECK(redis.cmd_int({"HLEN", lock_key("u") + ":readers"}) == 1);
+  CHECK(redis.cmd_int({"HLEN", std::string("rlock:lock-readers:{u}")}) == 1);
   CHECK(rlock(redis, {"unlock", "-s", "u", "--owner", "o"}).status == 0);
 
   // Downgrade: the writer takes the read lock, then drops the write hold and keeps reading.
@@ -208,8 +209,32 @@ TEST_CASE("rw: bad combinations and a forced unlock of readers") {
   auto forced = rlock(redis, {"unlock", "--force", "f"});
   CHECK(forced.status == 0);
   CHECK(parse_json(forced.out).at("holders").size() == 2);
-  CHECK(redis.cmd_int({"EXISTS", lock_key("f") + ":readers"}) == 0);
+  CHECK(redis.cmd_int({"EXISTS", std::string("rlock:lock-readers:{f}")}) == 0);
   CHECK(rlock(redis, {"lock", "f", "--owner", "c", "-n"}).status == 0);
+}
+
+}  // namespace
+}  // namespace rlock::test
+
+namespace rlock::test {
+namespace {
+
+TEST_CASE("rw: inspect shows readers with their own leases, also when no writer holds the lock") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "-s", "shared-only", "--owner", "r1", "--lease", "20s"}).status ==
+          0);
+  REQUIRE(rlock(redis, {"lock", "-s", "shared-only", "--owner", "r2", "--lease", "40s"}).status ==
+          0);
+  auto listed = parse_json(rlock(redis, {"inspect"}).out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].at("name") == "shared-only");
+  CHECK(listed[0].at("mode") == "shared");
+  REQUIRE(listed[0].at("holders").size() == 2);
+  auto leases = std::vector<long long>{listed[0]["holders"][0]["lease_ms"],
+                                       listed[0]["holders"][1]["lease_ms"]};
+  std::sort(leases.begin(), leases.end());
+  CHECK(leases[0] <= 20'000);
+  CHECK(leases[1] > 20'000);
 }
 
 }  // namespace

@@ -1,0 +1,186 @@
+// inspect's view of a lock: the hash owner -> count with its lease, the fencing token,
+// the queue of waiters (lua/include/lock_common.lua) and a grant not claimed yet.
+#include <algorithm>
+#include <string>
+
+#include "inspect/types.hpp"
+#include "prim/lock.hpp"
+#include "util/error.hpp"
+
+namespace rlock::inspect {
+namespace {
+
+// A waiters member "<lease_ms>:<kind>:<wait_id>:<owner>" (the owner may hold ':').
+struct Member {
+  std::string kind, wait_id, owner;
+};
+
+std::optional<Member> parse_member(const std::string& m) {
+  size_t a = m.find(':');
+  size_t b = a == std::string::npos ? a : m.find(':', a + 1);
+  size_t c = b == std::string::npos ? b : m.find(':', b + 1);
+  if (c == std::string::npos) return std::nullopt;
+  return Member{m.substr(a + 1, b - a - 1), m.substr(b + 1, c - b - 1), m.substr(c + 1)};
+}
+
+Json member_json(const std::string& m) {
+  auto p = parse_member(m);
+  if (!p) return {{"owner", m}, {"kind", nullptr}, {"wait_id", nullptr}};
+  return {{"owner", p->owner}, {"kind", p->kind}, {"wait_id", p->wait_id}};
+}
+
+// Reader holders from the readers hash: id ("owner" or "owner\x1f<hold id>") ->
+// "<count>:<expiry server ms>", each with its own lease left.
+Json reader_holders(const redis::ReplyView& readers, const BatchClock& clock) {
+  Json out = Json::array();
+  for (size_t i = 0; i + 1 < readers.size(); i += 2) {
+    std::string id = readers.at(i).str(), value = readers.at(i + 1).str();
+    size_t colon = value.find(':');
+    Json h = {{"owner", id.substr(0, id.find('\x1f'))},
+              {"count", nullptr},
+              {"lease_ms", nullptr},
+              {"shared", true}};
+    try {
+      h["count"] = std::stoll(value.substr(0, colon));
+      if (clock.now_us && colon != std::string::npos) {
+        h["lease_ms"] = std::max(0LL, std::stoll(value.substr(colon + 1)) - *clock.now_us / 1000);
+      }
+    } catch (const std::exception&) {
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+class LockType final : public ObjectType {
+ public:
+  std::string_view type() const override { return "lock"; }
+  std::string_view json_shape() const override {
+    return R"({"type":"lock","name","key","mode","holders":[{"owner","count","lease_ms","shared"}],)"
+           "\n    "
+           R"("ttl_ms","fence","waiters":[{"owner","kind","wait_id","waited_ms"}],)"
+           "\n    "
+           R"("waiters_total","grant"})";
+  }
+  std::string key_pattern(const prim::KeyLayout& layout, std::string_view glob) const override {
+    return layout.lock_key_pattern(glob);
+  }
+  std::optional<std::string> name_of(const prim::KeyLayout& layout,
+                                     std::string_view key) const override {
+    if (auto name = layout.lock_name(key)) return name;
+    return layout.readers_name(key);
+  }
+
+  // HGETALL, PTTL, GET fence, ZRANGE the first waiters WITHSCORES, ZCARD waiters, GET grant,
+  // HGETALL readers. A lock is found by its hash or, held by readers only, by theirs.
+  std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
+                                              const Found& o) const override {
+    auto key = layout.lock_key(o.name);
+    auto waiters = layout.waiters_key(o.name);
+    return {{"HGETALL", key},
+            {"PTTL", key},
+            {"GET", layout.fence_key(o.name)},
+            {"ZRANGE", waiters, "0", std::to_string(kMaxListed - 1), "WITHSCORES"},
+            {"ZCARD", waiters},
+            {"GET", layout.grant_key(o.name)},
+            {"HGETALL", layout.readers_key(o.name)}};
+  }
+  size_t read_count() const override { return 7; }
+
+  std::optional<Decoded> decode(const Found& o, const redis::Reply* r,
+                                const BatchClock& clock) const override {
+    bool via_readers = !o.key.empty() && o.key.find("lock-readers:") != std::string::npos;
+    // Found by its readers hash while it also has a writer: the lock's own key lists it.
+    if (via_readers && r[0].is_array() && r[0].size() > 0) return std::nullopt;
+    Json readers = r[6].is_array() ? reader_holders(r[6], clock) : Json::array();
+    if (via_readers && readers.empty()) return std::nullopt;  // gone since SCAN saw it
+    Json j = {{"type", "lock"}, {"name", o.name}, {"key", o.key}, {"mode", "exclusive"}};
+    Json holders = Json::array();
+    Json waiters = Json::array();
+    long long ttl_ms = -1, waiters_total = 0;
+    Json fence = nullptr, grant = nullptr;
+    std::string error;
+    if (auto denied = refusal(r, read_count())) {
+      error = *denied;
+    } else if (r[0].is_error()) {
+      error = "key holds another type than a lock hash";
+    } else {
+      if (r[0].size() == 0 && readers.empty()) return std::nullopt;  // released since SCAN saw it
+      try {
+        ttl_ms = r[1].is_integer() ? r[1].integer() : -1;
+        for (const auto& h : prim::decode_holders(r[0], 0, o.key)) {
+          // An exclusive lock's holders share the hash's lease.
+          holders.push_back(
+              {{"owner", h.owner}, {"count", h.count}, {"lease_ms", ttl_ms}, {"shared", false}});
+        }
+      } catch (const DataError&) {
+        holders = Json::array();
+        error = "hash whose values are not reentry counts: not a lock";
+      }
+    }
+    if (r[1].is_integer()) ttl_ms = r[1].integer();
+    try {
+      if (r[2].is_string()) fence = r[2].integer();
+    } catch (const DataError&) {
+      error = error.empty() ? "fencing token is not a number" : error;
+    }
+    if (r[3].is_array()) {
+      for (size_t i = 0; i + 1 < r[3].size(); i += 2) {
+        Json w = member_json(r[3].at(i).str());
+        w["waited_ms"] = nullptr;
+        try {
+          // Arrival in server microseconds; waited = TIME of this batch - arrival.
+          double arrival_us = std::stod(r[3].at(i + 1).str());
+          if (clock.now_us) {
+            w["waited_ms"] =
+                std::max(0LL, (*clock.now_us - static_cast<long long>(arrival_us)) / 1000);
+          }
+        } catch (const std::exception&) {
+        }
+        waiters.push_back(std::move(w));
+      }
+    }
+    if (r[4].is_integer()) waiters_total = r[4].integer();
+    if (r[5].is_string() && !r[5].str().empty()) grant = member_json(r[5].str());
+
+    for (auto& h : readers) holders.push_back(h);
+    if (!readers.empty() && (!r[0].is_array() || r[0].size() == 0)) {
+      j["mode"] = "shared";
+      ttl_ms = -1;
+      for (const auto& h : readers) {
+        if (h["lease_ms"].is_number()) ttl_ms = std::max(ttl_ms, h["lease_ms"].get<long long>());
+      }
+    }
+    j["holders"] = holders;
+    j["ttl_ms"] = ttl_ms;
+    j["fence"] = fence;
+    j["waiters"] = waiters;
+    j["waiters_total"] = waiters_total;
+    j["grant"] = grant;
+    if (!error.empty()) j["error"] = error;
+    return Decoded{std::move(j), cells(holders, error, ttl_ms, fence, waiters_total)};
+  }
+
+ private:
+  static TableCells cells(const Json& holders, const std::string& error, long long ttl_ms,
+                          const Json& fence, long long waiters_total) {
+    std::string who;
+    for (const auto& h : holders) {
+      if (!who.empty()) who += ",";
+      who +=
+          h["owner"].get<std::string>() + " (x" + std::to_string(h["count"].get<long long>()) + ")";
+    }
+    if (!error.empty()) who = "(" + error + ")";
+    return {who, ttl_cell(ttl_ms), fence.is_null() ? "-" : std::to_string(fence.get<long long>()),
+            std::to_string(waiters_total)};
+  }
+};
+
+}  // namespace
+
+const ObjectType& lock_type() {
+  static const LockType type;
+  return type;
+}
+
+}  // namespace rlock::inspect

@@ -1,0 +1,168 @@
+#include "inspect/scan_stream.hpp"
+
+#include <algorithm>
+#include <future>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "redis/errors.hpp"
+#include "redis/reply.hpp"
+#include "util/error.hpp"
+
+namespace rlock::inspect {
+namespace {
+
+constexpr long long kScanCount = 1000;
+
+// SCAN visits every key in about DBSIZE / COUNT calls; a server whose cursor never comes
+// back to 0 (or comes back to one it gave before) is not answering SCAN as Redis does.
+class ScanBound {
+ public:
+  explicit ScanBound(long long dbsize)
+      : dbsize_(std::max(dbsize, 0LL)), max_calls_(dbsize_ / kScanCount * 4 + 1000) {}
+
+  // Called before each SCAN call with the cursor it sends.
+  void check(const std::string& cursor) {
+    if (++calls_ > max_calls_ || (cursor != "0" && !cursors_.insert(cursor).second)) {
+      throw DataError("redis did not finish SCAN after " + std::to_string(calls_ - 1) +
+                      " calls for " + std::to_string(dbsize_) + " keys (cursor " + cursor +
+                      "); the server is not answering as Redis does");
+    }
+  }
+
+ private:
+  long long dbsize_;
+  long long max_calls_;
+  long long calls_ = 0;
+  std::set<std::string> cursors_;  // at most max_calls_ short strings
+};
+
+struct Pending {
+  const ObjectType* type;
+  Found found;
+};
+
+std::vector<std::string> scan_argv(const std::string& cursor, const std::string& pattern) {
+  return {"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(kScanCount)};
+}
+
+// The objects among the keys of one SCAN reply, sorted, each once.
+std::vector<Pending> objects_in(const redis::ReplyView& keys, const prim::KeyLayout& layout,
+                                const std::vector<const ObjectType*>& types) {
+  std::vector<Pending> out;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string key = keys.at(i).str();
+    for (const auto* t : types) {
+      if (auto name = t->name_of(layout, key)) {
+        out.push_back({t, {std::move(*name), std::move(key)}});
+        break;
+      }
+    }
+  }
+  auto order = [](const Pending& a, const Pending& b) {
+    return std::tie(a.found.name, a.found.key) < std::tie(b.found.name, b.found.key);
+  };
+  std::sort(out.begin(), out.end(), order);
+  out.erase(
+      std::unique(out.begin(), out.end(),
+                  [](const Pending& a, const Pending& b) { return a.found.key == b.found.key; }),
+      out.end());
+  return out;
+}
+
+BatchClock clock_from(const redis::ReplyView& time) {
+  BatchClock c;
+  if (time.is_array() && time.size() == 2) {
+    try {
+      c.now_us = time.at(0).integer() * 1000000 + time.at(1).integer();
+    } catch (const DataError&) {
+    }
+  }
+  return c;
+}
+
+// The objects of one batch from their replies: TIME at `first`, then each object's reads.
+std::vector<Shown> decode_batch(std::vector<Pending>& objects,
+                                const std::vector<redis::Reply>& replies, size_t first) {
+  size_t at = first;
+  const BatchClock clock = clock_from(replies.at(at++));
+  std::vector<Shown> shown;
+  for (auto& o : objects) {
+    if (at + o.type->read_count() > replies.size()) break;
+    if (auto d = o.type->decode(o.found, &replies[at], clock)) {
+      shown.push_back({o.type, std::move(o.found.name), std::move(*d)});
+    }
+    at += o.type->read_count();
+  }
+  return shown;
+}
+
+}  // namespace
+
+void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
+                  std::string_view name_glob, const std::vector<const ObjectType*>& types,
+                  const std::function<void(const std::vector<Shown>&)>& emit) {
+  const std::string pattern = types.size() == 1 ? types[0]->key_pattern(layout, name_glob)
+                                                : layout.any_key_pattern(name_glob);
+  ScanBound bound(topology.command({"DBSIZE"}, redis::Retry::kIdempotent).integer());
+  bound.check("0");
+  auto first = scan_argv("0", pattern);
+  redis::Reply scan = topology.command({first.begin(), first.end()}, redis::Retry::kIdempotent);
+
+  // What one batch sent: the next SCAN call (if the cursor goes on), then TIME and the
+  // objects' reads (if it found any). Sends it at once.
+  struct Sent {
+    bool scan = false;
+    std::vector<Pending> objects;
+    size_t replies = 0;  // TIME and the reads
+  };
+  auto send_batch = [&](const redis::ReplyView& scan_reply) {
+    Sent sent;
+    std::string cursor = scan_reply.at(0).str();
+    sent.objects = objects_in(scan_reply.at(1), layout, types);
+    std::vector<std::vector<std::string>> cmds;
+    if (cursor != "0") {
+      bound.check(cursor);
+      cmds.push_back(scan_argv(cursor, pattern));
+      sent.scan = true;
+    }
+    if (!sent.objects.empty()) {
+      cmds.push_back({"TIME"});
+      for (const auto& o : sent.objects) {
+        for (auto& r : o.type->reads(layout, o.found)) cmds.push_back(std::move(r));
+      }
+      sent.replies = cmds.size() - (sent.scan ? 1 : 0);
+    }
+    if (!cmds.empty()) topology.send(cmds);
+    return sent;
+  };
+
+  // The server answers batch k + 1 while batch k's replies are read, and batch k is
+  // decoded and printed on another thread meanwhile: at most three batches in memory.
+  std::future<void> decoding;
+  Sent batch = send_batch(scan);
+  while (batch.scan || !batch.objects.empty()) {
+    Sent next;
+    if (batch.scan) {
+      auto reply = std::move(topology.receive(1).at(0));
+      if (reply.is_error()) {
+        topology.receive(batch.replies);  // keep the connection in step before throwing
+        throw redis::ReplyError(reply.str());
+      }
+      next = send_batch(reply);
+    }
+    if (!batch.objects.empty()) {
+      auto replies = topology.receive(batch.replies);
+      if (decoding.valid()) decoding.get();  // in order, and its exception here
+      decoding = std::async(std::launch::async, [&emit, objects = std::move(batch.objects),
+                                                 replies = std::move(replies)]() mutable {
+        emit(decode_batch(objects, replies, 0));
+      });
+    }
+    batch = std::move(next);
+  }
+  if (decoding.valid()) decoding.get();
+}
+
+}  // namespace rlock::inspect
