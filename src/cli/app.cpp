@@ -199,6 +199,16 @@ int print_help(CLI::App& app, const std::string& topic) {
   throw UsageError("missing subcommand; see rlock help");
 }
 
+// Whether `parsed` (the subcommand entered, of table entry `entry`) runs a command after
+// `--`: a subcommand with a command usage, or, when it has subcommands of its own (sem),
+// the one of them named exec.
+bool runs_command(const CLI::App* parsed, const Subcommand* entry) {
+  if (!entry || !entry->command_usage) return false;
+  if (parsed->get_subcommands({}).empty()) return true;
+  auto entered = parsed->get_subcommands();
+  return !entered.empty() && entered.front()->get_name() == "exec";
+}
+
 // The subcommand CLI11 entered, if any.
 const CLI::App* parsed_subcommand(const std::vector<std::pair<CLI::App*, Runner>>& commands) {
   for (const auto& [sub, runner] : commands) {
@@ -242,7 +252,7 @@ int run(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const CLI::App* parsed = parsed_subcommand(commands);
     const Subcommand* entry = parsed ? find_subcommand(parsed->get_name()) : nullptr;
-    if (entry && entry->command_usage && !args.has_dashes &&
+    if (parsed && runs_command(parsed, entry) && !args.has_dashes &&
         dynamic_cast<const CLI::ExtrasError*>(&e)) {
       throw UsageError(std::string(entry->name) + ": missing '--' before the command (" +
                        entry->command_usage + ")");
@@ -260,7 +270,7 @@ int run(int argc, char** argv) {
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
     const Subcommand* entry = find_subcommand(sub->get_name());
-    if (entry && entry->command_usage && args.command.empty()) {
+    if (runs_command(sub, entry) && args.command.empty()) {
       throw UsageError(std::string(entry->name) +
                        (args.has_dashes ? ": missing command after '--' ("
                                         : ": missing '--' before the command (") +

@@ -11,6 +11,8 @@ const std::vector<Subcommand>& subcommands() {
       {"unlock", "Release one level of a lock held by an owner", nullptr, define_unlock_command},
       {"exec", "Run a command while holding a lock", "rlock exec [OPTIONS] NAME -- CMD [ARGS...]",
        define_exec_command},
+      {"sem", "Semaphores: take, give back, renew permits; run a command holding them",
+       "rlock sem exec [OPTIONS] NAME -- CMD [ARGS...]", define_sem_command},
       {"inspect", "Show held locks: holders, lease left, fence, waiters", nullptr,
        define_inspect_command},
   };
