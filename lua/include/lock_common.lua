@@ -7,6 +7,8 @@
 --   KEYS[5] grant (string: the member the lock was granted to, until it claims it)
 --   KEYS[6] exec (string: id of the `rlock exec` hold running inside the lock)
 --   KEYS[7] request record (string '1' = this request took the lock, '0' = it gave up)
+--   KEYS[8] the permits of a semaphore of the same name (a name is one object: while it
+--           has permits in use it is no lock)
 -- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"; its
 -- grant channel is the lock channel .. ':' .. wait_id.
 
@@ -48,9 +50,12 @@ local function check_lock_keys(channel)
   local denied = check_rights(channel)
   if denied then return denied end
   local want = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string'}
-  for i = 1, #KEYS do
+  for i = 1, 7 do
     local err = bad_type(KEYS[i], want[i])
     if err then return err end
+  end
+  if redis.call('EXISTS', KEYS[8]) == 1 then
+    return redis.error_reply('BADTYPE semaphore ' .. KEYS[8])
   end
   local stored = redis.call('GET', KEYS[2])
   if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end

@@ -186,10 +186,12 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       timeouts_key_(layout.timeouts_key(name_)),
       grant_key_(layout.grant_key(name_)),
       exec_key_(layout.exec_key(name_)),
+      sem_key_(layout.sem_key(name_)),
       channel_(layout.lock_channel(name_)) {}
 
 std::vector<std::string_view> Lock::keys(const std::string& request_key) const {
-  return {key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, request_key};
+  return {key_,       fence_key_, waiters_key_, timeouts_key_,
+          grant_key_, exec_key_,  request_key,  sem_key_};
 }
 
 Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind) {

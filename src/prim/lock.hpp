@@ -100,6 +100,7 @@ class Lock {
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_;
+  std::string sem_key_;  // a semaphore of the same name: the lock scripts refuse to act on it
   std::string channel_;
 };
 

@@ -263,6 +263,9 @@ TEST_CASE("sem: bad input is one line on stderr, the documented code, and change
       {{"sem", "acquire", "L", "--permits", "1"}, 65},  // a lock's name
       {{"sem", "status", "L"}, 65},
       {{"sem", "release", "--force", "L"}, 65},
+      {{"lock", "S", "--owner", "o"}, 65},  // a semaphore's name
+      {{"exec", "S", "--", "true"}, 65},
+      {{"unlock", "--force", "S"}, 65},
       {{"sem", "acquire", "T", "--permits", "1"}, 65},  // a key of another type
       {{"sem", "status", "T"}, 65},
       {{"sem", "bogus", "S"}, 64},
