@@ -86,7 +86,9 @@ local function reclaim(now_ms)
     redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', KEYS[3], id)
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. now_ms)
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. now_ms)) do
+    redis.call('ZREM', KEYS[6], m)
+  end
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. now_ms)) do
     leave_queue(m)
   end
