@@ -237,6 +237,33 @@ TEST_CASE("sem: waiters are served in arrival order; a big request at the head i
   CHECK(status(redis, "B").at("in_use") == 3);
 }
 
+TEST_CASE("sem: a SIGKILLed waiter is skipped, a SIGSTOPped one holds the queue at most 2s") {
+  RedisServer redis;
+  TempDir dir;
+  auto held = take(redis, "Q", 1);
+  std::vector<Spawned> waiters;
+  for (int i = 0; i < 3; ++i) {
+    waiters.push_back(spawn_rlock(redis,
+                                  {"sem", "exec", "--permits", "1", "--wait", "30s", "Q", "--",
+                                   "sh", "-c", "echo " + std::to_string(i) + " >> \"$O\""},
+                                  {{"O", dir / "order"}}));
+    REQUIRE(
+        poll_until([&] { return status(redis, "Q").at("waiters").size() == size_t(i + 1); }, 10s));
+  }
+  waiters[0].kill(SIGSTOP);  // the head: granted, never claims
+  waiters[1].kill(SIGKILL);  // the middle: gone
+  REQUIRE(waiters[1].wait(deadline(5s)).has_value());
+  auto released = Clock::now();
+  sem_ok(redis, {"sem", "release", "Q", "--permit", held[0]});
+  CHECK(waiters[2].wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(ms_between(released) < 2000 + 1500);
+  CHECK(read_file(dir / "order") == "2\n");
+  waiters[0].kill(SIGCONT);  // comes back, queues again, and runs
+  CHECK(waiters[0].wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(read_file(dir / "order") == "2\n0\n");
+  CHECK(status(redis, "Q").at("in_use") == 0);
+}
+
 TEST_CASE("sem: bad input is one line on stderr, the documented code, and changes nothing") {
   RedisServer redis;
   take(redis, "S", 3);
