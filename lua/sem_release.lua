@@ -27,6 +27,8 @@ local function free(ids, reply)
   for _, id in ipairs(ids) do
     if keep > 0 and redis.call('ZSCORE', KEYS[1], id) then
       redis.call('ZADD', KEYS[1], 'XX', now.ms + keep, id)
+      extend(KEYS[1], keep)
+      extend(KEYS[3], keep)
       n = n + 1
     elseif redis.call('ZREM', KEYS[1], id) == 1 then
       n = n + 1
