@@ -31,17 +31,17 @@ _rlock()
         cword=$COMP_CWORD
     fi
 
-    local subcommands='lock unlock exec sem inspect help'
+    local subcommands='lock unlock exec sem inspect latch help'
     local global_opts='--url --password-file --prefix --connect-timeout
         --timeout -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
         --format --owner --lease -w --wait -E --conflict-exit-code --on-lost
-        --kill-after --min-hold --permits --count --permit '
+        --kill-after --min-hold --permits --count --permit --expire --by --id '
     arg_opts=${arg_opts//$'\n'/ }
 
-    # Find the subcommand (and sem's own), the positionals after it, and `--` (exec).
-    local i word subcmd='' semcmd='' npos=0 dashdash=0
+    # Find the subcommand (and sem's or latch's own), the positionals after it, and `--` (exec).
+    local i word subcmd='' semcmd='' latchcmd='' npos=0 dashdash=0
     for ((i = 1; i < cword; i++)); do
         word=${words[i]}
         if [[ ($subcmd == exec || $semcmd == exec) && $word == -- ]]; then
@@ -60,6 +60,7 @@ _rlock()
                 elif [[ $subcmd == sem && -z $semcmd ]]; then
                     semcmd=$word
                 else
+                    [[ $subcmd == latch && $npos -eq 0 ]] && latchcmd=$word
                     ((npos++))
                 fi
                 ;;
@@ -102,7 +103,8 @@ _rlock()
             return
             ;;
         --prefix | --connect-timeout | --timeout | --owner | --lease | \
-            -E | --conflict-exit-code | --kill-after | --min-hold | --permits | --count | --permit)
+            -E | --conflict-exit-code | --kill-after | --min-hold | --permits | --count | --permit | \
+            --expire | --by | --id)
             # A free-form value: nothing sensible to offer.
             return
             ;;
@@ -166,6 +168,20 @@ _rlock()
             elif ((npos == 0)); then
                 local IFS=$'\n'
                 COMPREPLY=($(compgen -W "$(_rlock_lock_names)" -- "$cur"))
+            fi
+            ;;
+        latch)
+            case $latchcmd in
+                '') opts='' ;;
+                set) opts='--expire --force' ;;
+                count-down) opts='--by --id' ;;
+                await) opts='-w --wait -n --no-wait -E --conflict-exit-code' ;;
+                *) opts='' ;;
+            esac
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            elif [[ -z $latchcmd ]]; then
+                COMPREPLY=($(compgen -W 'set count-down await status' -- "$cur"))
             fi
             ;;
         help)

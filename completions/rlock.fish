@@ -1,6 +1,6 @@
 # fish completion for rlock(1). Installed into $datadir/fish/vendor_completions.d.
 
-set -l __rlock_subcommands lock unlock exec sem inspect help
+set -l __rlock_subcommands lock unlock exec sem inspect latch help
 
 # True once `rlock exec ... --` has been typed: the rest is a command of its own.
 function __rlock_exec_after_dashdash
@@ -82,6 +82,7 @@ complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock taken with lock'
 complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock'
 complete -c rlock -n $no_subcmd -a sem -d 'Semaphores: take, release, renew permits; run a command'
 complete -c rlock -n $no_subcmd -a inspect -d 'List held locks, holders and waiters'
+complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down, await, status'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
 complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
 complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held lock'
@@ -126,6 +127,24 @@ complete -c rlock -n $lock_exec -l owner -x -d 'Owner to hold the lock as'
 # unlock.
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -l owner -x -d 'Owner that holds the lock'
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -l force -d 'Release the lock whoever holds it'
+
+# latch and its subcommands.
+set -l latch_subcmds set count-down await status
+set -l latch_new "__fish_seen_subcommand_from latch; and not __fish_seen_subcommand_from $latch_subcmds"
+complete -c rlock -n $latch_new -a set -d 'Create a latch with count N'
+complete -c rlock -n $latch_new -a count-down -d 'Count a latch down (never below zero)'
+complete -c rlock -n $latch_new -a await -d 'Wait until a latch reaches zero'
+complete -c rlock -n $latch_new -a status -d 'Show a latch: count, ids, expiry'
+set -l latch_set '__fish_seen_subcommand_from latch; and __fish_seen_subcommand_from set'
+complete -c rlock -n $latch_set -l expire -x -d 'Expiry of the whole latch'
+complete -c rlock -n $latch_set -l force -d 'Reset a live latch too'
+set -l latch_down '__fish_seen_subcommand_from latch; and __fish_seen_subcommand_from count-down'
+complete -c rlock -n $latch_down -l by -x -d 'Amount to count down (default 1)'
+complete -c rlock -n $latch_down -l id -x -d 'Participant id: counts down only once'
+set -l latch_await '__fish_seen_subcommand_from latch; and __fish_seen_subcommand_from await'
+complete -c rlock -n $latch_await -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'Wait up to DUR for zero (inf: forever)'
+complete -c rlock -n $latch_await -s n -l no-wait -d 'Do not wait (default)'
+complete -c rlock -n $latch_await -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not zero'
 
 # exec.
 set -l exec_opts '__fish_seen_subcommand_from exec; and not __rlock_exec_after_dashdash'

@@ -51,9 +51,15 @@ SplitArgs split_args(int argc, char** argv) {
     return sub && sub->command_usage;
   });
   if (dashes != all.end() && runs_command) {
+    // `-- -NAME -- CMD`: a name that starts with '-' comes after a `--` of its own (no
+    // command starts with '-'), and the command after the second `--`.
+    bool quoted_name =
+        dashes + 2 < all.end() && (dashes + 1)->rfind('-', 0) == 0 && *(dashes + 2) == "--";
+    auto second = quoted_name ? dashes + 2 : all.end();
+    auto command_start = quoted_name ? second : dashes;
     out.has_dashes = true;
-    out.command.assign(dashes + 1, all.end());
-    all.erase(dashes, all.end());
+    out.command.assign(command_start + 1, all.end());
+    all.erase(command_start, all.end());
   }
   out.rlock = std::move(all);
   return out;

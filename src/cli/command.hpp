@@ -39,5 +39,6 @@ Runner define_unlock_command(CLI::App& app, std::vector<std::string>& command_af
 Runner define_exec_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_sem_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_inspect_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
+Runner define_latch_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 
 }  // namespace rlock::cli

@@ -6,7 +6,11 @@
 
 namespace rlock::cli {
 
-void Console::result(const Json& doc) const { result_text(doc.dump() + "\n"); }
+// Data written by other clients may hold bytes that are not UTF-8 (rlock itself refuses
+// such names and owners): they print as U+FFFD rather than failing the whole listing.
+void Console::result(const Json& doc) const {
+  result_text(doc.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+}
 
 void Console::result_text(const std::string& text) const {
   if (quiet_) return;

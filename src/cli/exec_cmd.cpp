@@ -42,7 +42,7 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
     return 128 + signo;
   }
   if (const auto* busy = std::get_if<prim::Busy>(&a)) {
-    console.notice(describe_busy(req.name, *busy) + "; not running the command");
+    console.notice(describe_busy(req.name, *busy, req.wait) + "; not running the command");
     return req.conflict_exit_code;
   }
   const auto& held = std::get<prim::Held>(a);
@@ -72,7 +72,8 @@ or no renewal succeeds by lease deadline - kill-after - margin, the job gets --o
 then KILL, dead before the lease can expire, and rlock exits 76. Two execs never run at
 once on one lock, whatever their owner. The job sees RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE
 and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a RLOCK_URL/REDIS_URL holding a password (a
-job that runs rlock uses --password-file, or exec --keep-secrets).
+job that runs rlock uses --password-file, or exec --keep-secrets). A NAME that starts with
+'-' goes after a -- of its own: rlock exec -- -NAME -- CMD.
 
 Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running

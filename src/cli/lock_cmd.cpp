@@ -47,6 +47,7 @@ stderr, even with -q, says how to unlock it.)");
     prim::Lock lock(topology, layout, req.name);
     auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name));
     if (const auto* busy = std::get_if<prim::Busy>(&a)) {
+      if (req.wait.count() > 0) console.notice(describe_busy(req.name, *busy, req.wait));
       console.result({{"name", req.name},
                       {"acquired", false},
                       {"holders", holders_json(busy->holders)},

@@ -54,6 +54,7 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   Millis wait =
       f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait", /*allow_forever=*/true);
   r.wait_until = SteadyClock::now() + wait;
+  r.wait = wait;
   r.conflict_exit_code = f.conflict_exit_code;
   r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
@@ -106,8 +107,11 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name) {
   return hooks;
 }
 
-std::string describe_busy(const std::string& name, const prim::Busy& busy) {
-  std::string line = "lock '" + name + "' is held by " + describe_holders(busy.holders);
+std::string describe_busy(const std::string& name, const prim::Busy& busy, Millis waited) {
+  std::string line =
+      (waited.count() > 0 ? "gave up after waiting " + format_duration(waited) + ": lock '"
+                          : "lock '") +
+      name + "' is held by " + describe_holders(busy.holders);
   if (busy.same_owner_exec)
     line += " in another `rlock exec` (concurrent execs never share a hold, whatever the owner)";
   if (busy.ttl.count() >= 0) line += ", lease " + format_duration(busy.ttl) + " left";

@@ -29,6 +29,7 @@ struct LockRequest {
   std::string owner;
   Millis lease{0};
   Deadline wait_until{};
+  Millis wait{0};  // how long --wait allows (0: no wait)
   int conflict_exit_code = kExitNotNow;
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
 };
@@ -48,7 +49,9 @@ std::string describe_holders(const std::vector<prim::Holder>& holders);
 // The hooks that make -v explain a wait.
 prim::WaitHooks wait_hooks(const Console& console, const std::string& name);
 
-// One line for a lock that was not acquired: who holds it and for how long.
-std::string describe_busy(const std::string& name, const prim::Busy& busy);
+// One line for a lock that was not acquired: who holds it and for how long, and how long
+// this request waited for it (`waited` > 0).
+std::string describe_busy(const std::string& name, const prim::Busy& busy,
+                          Millis waited = Millis(0));
 
 }  // namespace rlock::cli

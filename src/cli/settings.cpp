@@ -17,7 +17,8 @@ namespace {
 constexpr const char* kDefaultUrl = "redis://127.0.0.1:6379";
 constexpr size_t kMaxConfigBytes = 64 * 1024;
 constexpr size_t kMaxPasswordFileBytes = 4 * 1024;
-constexpr const char* kConfigKeys[] = {"url", "password_file", "prefix", "owner", "connect_timeout", "timeout"};
+constexpr const char* kConfigKeys[] = {"url",   "password_file",   "prefix",
+                                       "owner", "connect_timeout", "timeout"};
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -50,7 +51,8 @@ nlohmann::json load_config() {
     bool known = false;
     for (const char* k : kConfigKeys) known = known || key == k;
     if (!known) throw UsageError("config file " + *path + ": unknown key '" + key + "'");
-    if (!value.is_string()) throw UsageError("config file " + *path + ": '" + key + "' must be a string");
+    if (!value.is_string())
+      throw UsageError("config file " + *path + ": '" + key + "' must be a string");
   }
   return cfg;
 }
@@ -61,7 +63,8 @@ std::optional<std::string> config_value(const nlohmann::json& cfg, const char* k
   return it->get<std::string>();
 }
 
-std::string first_of(std::initializer_list<std::optional<std::string>> candidates, std::string fallback) {
+std::string first_of(std::initializer_list<std::optional<std::string>> candidates,
+                     std::string fallback) {
   for (const auto& c : candidates) {
     if (c) return *c;
   }
@@ -145,7 +148,10 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
       ->type_name("URL");
   required_value("--password-file", f.password_file, "read the password from FILE (mode 600)")
       ->type_name("FILE");
-  app.add_option("--prefix", f.prefix, "key prefix (default rlock:)")->type_name("PREFIX");
+  app.add_option_function<std::string>(
+         "--prefix", [&f](const std::string& v) { f.prefix = v; },
+         "key prefix (default rlock:; may be empty)")
+      ->type_name("PREFIX");
   required_value("--connect-timeout", f.connect_timeout, "connect timeout (default 2s)")
       ->type_name("DUR");
   required_value("--timeout", f.timeout, "timeout of each command (default 5s)")->type_name("DUR");
@@ -164,8 +170,9 @@ Settings resolve_settings(const GlobalFlags& f) {
   s.table = f.format == "table";
   s.connect.endpoint = parse_url_from(pick_url(f.url, cfg));
   resolve_password(f, cfg, s.connect.endpoint);
-  s.prefix = first_of({non_empty(f.prefix), env("RLOCK_PREFIX"), config_value(cfg, "prefix")}, "rlock:");
-  auto connect_timeout = first_of({non_empty(f.connect_timeout), config_value(cfg, "connect_timeout")}, "2s");
+  s.prefix = first_of({f.prefix, env("RLOCK_PREFIX"), config_value(cfg, "prefix")}, "rlock:");
+  auto connect_timeout =
+      first_of({non_empty(f.connect_timeout), config_value(cfg, "connect_timeout")}, "2s");
   auto timeout = first_of({non_empty(f.timeout), config_value(cfg, "timeout")}, "5s");
   s.connect.connect_timeout = parse_duration(connect_timeout, "--connect-timeout");
   s.connect.command_timeout = parse_duration(timeout, "--timeout");

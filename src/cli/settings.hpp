@@ -15,7 +15,7 @@ namespace rlock::cli {
 struct GlobalFlags {
   std::string url;
   std::string password_file;
-  std::string prefix;
+  std::optional<std::string> prefix;  // given, possibly empty (keys then start with lock:)
   std::string connect_timeout;
   std::string timeout;
   std::string format = "json";

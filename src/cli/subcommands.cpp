@@ -15,6 +15,7 @@ const std::vector<Subcommand>& subcommands() {
        "rlock sem exec [OPTIONS] NAME -- CMD [ARGS...]", define_sem_command},
       {"inspect", "Show held locks: holders, lease left, fence, waiters", nullptr,
        define_inspect_command},
+      {"latch", "Countdown latches: set, count-down, await, status", nullptr, define_latch_command},
   };
   return kAll;
 }

@@ -40,6 +40,12 @@ std::vector<std::string> scan_keys(redis::Topology& topology, const std::string&
 
 // Fills one view from the replies of HGETALL, PTTL, GET fence, ZCARD waiters.
 std::optional<LockView> decode(LockView v, const redis::Reply* r) {
+  for (int i = 0; i < 4; ++i) {
+    if (r[i].is_error() && r[i].str().rfind("NOPERM", 0) == 0) {
+      v.error = "not readable with this ACL user (" + r[i].str() + ")";
+      return v;
+    }
+  }
   if (r[0].is_error()) {
     v.error = "key holds another type than a lock hash";
   } else {
@@ -50,7 +56,7 @@ std::optional<LockView> decode(LockView v, const redis::Reply* r) {
       v.error = "hash whose values are not reentry counts: not a lock";
     }
   }
-  v.ttl_ms = r[1].integer();
+  v.ttl_ms = r[1].is_integer() ? r[1].integer() : -1;
   if (r[2].is_string()) {
     try {
       v.fence = r[2].integer();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/duration.hpp"
+#include "util/one_line.hpp"
 
 namespace rlock::inspect {
 namespace {
@@ -12,7 +13,7 @@ std::string holders_cell(const LockView& v) {
   std::string out;
   for (const auto& h : v.holders) {
     if (!out.empty()) out += ",";
-    out += h.owner + " (x" + std::to_string(h.count) + ")";
+    out += one_line(h.owner) + " (x" + std::to_string(h.count) + ")";
   }
   return out;
 }
@@ -23,7 +24,9 @@ std::string render_table(const std::vector<LockView>& views) {
   std::vector<std::vector<std::string>> rows = {
       {"TYPE", "NAME", "HOLDERS", "TTL", "FENCE", "WAITERS"}};
   for (const auto& v : views) {
-    rows.push_back({"lock", v.name, holders_cell(v),
+    // Names and owners written by other clients may hold control characters or bytes that
+    // are not UTF-8: escaped, so that a row stays one row.
+    rows.push_back({"lock", one_line(v.name), holders_cell(v),
                     v.ttl_ms < 0 ? "-" : format_duration(Millis(v.ttl_ms)),
                     v.fence ? std::to_string(*v.fence) : "-", std::to_string(v.waiters)});
   }

@@ -131,6 +131,16 @@ std::string KeyLayout::sem_grant_channel(std::string_view name, std::string_view
   return sem_channel(name) + ":" + std::string(wait_id);
 }
 
+std::string KeyLayout::latch_key(std::string_view name) const {
+  return prefix_ + "latch:" + tag(name);
+}
+std::string KeyLayout::latch_ids_key(std::string_view name) const {
+  return latch_key(name) + ":ids";
+}
+std::string KeyLayout::latch_channel(std::string_view name) const {
+  return prefix_ + "chan:" + tag(name) + ":latch";
+}
+
 std::string KeyLayout::lock_key_pattern(std::string_view name_glob) const {
   // Literal braces and '%' of the glob match their encoded form in the key.
   std::string glob;

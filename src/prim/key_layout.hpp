@@ -45,6 +45,10 @@ class KeyLayout {
   // Where permits are granted to the wait `wait_id`: sem_channel + ":" + wait_id.
   std::string sem_grant_channel(std::string_view name, std::string_view wait_id) const;
 
+  virtual std::string latch_key(std::string_view name) const;      // string count
+  virtual std::string latch_ids_key(std::string_view name) const;  // set of ids counted
+  virtual std::string latch_channel(std::string_view name) const;  // the count reached 0
+
   // SCAN MATCH pattern for the lock hashes whose names match `name_glob` (Redis glob).
   virtual std::string lock_key_pattern(std::string_view name_glob) const;
   // The lock name a key returned by that pattern belongs to; nullopt for other keys.

@@ -14,6 +14,9 @@ void validate_name(std::string_view name);
 // The same rules for an owner id (`--owner`, RLOCK_OWNER, the config file).
 void validate_owner(std::string_view owner);
 
+// The same rules for a participant id (`latch count-down --id`).
+void validate_participant_id(std::string_view id);
+
 // Offset of the first byte that is not part of valid UTF-8, or npos when all of it is.
 size_t invalid_utf8_at(std::string_view text);
 

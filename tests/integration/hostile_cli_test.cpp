@@ -299,7 +299,10 @@ TEST_CASE("completions: bash offers subcommands after help and held lock names")
   RedisServer redis;
   REQUIRE(rlock(redis, {"lock", "deploy prod", "--owner", "a"}).status == 0);
   REQUIRE(rlock(redis, {"lock", "backup", "--owner", "a"}).status == 0);
-  CHECK(bash_completion({"rlock", "help", ""}) == "exec\nhelp\ninspect\nlock\nsem\nunlock\n");
+  CHECK(bash_completion({"rlock", "help", ""}) ==
+        "exec\nhelp\ninspect\nlatch\nlock\nsem\nunlock\n");
+  CHECK(bash_completion({"rlock", "latch", ""}) == "await\ncount-down\nset\nstatus\n");
+  CHECK(bash_completion({"rlock", "latch", "await", "x", "-w", "i"}) == "inf\n");
   CHECK(bash_completion({"rlock", "--url", redis.url(), "unlock", ""}) == "backup\ndeploy prod\n");
   CHECK(bash_completion({"rlock", "--url", redis.url(), "inspect", "d"}) == "deploy prod\n");
   CHECK(bash_completion({"rlock", "lock", "x", "-w", "i"}) == "inf\n");

@@ -154,6 +154,9 @@ TEST_CASE("replies of the wrong shape or absurd length end in one line and a doc
       {"-ERR max number of clients reached\r\n", 69},
       {"-NOPERM this user has no permissions to run the 'evalsha' command\r\n", 77},
       {"-ERR user_script:1: Script attempted to access nonexistent global variable 'x'\r\n", 70},
+      {"-ERR evil\x1b[2K\x07 text\xc2\x9b"
+       "31m\r\n",
+       69},  // escapes in an error text
   };
   for (const auto& [reply, code] : cases) {
     CAPTURE(reply);
@@ -163,6 +166,10 @@ TEST_CASE("replies of the wrong shape or absurd length end in one line and a doc
     CHECK(r.status == code);
     CHECK(r.out.empty());
     CHECK(line_count(r.err) == 1);
+    bool printable = r.err.find('\x1b') == std::string::npos &&
+                     r.err.find('\x07') == std::string::npos &&
+                     r.err.find("\xc2\x9b") == std::string::npos;
+    CHECK(printable);
   }
 }
 

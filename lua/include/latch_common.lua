@@ -1,0 +1,44 @@
+-- Shared by the latch scripts (spliced in at build time where a script says @include).
+-- Every latch script takes the same KEYS:
+--   KEYS[1] count (string: a non-negative integer; 0 = reached, kept as a marker)
+--   KEYS[2] ids (set: the --id values that have counted down; same expiry as KEYS[1])
+
+-- An error reply when `key` holds another type than `want`; nil when it fits or is absent.
+local function bad_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('BADTYPE ' .. t .. ' ' .. key)
+  end
+end
+
+-- Every write a latch script may make, checked against the caller's ACL first (Redis 7),
+-- so that a refusal comes before the first write and changes nothing.
+local function check_rights(channel)
+  if not redis.acl_check_cmd then return nil end
+  local needs = {
+    {'SET', KEYS[1], '1'}, {'DECRBY', KEYS[1], '1'}, {'PEXPIRE', KEYS[1], '1'}, {'DEL', KEYS[1]},
+    {'SADD', KEYS[2], 'm'}, {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
+    {'PUBLISH', channel, 'x'},
+  }
+  for _, argv in ipairs(needs) do
+    if not redis.acl_check_cmd(unpack(argv)) then
+      return redis.error_reply('NOPERM rlock needs ' .. argv[1] .. ' on ' .. argv[2] .. ' (nothing was changed)')
+    end
+  end
+end
+
+-- The checks every latch script starts with (ACL rights when `channel` is given, types, a
+-- well-formed count): nothing is written before they pass. Returns err, count (nil when
+-- the latch does not exist).
+local function check_latch_keys(channel)
+  if channel then
+    local denied = check_rights(channel)
+    if denied then return denied end
+  end
+  local err = bad_type(KEYS[1], 'string') or bad_type(KEYS[2], 'set')
+  if err then return err end
+  local stored = redis.call('GET', KEYS[1])
+  if not stored then return nil, nil end
+  if not string.match(stored, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+  return nil, tonumber(stored)
+end

@@ -1,0 +1,28 @@
+-- Counts a latch down by ARGV[1], never below zero (KEYS: see latch_common.lua). With an
+-- id, a participant counts once: a repeated id changes nothing. When the count reaches 0
+-- the waiters are woken on ARGV[3], and the latch stays as a count-0 marker until its
+-- expiry, or for ARGV[4] ms when it had none (so that a finished latch is told apart
+-- from one never set).
+-- ARGV[1] amount (>= 1), ARGV[2] participant id ('' = none), ARGV[3] latch channel,
+-- ARGV[4] how long a reached latch without expiry is kept (ms)
+-- Reply: {1, count, applied} counted down (applied = how much, 0 when it was at 0);
+--        {2, count} the id has counted down already: nothing changed;
+--        {-1} there is no such latch (never set, or expired): nothing changed;
+--        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- @include latch_common.lua
+local err, count = check_latch_keys(ARGV[3])
+if err then return err end
+if not count then return {-1} end
+local id = ARGV[2]
+if id ~= '' and redis.call('SISMEMBER', KEYS[2], id) == 1 then return {2, count} end
+local applied = math.min(tonumber(ARGV[1]), count)
+if applied == 0 then return {1, 0, 0} end
+local left = redis.call('DECRBY', KEYS[1], applied)
+if left == 0 and redis.call('PTTL', KEYS[1]) < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
+if id ~= '' then redis.call('SADD', KEYS[2], id) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ttl) end
+if left == 0 then redis.call('PUBLISH', ARGV[3], 'zero') end
+return {1, left, applied}

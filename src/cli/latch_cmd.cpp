@@ -1,0 +1,196 @@
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <memory>
+#include <optional>
+
+#include "cli/command.hpp"
+#include "cli/console.hpp"
+#include "prim/latch.hpp"
+#include "util/duration.hpp"
+#include "util/error.hpp"
+#include "util/name.hpp"
+
+namespace rlock::cli {
+namespace {
+
+struct LatchFlags {
+  std::string name;
+  std::string count;  // set N
+  std::string expire;
+  bool force = false;
+  std::string by = "1";
+  std::optional<std::string> id;
+  std::string wait;
+  bool no_wait = false;
+  int conflict_exit_code = kExitNotNow;
+};
+
+// A whole number in [1, kMaxLatchCount]; `what` names it in the error.
+long long parse_count(const std::string& text, const std::string& what) {
+  long long v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 1 ||
+      v > prim::kMaxLatchCount) {
+    throw UsageError(what + " must be a whole number from 1 to " +
+                     std::to_string(prim::kMaxLatchCount) + ", not '" + text + "'");
+  }
+  return v;
+}
+
+// What every latch subcommand talks through, for latch `name`.
+struct Context {
+  Context(const Settings& s, const std::string& name)
+      : console(s), topology(s.connect), layout(s.prefix), latch(topology, layout, name) {}
+  Console console;
+  redis::Topology topology;
+  prim::KeyLayout layout;
+  prim::Latch latch;
+};
+
+int run_set(const LatchFlags& f, const Settings& s) {
+  validate_name(f.name);
+  long long n = parse_count(f.count, "N");
+  Millis expire = f.expire.empty() ? Millis(0) : parse_duration(f.expire, "--expire");
+  if (!f.expire.empty() && expire.count() < 1) throw UsageError("--expire must be at least 1ms");
+  Context c(s, f.name);
+  auto r = c.latch.set(n, expire, f.force);
+  if (!r.set) {
+    throw Error(kExitNotNow, "latch '" + f.name + "' is live with count " +
+                                 std::to_string(r.count) +
+                                 "; nothing changed (use --force to reset it)");
+  }
+  c.console.result({{"name", f.name},
+                    {"count", r.count},
+                    {"ttl_ms", expire.count() > 0 ? expire.count() : -1},
+                    {"previous", r.previous ? Json(*r.previous) : Json(nullptr)}});
+  return 0;
+}
+
+int run_count_down(const LatchFlags& f, const Settings& s) {
+  validate_name(f.name);
+  long long by = parse_count(f.by, "--by");
+  if (f.id) validate_participant_id(*f.id);
+  Context c(s, f.name);
+  auto r = c.latch.count_down(by, f.id.value_or(""));
+  using Outcome = prim::LatchCountDown::Outcome;
+  if (r.outcome == Outcome::kMissing) {
+    throw Error(kExitNotNow, "latch '" + f.name +
+                                 "' does not exist (never set, or expired); nothing counted down");
+  }
+  c.console.result({{"name", f.name},
+                    {"count", r.count},
+                    {"applied", r.applied},
+                    {"reached", r.reached},
+                    {"id", f.id ? Json(*f.id) : Json(nullptr)},
+                    {"repeated", r.outcome == Outcome::kRepeated}});
+  return 0;
+}
+
+int run_await(const LatchFlags& f, const Settings& s) {
+  validate_name(f.name);
+  Millis wait =
+      f.wait.empty() ? Millis(0) : parse_duration(f.wait, "--wait", /*allow_forever=*/true);
+  Deadline until = SteadyClock::now() + wait;
+  Context c(s, f.name);
+  prim::WaitHooks hooks;
+  if (c.console.verbose()) {
+    hooks.on_wait = [&](const prim::Waitable::Step& step, Millis left) {
+      c.console.explain("waiting for latch '" + f.name + "' (" + step.holders +
+                        ") to reach 0; giving up in " + format_duration(left));
+    };
+    hooks.on_reconnect = [&](const std::string& why) {
+      c.console.explain("reconnecting to keep waiting: " + why);
+    };
+  }
+  if (c.latch.await(until, hooks)) {
+    c.console.result({{"name", f.name}, {"reached", true}});
+    return 0;
+  }
+  prim::LatchState st = c.latch.read(false);
+  c.console.result({{"name", f.name},
+                    {"reached", false},
+                    {"exists", st.exists},
+                    {"count", st.exists ? Json(st.count) : Json(nullptr)}});
+  return f.conflict_exit_code;
+}
+
+int run_status(const LatchFlags& f, const Settings& s) {
+  validate_name(f.name);
+  Context c(s, f.name);
+  prim::LatchState st = c.latch.read(true);
+  c.console.result({{"name", f.name},
+                    {"exists", st.exists},
+                    {"count", st.exists ? Json(st.count) : Json(nullptr)},
+                    {"ids", st.ids},
+                    {"ttl_ms", st.exists ? Json(st.ttl_ms) : Json(nullptr)}});
+  return 0;
+}
+
+void add_name(CLI::App& sub, LatchFlags& f) {
+  sub.add_option("name", f.name, "latch name")->required()->type_name("NAME");
+}
+
+}  // namespace
+
+Runner define_latch_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
+  auto f = std::make_shared<LatchFlags>();
+
+  auto* set = app.add_subcommand("set", "Create a latch with count N (refuses a live one)");
+  add_name(*set, *f);
+  set->add_option("count", f->count, "the count, N >= 1")->required()->type_name("N");
+  set->add_option("--expire", f->expire, "expiry of the whole latch (default: none)")
+      ->type_name("DUR");
+  set->add_flag("--force", f->force, "reset a live latch (count > 0) too");
+
+  auto* down = app.add_subcommand("count-down", "Count a latch down (never below zero)");
+  add_name(*down, *f);
+  down->add_option("--by", f->by, "amount K >= 1 (default 1)")->type_name("K");
+  down->add_option("--id", f->id, "participant id: counts down only once, however often retried")
+      ->type_name("ID");
+
+  auto* await = app.add_subcommand("await", "Wait until a latch reaches zero");
+  add_name(*await, *f);
+  auto* wait =
+      await->add_option("-w,--wait", f->wait, "wait up to DUR, inf: forever (default: don't wait)")
+          ->type_name("DUR");
+  await->add_flag("-n,--no-wait", f->no_wait, "check once (the default)")->excludes(wait);
+  await
+      ->add_option("-E,--conflict-exit-code", f->conflict_exit_code,
+                   "exit code when the count is not 0 in time (default 75)")
+      ->check(CLI::Range(0, 255))
+      ->type_name("N");
+
+  auto* status = app.add_subcommand("status", "Show a latch: count, ids counted, expiry");
+  add_name(*status, *f);
+
+  app.footer(R"(Results:
+  set NAME N [--expire DUR] [--force]   prints {"name","count","ttl_ms","previous"}; a live
+      latch (count > 0) is refused with exit 75 unless --force; a reached one (count 0)
+      may be set again. Ids counted in the earlier round are forgotten.
+  count-down NAME [--by K] [--id ID]    prints {"name","count","applied","reached","id",
+      "repeated"}: applied is how much was taken off (the count never goes below 0),
+      reached is true for the call that brought it to 0; a repeated --id changes nothing
+      (repeated: true). A latch that does not exist: exit 75, nothing changed.
+  await NAME [-w DUR | -n] [-E N]       exit 0 with {"name","reached":true} once the count
+      is 0; {"name","reached":false,"exists","count"} and exit 75 (or -E) when the wait
+      runs out. Sleeps on pub/sub; a latch not set yet is waited for.
+  status NAME                           prints {"name","exists","count","ids","ttl_ms"}.
+A reached latch stays (count 0) until its --expire, or 24h when it has none.
+
+Examples:
+  rlock latch set build-42 4 --expire 2h          # 4 shards must finish
+  rlock latch count-down build-42 --id shard-3    # in each shard; a re-run counts once
+  rlock latch await build-42 --wait 1h && ./publish.sh
+  rlock latch status build-42)");
+
+  return {[f, set, down, await, status](const Settings& settings) {
+    if (set->parsed()) return run_set(*f, settings);
+    if (down->parsed()) return run_count_down(*f, settings);
+    if (await->parsed()) return run_await(*f, settings);
+    if (status->parsed()) return run_status(*f, settings);
+    throw UsageError(
+        "latch: missing subcommand (set, count-down, await or status; see: rlock help latch)");
+  }};
+}
+
+}  // namespace rlock::cli

@@ -1,0 +1,107 @@
+#include "prim/latch.hpp"
+
+#include <algorithm>
+
+#include "prim/object_script.hpp"
+#include "redis/reply.hpp"
+#include "redis/script.hpp"
+
+namespace rlock::prim {
+namespace {
+
+constexpr std::string_view kKind = "latch";
+
+}  // namespace
+
+// `latch await`: an attempt "acquires" when the count is 0. It takes nothing, so there is
+// nothing to give back and no queue to keep a place in.
+class LatchWait : public Waitable {
+ public:
+  explicit LatchWait(Latch& latch) : latch_(latch) {}
+
+  Step attempt(Mode, Millis) override {
+    LatchState s = latch_.read(false);
+    if (s.exists && s.count == 0) return {true, Millis(0), {}};
+    return {false, Millis(-1), s.exists ? "count " + std::to_string(s.count) : "not set"};
+  }
+
+  std::vector<std::string> channels() const override { return {latch_.channel_}; }
+
+  void give_up() noexcept override {}
+
+ private:
+  Latch& latch_;
+};
+
+Latch::Latch(redis::Topology& topology, const KeyLayout& layout, std::string name)
+    : topology_(topology),
+      name_(std::move(name)),
+      key_(layout.latch_key(name_)),
+      ids_key_(layout.latch_ids_key(name_)),
+      channel_(layout.latch_channel(name_)) {}
+
+LatchSet Latch::set(long long count, Millis expire, bool force) {
+  std::string n = std::to_string(count),
+              ms = std::to_string(std::max<long long>(expire.count(), 0));
+  auto reply = run_object_script(topology_, redis::scripts::latch_set, {key_, ids_key_},
+                                 {n, ms, force ? "1" : "0", channel_}, kKind);
+  LatchSet r;
+  r.set = reply.at(0).integer() == 1;
+  if (!r.set) {
+    r.count = reply.at(1).integer();
+    return r;
+  }
+  r.count = count;
+  long long previous = reply.at(1).integer();
+  if (previous >= 0) r.previous = previous;
+  return r;
+}
+
+LatchCountDown Latch::count_down(long long amount, const std::string& id) {
+  std::string by = std::to_string(amount), keep = std::to_string(kLatchReachedRetention.count());
+  // Not repeated after a lost reply: without an id a repeat would count twice.
+  auto reply = run_object_script(topology_, redis::scripts::latch_count_down, {key_, ids_key_},
+                                 {by, id, channel_, keep}, kKind,
+                                 id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
+  LatchCountDown r;
+  switch (reply.at(0).integer()) {
+    case 1:
+      r.outcome = LatchCountDown::Outcome::kCounted;
+      r.count = reply.at(1).integer();
+      r.applied = reply.at(2).integer();
+      r.reached = r.applied > 0 && r.count == 0;
+      break;
+    case 2:
+      r.outcome = LatchCountDown::Outcome::kRepeated;
+      r.count = reply.at(1).integer();
+      break;
+    default:
+      r.outcome = LatchCountDown::Outcome::kMissing;
+  }
+  return r;
+}
+
+LatchState Latch::read(bool with_ids) {
+  auto reply = run_object_script(topology_, redis::scripts::latch_read, {key_, ids_key_},
+                                 {with_ids ? "1" : "0"}, kKind, redis::Retry::kIdempotent);
+  LatchState s;
+  if (reply.at(0).integer() == 0) return s;
+  s.exists = true;
+  s.count = reply.at(1).integer();
+  s.ttl_ms = reply.at(2).integer();
+  for (size_t i = 3; i < reply.size(); ++i) s.ids.push_back(reply.at(i).str());
+  std::sort(s.ids.begin(), s.ids.end());
+  return s;
+}
+
+bool Latch::await(Deadline until, const WaitHooks& hooks) {
+  LatchWait wait(*this);
+  return wait_for(topology_, wait, until, hooks) == WaitOutcome::kAcquired;
+}
+
+LatchState read_latch(redis::Topology& topology, const KeyLayout& layout, const std::string& name,
+                      bool with_ids) {
+  return Latch(topology, layout, name).read(with_ids);
+}
+
+}  // namespace rlock::prim

@@ -1,0 +1,86 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "prim/key_layout.hpp"
+#include "prim/wait.hpp"
+#include "redis/topology.hpp"
+#include "util/clock.hpp"
+#include "util/duration.hpp"
+
+namespace rlock::prim {
+
+// The largest count or amount a latch takes: Lua numbers are doubles, exact up to 2^53 - 1.
+inline constexpr long long kMaxLatchCount = (1LL << 53) - 1;
+// A latch that reached zero and has no expiry of its own is kept (count 0) this long, so
+// that `await` tells a finished latch from one never set.
+inline constexpr Millis kLatchReachedRetention{24 * 60 * 60 * 1000};
+
+// What a latch is now; independent of any output format (for `latch status` and inspect).
+struct LatchState {
+  bool exists = false;           // false: never set, or expired (the rest is empty)
+  long long count = 0;           // 0: reached
+  std::vector<std::string> ids;  // --id values that counted down (only when asked for)
+  long long ttl_ms = -1;         // -1: no expiry
+};
+
+// What Latch::set did.
+struct LatchSet {
+  bool set = false;                   // false: refused, the latch is live (count > 0)
+  long long count = 0;                // set: the new count; refused: the live count
+  std::optional<long long> previous;  // set: the count it replaced, if any
+};
+
+// What Latch::count_down did.
+struct LatchCountDown {
+  enum class Outcome {
+    kCounted,   // applied (maybe 0 when it was at 0 already)
+    kRepeated,  // the id has counted down before: nothing changed
+    kMissing,   // no such latch (never set, or expired): nothing changed
+  };
+  Outcome outcome = Outcome::kMissing;
+  long long count = 0;    // the count afterwards
+  long long applied = 0;  // how much was taken off (never below zero)
+  bool reached = false;   // this call brought it to 0 (waiters were woken)
+};
+
+// A countdown latch (Redisson's RCountDownLatch: an integer), with what a command line
+// needs beyond it: a participant id that counts once however often it retries, an expiry
+// of the whole latch on the server clock, and a count-0 marker after it is reached.
+// Every change is one script.
+class Latch {
+ public:
+  Latch(redis::Topology& topology, const KeyLayout& layout, std::string name);
+
+  // Creates the latch with `count` (1..kMaxLatchCount) and, if `expire` > 0, that expiry
+  // for all its keys. A live latch (count > 0) is kept unless `force`.
+  LatchSet set(long long count, Millis expire, bool force);
+
+  // Takes `amount` (>= 1) off the count, clamped at 0; `id` (non-empty) counts only once.
+  LatchCountDown count_down(long long amount, const std::string& id = "");
+
+  // The latch's state; `with_ids` also reads the ids counted.
+  LatchState read(bool with_ids = true);
+
+  // True once the count is 0, at once or on the wake-up published at zero (sleeping on
+  // pub/sub in the shared waiting loop, across reconnections); false when `until` passes
+  // or a stop signal ends the wait (see WaitHooks). A latch not set yet is waited for.
+  bool await(Deadline until, const WaitHooks& hooks = {});
+
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class LatchWait;
+
+  redis::Topology& topology_;
+  std::string name_;
+  std::string key_, ids_key_, channel_;
+};
+
+// Reads one latch without a Latch object (for inspect): see Latch::read.
+LatchState read_latch(redis::Topology& topology, const KeyLayout& layout, const std::string& name,
+                      bool with_ids = true);
+
+}  // namespace rlock::prim

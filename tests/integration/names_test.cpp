@@ -1,0 +1,109 @@
+// Names, owners and prefixes through the binary: bytes that are not UTF-8, braces, a
+// leading '-', an empty prefix, and data other clients wrote.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+TEST_CASE("names and owners that are not UTF-8 are refused before anything is written") {
+  RedisServer redis;
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"lock", "\xff", "--owner", "o"},
+                                             {"lock", "ok", "--owner", "o\xc3"},
+                                             {"exec", "\xfe\xff", "--", "true"},
+                                             {"unlock", "ok", "--owner", "\xed\xa0\x80"}}) {
+    auto r = rlock(redis, args);
+    CHECK(r.status == 64);
+    CHECK(line_count(r.err) == 1);
+    CHECK(r.err.find("UTF-8") != std::string::npos);
+  }
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+}
+
+TEST_CASE(
+    "inspect prints what other clients wrote, bytes that are not UTF-8 included, and exits 0") {
+  RedisServer redis;
+  redis.cmd({"HSET", lock_key("foreign"), "own\xff\xfe", "1"});
+  redis.cmd({"HSET", lock_key("bad\xff"), "o", "1"});
+  auto r = rlock(redis, {"inspect"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  auto listed = parse_json(r.out);
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[1].at("holders").at(0).at("owner") == "own\xef\xbf\xbd\xef\xbf\xbd");  // U+FFFD each
+  auto t = rlock(redis, {"inspect", "--format", "table"});
+  CHECK(t.status == 0);
+  CHECK(t.out.find("own\\xff\\xfe (x1)") != std::string::npos);
+  CHECK(line_count(t.out) == 3);
+}
+
+TEST_CASE("names with braces and '%' keep one hash tag and round-trip through inspect") {
+  RedisServer redis;
+  const std::vector<std::string> names = {"}x", "}{", "{a}", "50%", "%7D"};
+  for (const auto& name : names) REQUIRE(rlock(redis, {"lock", name, "--owner", "o"}).status == 0);
+  auto listed = parse_json(rlock(redis, {"inspect"}).out);
+  std::set<std::string> seen;
+  for (const auto& entry : listed) {
+    const std::string key = entry.at("key");
+    // One tag: the first '{' and the next '}' enclose the whole encoded name.
+    CHECK(key.find('}') == key.size() - 1);
+    seen.insert(entry.at("name").get<std::string>());
+  }
+  CHECK(seen == std::set<std::string>(names.begin(), names.end()));
+  for (const auto& name : names) CHECK(rlock(redis, {"unlock", name, "--owner", "o"}).status == 0);
+  CHECK(parse_json(rlock(redis, {"inspect"}).out).empty());
+  CHECK(redis.cmd({"KEYS", "rlock:lock:*:fence"}).size() ==
+        names.size());  // no two names share a key
+}
+
+TEST_CASE("a name that starts with '-' is usable after --; an empty --prefix is honoured") {
+  RedisServer redis;
+  CHECK(rlock(redis, {"lock", "--owner", "o", "--", "-dash"}).status == 0);
+  CHECK(hash_of(redis, lock_key("-dash")) == json::object({{"o", "1"}}));
+  CHECK(rlock(redis, {"unlock", "--owner", "o", "--", "-dash"}).status == 0);
+  auto r = rlock(redis, {"exec", "-n", "--", "-dash", "--", "echo", "ran", "--", "x"});
+  CHECK(r.status == 0);
+  CHECK(r.out == "ran -- x\n");
+
+  CHECK(rlock(redis, {"--prefix", "", "lock", "p", "--owner", "o"}).status == 0);
+  CHECK(hash_of(redis, "lock:{p}") == json::object({{"o", "1"}}));
+  auto braces = rlock(redis, {"--prefix", "{}", "lock", "p", "--owner", "o"});
+  CHECK(braces.status == 64);
+  CHECK(line_count(braces.err) == 1);
+}
+
+TEST_CASE("a wait that runs out says how long it waited") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "w", "--owner", "a"}).status == 0);
+  auto l = rlock(redis, {"lock", "w", "--owner", "b", "--wait", "300ms"});
+  CHECK(l.status == 75);
+  CHECK(l.err.find("gave up after waiting 300ms") != std::string::npos);
+  CHECK(line_count(l.err) == 1);
+  auto e = rlock(redis, {"exec", "-w", "300ms", "w", "--", "true"});
+  CHECK(e.status == 75);
+  CHECK(e.err.find("gave up after waiting 300ms") != std::string::npos);
+  CHECK(line_count(e.err) == 1);
+}
+
+TEST_CASE("inspect says which locks an ACL user may not read, instead of failing") {
+  RedisServer redis(RedisOptions{.config = {"user peek on >pw resetkeys ~rlock:lock:{mine}* -@all "
+                                            "+scan +dbsize +hgetall +pttl +get +zcard"}});
+  REQUIRE(rlock(redis, {"lock", "mine", "--owner", "o"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "other", "--owner", "o"}).status == 0);
+  auto r =
+      rlock_raw({"--url", "redis://peek:pw@127.0.0.1:" + std::to_string(redis.port()), "inspect"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  auto listed = parse_json(r.out);
+  REQUIRE(listed.size() == 2);
+  CHECK_FALSE(listed[0].contains("error"));
+  CHECK(listed[1].at("error").get<std::string>().find("not readable with this ACL user") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace rlock::test
