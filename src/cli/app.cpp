@@ -46,10 +46,18 @@ SplitArgs split_args(int argc, char** argv) {
   SplitArgs out;
   std::vector<std::string> all(argv + 1, argv + argc);
   auto dashes = std::find(all.begin(), all.end(), "--");
-  bool runs_command = std::any_of(all.begin(), dashes, [](const std::string& word) {
-    const Subcommand* sub = find_subcommand(word);
-    return sub && sub->command_usage;
-  });
+  bool runs_command = false;
+  for (auto word = all.begin(); word != dashes && !runs_command; ++word) {
+    const Subcommand* sub = find_subcommand(*word);
+    if (!sub || !sub->command_usage) continue;
+    // "rlock sem exec [OPTIONS] ...": only that subcommand of sem runs a command, and
+    // `rlock sem status -- -NAME` keeps its `--` for CLI11.
+    std::string_view usage = sub->command_usage;
+    size_t after = std::string_view("rlock ").size() + std::string_view(sub->name).size() + 1;
+    std::string_view next = after < usage.size() ? usage.substr(after) : std::string_view();
+    next = next.substr(0, next.find(' '));
+    runs_command = next.empty() || next[0] == '[' || std::find(word + 1, dashes, next) != dashes;
+  }
   if (dashes != all.end() && runs_command) {
     // `-- -NAME -- CMD`: a name that starts with '-' comes after a `--` of its own (no
     // command starts with '-'), and the command after the second `--`.

@@ -310,3 +310,21 @@ TEST_CASE("sem: bad input is one line on stderr, the documented code, and change
 
 }  // namespace
 }  // namespace rlock::test
+
+namespace rlock::test {
+namespace {
+
+TEST_CASE("sem: a name that starts with '-' comes after `--` (sem exec: `-- -NAME -- CMD`)") {
+  RedisServer redis;
+  auto r = rlock(redis, {"sem", "exec", "--permits", "1", "--", "-n", "--", "echo", "ran"});
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out == "ran\n");
+  auto taken = sem_ok(redis, {"sem", "acquire", "--permits", "1", "--", "-n"});
+  CHECK(taken.at("name") == "-n");
+  CHECK(sem_ok(redis, {"sem", "status", "--", "-n"}).at("in_use") == 1);
+  CHECK(rlock(redis, {"sem", "acquire", "x", "--permits", "1", "--", "cmd"}).status == 64);
+}
+
+}  // namespace
+}  // namespace rlock::test
