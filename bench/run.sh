@@ -261,6 +261,7 @@ say ""
 if part A; then
 log "A: one locked run of a trivial command"
 bench a_rlock "$RL exec bench-a -- true"
+bench a_rlock_sem "$RL sem exec --permits 3 bench-a-sem -- true"
 bench a_flock "flock $(q "$TMP/a.lock") true"
 bench a_etcd "etcdctl --endpoints=$ETCD_EP lock bench-a true"
 bench a_true "true"
@@ -271,6 +272,7 @@ say ""
 say "| command | median | mean ± σ | min | max | vs flock |"
 say "|---|---:|---:|---:|---:|---:|"
 row "rlock exec NAME -- true" a_rlock a_flock
+row "rlock sem exec --permits 3 NAME -- true" a_rlock_sem a_flock
 row "flock FILE true" a_flock a_flock
 row "etcdctl lock NAME true" a_etcd a_flock
 row "true (no lock)" a_true a_flock
@@ -334,7 +336,7 @@ until_true() {
         sleep 0.01
     done
 }
-rlock_subscribed() { [[ $(rcli PUBSUB NUMSUB "rlock:chan:{$1}:lock" 2>/dev/null | sed -n 2p) == 1 ]]; }
+rlock_subscribed() { [[ $(rcli PUBSUB NUMSUB "rlock:chan:{$1}:${2:-lock}" 2>/dev/null | sed -n 2p) == 1 ]]; }
 etcd_queued() { (($(ectl get --prefix --keys-only "$1/" 2>/dev/null | grep -c .) >= 2)); }
 
 # handoff TOOL: ROUNDS rounds; prints "ok median p90 worst notes".
@@ -348,6 +350,11 @@ handoff() {
     rlock)
         holder=("$RLOCK" exec "$name" --)
         waiter=("$RLOCK" exec --wait 30s "$name" -- "$STAMP")
+        ;;
+    sem)
+        # one permit: the freed permit is handed to the waiter, as a lock is
+        holder=("$RLOCK" sem exec --permits 1 "$name" --)
+        waiter=("$RLOCK" sem exec --permits 1 --wait 30s "$name" -- "$STAMP")
         ;;
     flock)
         holder=(flock "$lockfile")
@@ -380,6 +387,7 @@ handoff() {
         # make sure the waiter is really blocked before the holder lets go
         case $tool in
         rlock) if until_true 10 rlock_subscribed "$name"; then sleep 0.05; else sleep 0.2; fi ;;
+        sem) if until_true 10 rlock_subscribed "$name" sem; then sleep 0.05; else sleep 0.2; fi ;;
         flock) sleep 0.2 ;;
         etcd) if until_true 10 etcd_queued "$name"; then sleep 0.05; else sleep 0.2; fi ;;
         esac
@@ -432,12 +440,13 @@ say ""
 say "| tool | waiter | rounds | median | p90 | worst | notes |"
 say "|---|---|---:|---:|---:|---:|---|"
 declare -A HO_MED HO_MAX
-for tool in rlock flock etcd; do
+for tool in rlock sem flock etcd; do
     log "  $tool"
     handoff "$tool" >"$TMP/handoff"
     read -r ok med p90 worst note <"$TMP/handoff"
     case $tool in
     rlock) how='`rlock exec --wait 30s L -- stamp` (pub/sub)' ;;
+    sem) how='`rlock sem exec --permits 1 --wait 30s S -- stamp` (permit, pub/sub)' ;;
     flock) how='`flock FILE stamp` (kernel)' ;;
     etcd) how='`etcdctl lock L stamp` (watch)' ;;
     esac
@@ -669,7 +678,7 @@ verdict() {
     ok=$(calc '%s' "'PASS' if ($value) <= ($limit) else 'FAIL'")
     say "| $label | $shown | ${ok:-FAIL (no data)} |"
 }
-ra=$(hstat a_rlock median) fa=$(hstat a_flock median)
+ra=$(hstat a_rlock median) fa=$(hstat a_flock median) rsem=$(hstat a_rlock_sem median)
 rl=$(hstat b_rlock_lock median) rs=$(hstat b_set median)
 say "## Summary against targets (parts $PARTS)"
 say ""
@@ -677,10 +686,14 @@ say "| target | measured | verdict |"
 say "|---|---|---|"
 part A && verdict 'rlock exec NAME -- true <= 1.5x flock FILE true' "$ra / $fa" 1.5 \
     "$(calc '%.2f' "$ra") ms vs $(calc '%.2f' "$fa") ms = $(calc '%.2fx' "$ra / $fa")"
+part A && verdict 'rlock sem exec NAME -- true <= 1.5x flock FILE true' "$rsem / $fa" 1.5 \
+    "$(calc '%.2f' "$rsem") ms vs $(calc '%.2f' "$fa") ms = $(calc '%.2fx' "$rsem / $fa")"
 part B && verdict 'rlock lock <= 0.8x redis-cli SET' "$rl / $rs" 0.8 \
     "$(calc '%.2f' "$rl") ms vs $(calc '%.2f' "$rs") ms = $(calc '%.2fx' "$rl / $rs")"
 part C && verdict 'rlock hand-off median <= 2 ms' "${HO_MED[rlock]}" 2 "${HO_MED[rlock]:-?} ms"
 part C && verdict 'rlock hand-off worst <= 10 ms' "${HO_MAX[rlock]}" 10 "${HO_MAX[rlock]:-?} ms"
+part C && verdict 'permit hand-off median <= 2 ms' "${HO_MED[sem]}" 2 "${HO_MED[sem]:-?} ms"
+part C && verdict 'permit hand-off worst <= 10 ms' "${HO_MAX[sem]}" 10 "${HO_MAX[sem]:-?} ms"
 part E && verdict 'rlock latch await wake-up median <= 2 ms' "$LW_MED" 2 "${LW_MED:-?} ms"
 part D && verdict 'rlock exec peak RSS <= 5 MiB (max of both exec rows)' \
     "max(${RSS_MAX[r_exec]}, ${RSS_MAX[r_hold]})" 5 \

@@ -31,20 +31,20 @@ _rlock()
         cword=$COMP_CWORD
     fi
 
-    local subcommands='lock unlock exec inspect latch help'
+    local subcommands='lock unlock exec sem inspect latch help'
     local global_opts='--url --password-file --prefix --connect-timeout
         --timeout -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
         --format --owner --lease -w --wait -E --conflict-exit-code --on-lost
-        --kill-after --min-hold --expire --by --id --type '
+        --kill-after --min-hold --expire --by --id --permits --count --permit --type '
     arg_opts=${arg_opts//$'\n'/ }
 
-    # Find the subcommand, the positionals after it, and `--` (exec).
-    local i word subcmd='' latchcmd='' npos=0 dashdash=0
+    # Find the subcommand (and sem's or latch's own), the positionals after it, and `--` (exec).
+    local i word subcmd='' semcmd='' latchcmd='' npos=0 dashdash=0
     for ((i = 1; i < cword; i++)); do
         word=${words[i]}
-        if [[ $subcmd == exec && $word == -- ]]; then
+        if [[ ($subcmd == exec || $semcmd == exec) && $word == -- ]]; then
             dashdash=$i
             break
         fi
@@ -57,6 +57,8 @@ _rlock()
             *)
                 if [[ -z $subcmd ]]; then
                     subcmd=$word
+                elif [[ $subcmd == sem && -z $semcmd ]]; then
+                    semcmd=$word
                 else
                     [[ $subcmd == latch && $npos -eq 0 ]] && latchcmd=$word
                     ((npos++))
@@ -107,7 +109,8 @@ _rlock()
             return
             ;;
         --prefix | --connect-timeout | --timeout | --owner | --lease | \
-            -E | --conflict-exit-code | --kill-after | --min-hold | --expire | --by | --id)
+            -E | --conflict-exit-code | --kill-after | --min-hold | --permits | --count | --permit | \
+            --expire | --by | --id)
             # A free-form value: nothing sensible to offer.
             return
             ;;
@@ -145,6 +148,25 @@ _rlock()
             elif [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
             fi
+            ;;
+        sem)
+            case $semcmd in
+                '') COMPREPLY=($(compgen -W 'acquire release renew status exec' -- "$cur")) ;;
+                acquire) opts='--permits --count --resize --owner --lease -w --wait -n --no-wait
+                    -E --conflict-exit-code' ;;
+                release) opts='--permit --force' ;;
+                renew) opts='--permit --lease' ;;
+                status) opts='' ;;
+                exec)
+                    opts='--permits --count --resize -w --wait -n --no-wait -E --conflict-exit-code
+                        --lease --owner --on-lost --kill-after --min-hold --keep-secrets'
+                    if ((npos >= 1)); then
+                        COMPREPLY=($(compgen -W '--' -- "$cur"))
+                        return
+                    fi
+                    ;;
+            esac
+            [[ -n $semcmd && $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
             ;;
         inspect)
             if [[ $cur == -* ]]; then

@@ -1,6 +1,6 @@
 # fish completion for rlock(1). Installed into $datadir/fish/vendor_completions.d.
 
-set -l __rlock_subcommands lock unlock exec inspect latch help
+set -l __rlock_subcommands lock unlock exec sem inspect latch help
 
 # True once `rlock exec ... --` has been typed: the rest is a command of its own.
 function __rlock_exec_after_dashdash
@@ -33,7 +33,7 @@ function __rlock_positionals
         end
         switch $t
             case --url --password-file --prefix --connect-timeout --timeout --format --owner --lease \
-                -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold --type
+                -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold --permits --count --permit --type
                 set skip 1
             case '-*'
             case '*'
@@ -79,6 +79,7 @@ set -l no_subcmd "not __fish_seen_subcommand_from $__rlock_subcommands"
 complete -c rlock -n $no_subcmd -a lock -d 'Take a lock and keep it for its lease'
 complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock taken with lock'
 complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock'
+complete -c rlock -n $no_subcmd -a sem -d 'Semaphores: take, release, renew permits; run a command'
 complete -c rlock -n $no_subcmd -a inspect -d 'List locks and latches: holders, waiters, counts'
 complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down, await, status'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
@@ -98,8 +99,24 @@ complete -c rlock -n $global -l format -x -a 'json table' -d 'Output format for 
 complete -c rlock -n $global -l version -d 'Print the version and exit'
 complete -c rlock -n $global -s h -l help -d 'Print help and exit'
 
-# lock and exec.
-set -l lock_exec '__fish_seen_subcommand_from lock exec; and not __rlock_exec_after_dashdash'
+# sem and its subcommands (sem exec also takes exec's options below).
+set -l sem_action '__fish_seen_subcommand_from sem; and not __fish_seen_subcommand_from acquire release renew status exec'
+complete -c rlock -n $sem_action -a acquire -d 'Take permits and print their ids'
+complete -c rlock -n $sem_action -a release -d 'Give permits back (--force: all)'
+complete -c rlock -n $sem_action -a renew -d 'Extend the lease of held permits'
+complete -c rlock -n $sem_action -a status -d 'Capacity, permits in use, waiters'
+complete -c rlock -n $sem_action -a exec -d 'Run a command while holding permits'
+set -l sem_take '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from acquire exec; and not __rlock_exec_after_dashdash'
+complete -c rlock -n $sem_take -l permits -x -d 'Capacity of the semaphore'
+complete -c rlock -n $sem_take -l count -x -d 'Permits to take at once (default 1)'
+complete -c rlock -n $sem_take -l resize -d 'Store --permits as the new capacity'
+set -l sem_ids '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from release renew'
+complete -c rlock -n $sem_ids -l permit -x -d 'Permit id (repeatable)'
+complete -c rlock -n '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from release' -l force -d 'Free every permit'
+complete -c rlock -n '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from renew' -l lease -x -d 'New lease from now (default 30s)'
+
+# lock, exec, sem acquire.
+set -l lock_exec '__fish_seen_subcommand_from lock exec acquire; and not __rlock_exec_after_dashdash'
 complete -c rlock -n $lock_exec -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'Wait up to DUR for the lock (inf: forever)'
 complete -c rlock -n $lock_exec -s n -l no-wait -d 'Do not wait (default)'
 complete -c rlock -n $lock_exec -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not acquired'

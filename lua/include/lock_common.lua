@@ -11,6 +11,8 @@
 --           its own lease; a reader id is the owner (`lock --shared`) or the owner, byte 31
 --           and the hold id (`exec --shared`, one entry per process)
 --   KEYS[9] reader grants (hash member -> 1): shared waiters granted, until they claim
+--   KEYS[10] the permits of a semaphore of the same name (a name is one object: while it
+--           has permits in use it is no lock)
 -- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"
 -- (exclusive) or "slock" or "sexec" (shared); its grant channel is the lock channel ..
 -- ':' .. wait_id.
@@ -55,9 +57,12 @@ local function check_lock_keys(channel)
   local denied = check_rights(channel)
   if denied then return denied end
   local want = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string', 'hash', 'hash'}
-  for i = 1, #KEYS do
+  for i = 1, 9 do
     local err = bad_type(KEYS[i], want[i])
     if err then return err end
+  end
+  if redis.call('EXISTS', KEYS[10]) == 1 then
+    return redis.error_reply('BADTYPE semaphore ' .. KEYS[10])
   end
   local stored = redis.call('GET', KEYS[2])
   if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end

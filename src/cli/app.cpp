@@ -46,10 +46,18 @@ SplitArgs split_args(int argc, char** argv) {
   SplitArgs out;
   std::vector<std::string> all(argv + 1, argv + argc);
   auto dashes = std::find(all.begin(), all.end(), "--");
-  bool runs_command = std::any_of(all.begin(), dashes, [](const std::string& word) {
-    const Subcommand* sub = find_subcommand(word);
-    return sub && sub->command_usage;
-  });
+  bool runs_command = false;
+  for (auto word = all.begin(); word != dashes && !runs_command; ++word) {
+    const Subcommand* sub = find_subcommand(*word);
+    if (!sub || !sub->command_usage) continue;
+    // "rlock sem exec [OPTIONS] ...": only that subcommand of sem runs a command, and
+    // `rlock sem status -- -NAME` keeps its `--` for CLI11.
+    std::string_view usage = sub->command_usage;
+    size_t after = std::string_view("rlock ").size() + std::string_view(sub->name).size() + 1;
+    std::string_view next = after < usage.size() ? usage.substr(after) : std::string_view();
+    next = next.substr(0, next.find(' '));
+    runs_command = next.empty() || next[0] == '[' || std::find(word + 1, dashes, next) != dashes;
+  }
   if (dashes != all.end() && runs_command) {
     // `-- -NAME -- CMD`: a name that starts with '-' comes after a `--` of its own (no
     // command starts with '-'), and the command after the second `--`.
@@ -205,6 +213,16 @@ int print_help(CLI::App& app, const std::string& topic) {
   throw UsageError("missing subcommand; see rlock help");
 }
 
+// Whether `parsed` (the subcommand entered, of table entry `entry`) runs a command after
+// `--`: a subcommand with a command usage, or, when it has subcommands of its own (sem),
+// the one of them named exec.
+bool runs_command(const CLI::App* parsed, const Subcommand* entry) {
+  if (!entry || !entry->command_usage) return false;
+  if (parsed->get_subcommands({}).empty()) return true;
+  auto entered = parsed->get_subcommands();
+  return !entered.empty() && entered.front()->get_name() == "exec";
+}
+
 // The subcommand CLI11 entered, if any.
 const CLI::App* parsed_subcommand(const std::vector<std::pair<CLI::App*, Runner>>& commands) {
   for (const auto& [sub, runner] : commands) {
@@ -248,7 +266,7 @@ int run(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const CLI::App* parsed = parsed_subcommand(commands);
     const Subcommand* entry = parsed ? find_subcommand(parsed->get_name()) : nullptr;
-    if (entry && entry->command_usage && !args.has_dashes &&
+    if (parsed && runs_command(parsed, entry) && !args.has_dashes &&
         dynamic_cast<const CLI::ExtrasError*>(&e)) {
       throw UsageError(std::string(entry->name) + ": missing '--' before the command (" +
                        entry->command_usage + ")");
@@ -266,7 +284,7 @@ int run(int argc, char** argv) {
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
     const Subcommand* entry = find_subcommand(sub->get_name());
-    if (entry && entry->command_usage && args.command.empty()) {
+    if (runs_command(sub, entry) && args.command.empty()) {
       throw UsageError(std::string(entry->name) +
                        (args.has_dashes ? ": missing command after '--' ("
                                         : ": missing '--' before the command (") +

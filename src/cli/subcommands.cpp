@@ -11,7 +11,9 @@ const std::vector<Subcommand>& subcommands() {
       {"unlock", "Release one level of a lock held by an owner", nullptr, define_unlock_command},
       {"exec", "Run a command while holding a lock", "rlock exec [OPTIONS] NAME -- CMD [ARGS...]",
        define_exec_command},
-      {"inspect", "Show locks and latches: holders, leases, waiters, counts", nullptr,
+      {"sem", "Semaphores: take, give back, renew permits; run a command holding them",
+       "rlock sem exec [OPTIONS] NAME -- CMD [ARGS...]", define_sem_command},
+      {"inspect", "Show locks, semaphores and latches: holders, leases, waiters, counts", nullptr,
        define_inspect_command},
       {"latch", "Countdown latches: set, count-down, await, status", nullptr, define_latch_command},
   };

@@ -115,6 +115,32 @@ std::string KeyLayout::grant_channel(std::string_view name, std::string_view wai
   return lock_channel(name) + ":" + std::string(wait_id);
 }
 
+std::string KeyLayout::sem_key(std::string_view name) const { return prefix_ + "sem:" + tag(name); }
+std::string KeyLayout::sem_config_key(std::string_view name) const {
+  return sem_key(name) + ":cfg";
+}
+std::string KeyLayout::sem_holders_key(std::string_view name) const {
+  return sem_key(name) + ":holders";
+}
+std::string KeyLayout::sem_waiters_key(std::string_view name) const {
+  return sem_key(name) + ":waiters";
+}
+std::string KeyLayout::sem_timeouts_key(std::string_view name) const {
+  return sem_key(name) + ":timeouts";
+}
+std::string KeyLayout::sem_grants_key(std::string_view name) const {
+  return sem_key(name) + ":grants";
+}
+std::string KeyLayout::sem_request_key(std::string_view name, std::string_view id) const {
+  return sem_key(name) + ":req:" + std::string(id);
+}
+std::string KeyLayout::sem_channel(std::string_view name) const {
+  return prefix_ + "chan:" + tag(name) + ":sem";
+}
+std::string KeyLayout::sem_grant_channel(std::string_view name, std::string_view wait_id) const {
+  return sem_channel(name) + ":" + std::string(wait_id);
+}
+
 std::string KeyLayout::latch_key(std::string_view name) const {
   return prefix_ + "latch:" + tag(name);
 }

@@ -33,6 +33,20 @@ class KeyLayout {
   // scripts build the same name from the lock channel).
   std::string grant_channel(std::string_view name, std::string_view wait_id) const;
 
+  // A semaphore: zset permit id -> lease expiry (server ms), and beside it its config
+  // (hash: capacity), holders (hash permit id -> owner), waiters and timeouts (as a lock's),
+  // grants (zset wait -> reservation expiry) and request records.
+  virtual std::string sem_key(std::string_view name) const;
+  virtual std::string sem_config_key(std::string_view name) const;
+  virtual std::string sem_holders_key(std::string_view name) const;
+  virtual std::string sem_waiters_key(std::string_view name) const;
+  virtual std::string sem_timeouts_key(std::string_view name) const;
+  virtual std::string sem_grants_key(std::string_view name) const;
+  virtual std::string sem_request_key(std::string_view name, std::string_view id) const;
+  virtual std::string sem_channel(std::string_view name) const;  // releases, expiry changes
+  // Where permits are granted to the wait `wait_id`: sem_channel + ":" + wait_id.
+  std::string sem_grant_channel(std::string_view name, std::string_view wait_id) const;
+
   virtual std::string latch_key(std::string_view name) const;      // string count
   virtual std::string latch_ids_key(std::string_view name) const;  // set of ids counted
   virtual std::string latch_channel(std::string_view name) const;  // the count reached 0

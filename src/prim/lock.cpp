@@ -196,11 +196,12 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       exec_key_(layout.exec_key(name_)),
       readers_key_(layout.readers_key(name_)),
       reader_grants_key_(layout.reader_grants_key(name_)),
+      sem_key_(layout.sem_key(name_)),
       channel_(layout.lock_channel(name_)) {}
 
 std::vector<std::string_view> Lock::keys(const std::string& request_key) const {
-  return {key_,      fence_key_,  waiters_key_, timeouts_key_,     grant_key_,
-          exec_key_, request_key, readers_key_, reader_grants_key_};
+  return {key_,      fence_key_,  waiters_key_, timeouts_key_,      grant_key_,
+          exec_key_, request_key, readers_key_, reader_grants_key_, sem_key_};
 }
 
 Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind,

@@ -111,6 +111,7 @@ class Lock {
   std::string name_;
   std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, readers_key_,
       reader_grants_key_;
+  std::string sem_key_;  // a semaphore of the same name: the lock scripts refuse to act on it
   std::string channel_;
 };
 

@@ -222,6 +222,21 @@ TEST_CASE("the documented minimal ACL is enough for lock, unlock, exec, waiting 
   CHECK(waiter.out() == "ran\n");
   CHECK(rlock_raw({"lock", "m", "--owner", "b"}, as_rl).status == 0);
   CHECK(rlock_raw({"unlock", "--force", "m"}, as_rl).status == 0);
+
+  // Semaphores: take, wait queued, hand over, status, renew, release.
+  auto taken = rlock_raw({"sem", "acquire", "s", "--permits", "1"}, as_rl);
+  REQUIRE(taken.status == 0);
+  const std::string id = parse_json(taken.out).at("permits").at(0);
+  auto sem_waiter = Spawned(
+      {rlock_binary(), "sem", "exec", "--permits", "1", "--wait", "20s", "s", "--", "echo", "ran"},
+      as_rl);
+  REQUIRE(poll_until([&] { return redis.cmd_int({"ZCARD", "rlock:sem:{s}:waiters"}) == 1; }, 10s));
+  CHECK(rlock_raw({"sem", "status", "s"}, as_rl).status == 0);
+  CHECK(rlock_raw({"sem", "renew", "s", "--permit", id}, as_rl).status == 0);
+  CHECK(rlock_raw({"sem", "release", "s", "--permit", id}, as_rl).status == 0);
+  CHECK(sem_waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(sem_waiter.out() == "ran\n");
+  CHECK(rlock_raw({"sem", "release", "--force", "s"}, as_rl).status == 0);
 }
 
 TEST_CASE("an ACL user missing any one right changes nothing and exits 77 naming it") {
@@ -248,6 +263,15 @@ TEST_CASE("an ACL user missing any one right changes nothing and exits 77 naming
     CHECK(redis.cmd_int({"EXISTS", lock_key("p") + ":waiters"}) == 0);
     CHECK(redis.cmd_int({"EXISTS", lock_key("free")}) == 0);
     CHECK(redis.cmd_int({"EXISTS", fence_key("free")}) == 0);
+  }
+  for (const char* missing : {"publish", "zadd", "hset", "hdel", "pexpire"}) {
+    CAPTURE(missing);
+    RedisServer redis(RedisOptions{.config = {kMinimalAcl + " -" + missing}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    auto r = rlock_raw({"sem", "acquire", "s", "--permits", "2"}, as_rl);
+    CHECK(r.status == 77);
+    CHECK(line_count(r.err) == 1);
+    CHECK(redis.cmd({"KEYS", "*"}).empty());
   }
 }
 

@@ -30,7 +30,7 @@ TEST_CASE("key layout shares the {NAME} hash tag and round-trips names") {
   CHECK_FALSE(layout.lock_name("rlock:lock:{deploy}:fence"));
   CHECK_FALSE(layout.lock_name("other:lock:{deploy}"));
   rlock::prim::KeyLayout odd("app*[1]:");
-  CHECK(odd.lock_key_pattern("dep*") == "app\\*\\[1\\]:lock:{dep*}");
+  CHECK(odd.lock_key_pattern("dep*") == "app\\*\\[1\\]:lock*:{dep*}");
 }
 
 namespace {
@@ -80,7 +80,11 @@ TEST_CASE(
       for (const auto& other :
            {layout.fence_key(name), layout.waiters_key(name), layout.timeouts_key(name),
             layout.grant_key(name), layout.exec_key(name), layout.request_key(name, "ab12"),
-            layout.lock_channel(name), layout.grant_channel(name, "ab12")}) {
+            layout.lock_channel(name), layout.grant_channel(name, "ab12"), layout.sem_key(name),
+            layout.sem_config_key(name), layout.sem_holders_key(name), layout.sem_waiters_key(name),
+            layout.sem_timeouts_key(name), layout.sem_grants_key(name),
+            layout.sem_request_key(name, "ab12"), layout.sem_channel(name),
+            layout.sem_grant_channel(name, "ab12")}) {
         CHECK(slot(other) == s);
       }
       CHECK(layout.lock_name(key) == std::optional<std::string>(name));
@@ -93,6 +97,9 @@ TEST_CASE("a prefix with braces is refused; an empty prefix is allowed") {
   CHECK_THROWS_AS(rlock::prim::KeyLayout("{}"), rlock::UsageError);
   CHECK_THROWS_AS(rlock::prim::KeyLayout("a}b:"), rlock::UsageError);
   CHECK(rlock::prim::KeyLayout("").lock_key("x") == "lock:{x}");
+  CHECK(rlock::prim::KeyLayout().sem_key("x") == "rlock:sem:{x}");
+  CHECK(rlock::prim::KeyLayout().sem_config_key("x") == "rlock:sem:{x}:cfg");
+  CHECK(rlock::prim::KeyLayout().sem_channel("x") == "rlock:chan:{x}:sem");
 }
 
 TEST_CASE("names and owners must be valid UTF-8") {

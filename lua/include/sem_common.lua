@@ -1,0 +1,181 @@
+-- Shared by the semaphore scripts (spliced in at build time where a script says @include).
+-- Every semaphore script takes the same KEYS:
+--   KEYS[1] permits (zset permit id -> lease expiry, server ms)
+--   KEYS[2] config (hash: capacity)
+--   KEYS[3] holders (hash permit id -> owner)
+--   KEYS[4] waiters (zset member -> arrival in server microseconds)
+--   KEYS[5] timeouts (zset member -> server ms at which that wait gives up)
+--   KEYS[6] grants (zset member -> server ms at which its reservation lapses)
+--   KEYS[7] request record (string: the permit ids this request took, or '0' = given up)
+--   KEYS[8] the lock hash of the same name (a name is one object: it must not be a lock)
+-- A waiters/grants member is "<count>:<wait_id>:<owner>"; its grant channel is the
+-- semaphore channel .. ':' .. wait_id. Permits of request wait_id are "<wait_id>.<i>".
+-- Free permits = capacity - permits in use - permits reserved by unclaimed grants; after
+-- a shrink this may be negative, and nothing is granted until it is positive again.
+
+-- Requests are remembered this long (ms), for retries and clean-ups queued behind them.
+local REQUEST_TTL = 60000
+-- Waiters' keys outlive the longest wait in them by this much (ms).
+local QUEUE_MARGIN = 1000
+
+local function server_time()
+  local t = redis.call('TIME')
+  local s, us = tonumber(t[1]), tonumber(t[2])
+  return {ms = s * 1000 + math.floor(us / 1000), us = s * 1000000 + us}
+end
+
+-- Every write a semaphore script may make, checked against the caller's ACL first.
+local function check_sem_rights(channel)
+  if not redis.acl_check_cmd then return nil end
+  local needs = {
+    {'ZADD', KEYS[1], '1', 'm'}, {'ZREM', KEYS[1], 'm'}, {'PEXPIRE', KEYS[1], '1'}, {'DEL', KEYS[1]},
+    {'HSET', KEYS[2], 'f', '1'}, {'HSET', KEYS[3], 'f', '1'}, {'HDEL', KEYS[3], 'f'},
+    {'PEXPIRE', KEYS[3], '1'}, {'ZADD', KEYS[4], '1', 'm'}, {'ZREM', KEYS[4], 'm'},
+    {'PEXPIRE', KEYS[4], '1'}, {'ZADD', KEYS[5], '1', 'm'}, {'ZREM', KEYS[5], 'm'},
+    {'PEXPIRE', KEYS[5], '1'}, {'ZADD', KEYS[6], '1', 'm'}, {'ZREM', KEYS[6], 'm'},
+    {'PEXPIRE', KEYS[6], '1'}, {'SET', KEYS[7], '1'},
+    {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
+  }
+  for _, argv in ipairs(needs) do
+    if not redis.acl_check_cmd(unpack(argv)) then
+      return redis.error_reply('NOPERM rlock needs ' .. argv[1] .. ' on ' .. argv[2] .. ' (nothing was changed)')
+    end
+  end
+end
+
+-- The checks every semaphore script starts with (rights, types, well-formed values):
+-- nothing is written before they pass.
+local function check_sem_keys(channel)
+  local denied = check_sem_rights(channel)
+  if denied then return denied end
+  local want = {'zset', 'hash', 'hash', 'zset', 'zset', 'zset', 'string'}
+  for i = 1, 7 do
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t ~= 'none' and t ~= want[i] then return redis.error_reply('BADTYPE ' .. t .. ' ' .. KEYS[i]) end
+  end
+  if redis.call('EXISTS', KEYS[8]) == 1 then
+    return redis.error_reply('BADTYPE lock ' .. KEYS[8])
+  end
+  local cap = redis.call('HGET', KEYS[2], 'capacity')
+  if cap and not string.match(cap, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+end
+
+local function capacity()
+  return tonumber(redis.call('HGET', KEYS[2], 'capacity') or '0')
+end
+
+-- Sets the expiry of `key` to `ms` unless it already lasts longer.
+local function extend(key, ms)
+  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
+end
+
+local function member_count(member)
+  return tonumber(string.match(member, '^(%d+):')) or 0
+end
+
+local function leave_queue(member)
+  redis.call('ZREM', KEYS[4], member)
+  redis.call('ZREM', KEYS[5], member)
+end
+
+-- Takes back permits whose lease ran out, reservations nobody claimed in time, and waits
+-- whose deadline passed. Every semaphore script that writes starts with it.
+local function reclaim(now_ms)
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now_ms)
+  for _, id in ipairs(expired) do
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[3], id)
+  end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. now_ms)) do
+    redis.call('ZREM', KEYS[6], m)
+  end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. now_ms)) do
+    leave_queue(m)
+  end
+end
+
+-- Permits reserved for granted waiters that have not claimed them yet.
+local function reserved()
+  local n = 0
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do n = n + member_count(m) end
+  return n
+end
+
+local function free_permits()
+  return capacity() - redis.call('ZCARD', KEYS[1]) - reserved()
+end
+
+-- The longest-waiting waiter still there to take permits (its grant channel has a
+-- subscriber); dead ones are dropped on the way.
+local function first_live(channel)
+  while true do
+    local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+    if not head then return nil end
+    local wait_id = string.match(head, '^%d+:(%x+):')
+    if wait_id and redis.call('PUBSUB', 'NUMSUB', channel .. ':' .. wait_id)[2] > 0 then
+      return head
+    end
+    leave_queue(head)
+  end
+end
+
+-- Reserves free permits for the head waiters, in queue order, as long as the head's whole
+-- request fits (a big request at the head blocks later small ones: no starvation), and
+-- wakes each on its own channel (not `self`, the caller, which claims at once). Waiters
+-- sleeping until the next expiry are told that one is now claim_ms away.
+local function pass_on(channel, claim_ms, now_ms, self)
+  local free = free_permits()
+  local granted = false
+  while free > 0 do
+    local head = first_live(channel)
+    if not head or member_count(head) > free then break end
+    leave_queue(head)
+    redis.call('ZADD', KEYS[6], now_ms + tonumber(claim_ms), head)
+    extend(KEYS[6], claim_ms)
+    free = free - member_count(head)
+    if head ~= self then
+      redis.call('PUBLISH', channel .. ':' .. string.match(head, '^%d+:(%x+):'), 'grant')
+    end
+    granted = true
+  end
+  if granted then redis.call('PUBLISH', channel, 'changed ' .. claim_ms) end
+  return granted
+end
+
+-- ms until the earliest permit lease or reservation runs out (something may free up
+-- then); -1 when nothing is held.
+local function next_expiry(now_ms)
+  local best = -1
+  for i = 1, 6, 5 do
+    local first = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')
+    if first[2] then
+      local left = math.max(tonumber(first[2]) - now_ms, 0)
+      if best < 0 or left < best then best = left end
+    end
+  end
+  return best
+end
+
+-- Gives `count` fresh permits "<rid>.<i>" to `owner` for lease_ms; returns their ids.
+local function take(rid, count, owner, lease_ms, now_ms)
+  local ids = {}
+  for i = 1, count do
+    local id = rid .. '.' .. i
+    redis.call('ZADD', KEYS[1], now_ms + lease_ms, id)
+    redis.call('HSET', KEYS[3], id, owner)
+    ids[i] = id
+  end
+  extend(KEYS[1], lease_ms)
+  extend(KEYS[3], lease_ms)
+  redis.call('SET', KEYS[7], table.concat(ids, ' '), 'PX', REQUEST_TTL)
+  return ids
+end
+
+-- Splits a request record "id1 id2 ..." into ids.
+local function recorded_ids(record)
+  local ids = {}
+  for id in string.gmatch(record or '', '%S+') do
+    if id ~= '0' then ids[#ids + 1] = id end
+  end
+  return ids
+end

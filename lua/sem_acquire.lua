@@ -1,0 +1,75 @@
+-- One attempt to take `count` permits of a semaphore, or to claim a grant (KEYS: see
+-- sem_common.lua). Waiters queue in arrival order; freed permits are reserved for the
+-- head waiters whose whole request fits, and each confirms with this script (a grant
+-- message is only a wake-up). A request never takes permits ahead of a live waiter.
+-- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] mode ("try", "wait", "queued", "last": see
+-- lock_acquire.lua), ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id,
+-- ARGV[6] count, ARGV[7] capacity the caller expects, ARGV[8] '1' = set the capacity to
+-- ARGV[7] (--resize), ARGV[9] semaphore channel, ARGV[10] claim ms, ARGV[11] arrival (us)
+-- to keep, or "".
+-- Reply: {1, lease_ms, id1, id2, ...} taken (also for a retry of a request that took them);
+--        {0, next_expiry_ms, arrival_us, in_use, capacity} busy;
+--        {-1} this request was given up by its own clean-up: nothing changed;
+--        error "CAPACITY <stored> <given>" when the stored capacity differs and ARGV[8] is
+--        not '1'; "BADTYPE <type> <key>" / "MALFORMED <key>"; no change on an error.
+-- @include sem_common.lua
+local err = check_sem_keys(ARGV[9])
+if err then return err end
+local owner, lease, mode, wait_ms = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local rid, count, want_cap = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local channel, claim_ms = ARGV[9], ARGV[10]
+local member = count .. ':' .. rid .. ':' .. owner
+
+local stored = redis.call('HGET', KEYS[2], 'capacity')
+if stored and tonumber(stored) ~= want_cap and ARGV[8] ~= '1' then
+  return redis.error_reply('CAPACITY ' .. stored .. ' ' .. ARGV[7])
+end
+local req = redis.call('GET', KEYS[7])
+if req == '0' then return {-1} end
+local now = server_time()
+if req then  -- a retry of a request that took its permits (its reply was lost)
+  local ids = recorded_ids(req)
+  local score = redis.call('ZSCORE', KEYS[1], ids[1] or '')
+  local reply = {1, score and math.max(tonumber(score) - now.ms, 0) or 0}
+  for _, id in ipairs(ids) do reply[#reply + 1] = id end
+  return reply
+end
+if stored ~= ARGV[7] then redis.call('HSET', KEYS[2], 'capacity', ARGV[7]) end
+reclaim(now.ms)
+
+local function taken(ids)
+  leave_queue(member)
+  redis.call('ZREM', KEYS[6], member)
+  local reply = {1, lease}
+  for _, id in ipairs(ids) do reply[#reply + 1] = id end
+  return reply
+end
+
+-- Granted earlier (and still reserved): claim it.
+if redis.call('ZSCORE', KEYS[6], member) then
+  redis.call('ZREM', KEYS[6], member)
+  return taken(take(rid, count, owner, lease, now.ms))
+end
+
+local queued = redis.call('ZSCORE', KEYS[4], member)
+if not queued and first_live(channel) == nil and count <= free_permits() then
+  return taken(take(rid, count, owner, lease, now.ms))
+end
+
+local arrival = 0
+if mode ~= 'try' then
+  arrival = queued
+  if not arrival then
+    arrival = ARGV[11] ~= '' and ARGV[11] or string.format('%.0f', now.us)
+    redis.call('ZADD', KEYS[4], arrival, member)
+  end
+  redis.call('ZADD', KEYS[5], now.ms + wait_ms, member)
+  for i = 4, 5 do extend(KEYS[i], wait_ms + QUEUE_MARGIN) end
+end
+pass_on(channel, claim_ms, now.ms, member)
+if redis.call('ZSCORE', KEYS[6], member) then
+  redis.call('ZREM', KEYS[6], member)
+  return taken(take(rid, count, owner, lease, now.ms))
+end
+if mode == 'last' or mode == 'try' then leave_queue(member) end
+return {0, next_expiry(now.ms), tonumber(arrival), redis.call('ZCARD', KEYS[1]), capacity()}

@@ -1,0 +1,326 @@
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/console.hpp"
+#include "cli/lock_options.hpp"
+#include "cli/supervised.hpp"
+#include "prim/semaphore.hpp"
+#include "util/duration.hpp"
+#include "util/error.hpp"
+#include "util/name.hpp"
+
+namespace rlock::cli {
+namespace {
+
+// Bounds that keep one script's work small: permits are created one by one in it.
+constexpr long long kMaxCapacity = 1'000'000;
+constexpr long long kMaxCount = 10'000;
+
+struct PermitFlags {
+  LockFlags lock;
+  long long permits = 0;
+  long long count = 1;
+  bool resize = false;
+};
+
+struct SemFlags {
+  PermitFlags take;  // acquire and exec
+  SuperviseFlags supervise;
+  std::string name;  // release, renew, status
+  std::vector<std::string> ids;
+  std::string lease = "30s";
+  bool force = false;
+};
+
+// The subcommands of `sem`, by the name CLI11 parsed.
+struct SemApps {
+  CLI::App* acquire;
+  CLI::App* release;
+  CLI::App* renew;
+  CLI::App* status;
+  CLI::App* exec;
+};
+
+void add_permit_flags(CLI::App& sub, PermitFlags& f) {
+  add_lock_flags(sub, f.lock);
+  sub.get_option("name")->description("semaphore name");
+  sub.add_option("--permits", f.permits, "the semaphore's capacity (stored at first use)")
+      ->required()
+      ->type_name("N");
+  sub.add_option("--count", f.count, "permits to take at once (default 1)")->type_name("K");
+  sub.add_flag("--resize", f.resize, "store --permits as the new capacity");
+  sub.get_option("--lease")->description("lease of each permit (default 30s)");
+  sub.get_option("--wait")->description(
+      "wait up to DUR for the permits, inf: forever (default: don't wait)");
+}
+
+struct Take {
+  LockRequest lock;
+  prim::PermitRequest permits;
+};
+
+Take resolve_take(const PermitFlags& f, const Settings& settings) {
+  Take t{resolve_lock_request(f.lock, settings), {}};
+  if (f.permits < 1 || f.permits > kMaxCapacity)
+    throw UsageError("--permits must be from 1 to " + std::to_string(kMaxCapacity) + ", not " +
+                     std::to_string(f.permits));
+  if (f.count < 1 || f.count > std::min(f.permits, kMaxCount))
+    throw UsageError("--count must be from 1 to --permits " + std::to_string(f.permits) +
+                     " (at most " + std::to_string(kMaxCount) + "), not " +
+                     std::to_string(f.count));
+  t.permits = {t.lock.owner, f.permits, f.count, t.lock.lease, f.resize};
+  return t;
+}
+
+Json strings_json(const std::vector<std::string>& v) {
+  Json arr = Json::array();
+  for (const auto& s : v) arr.push_back(s);
+  return arr;
+}
+
+std::string describe_busy(const std::string& name, const prim::PermitsBusy& b) {
+  std::string line = "semaphore '" + name + "': " + std::to_string(b.in_use) + " of " +
+                     std::to_string(b.capacity) + " permits in use";
+  if (b.next_expiry.count() >= 0)
+    line += ", the next lease ends in " + format_duration(b.next_expiry);
+  return line;
+}
+
+prim::WaitHooks permit_wait_hooks(const Console& console, const std::string& name) {
+  prim::WaitHooks hooks;
+  if (console.verbose()) {
+    hooks.on_wait = [&console, name](const prim::Waitable::Step& busy, Millis left) {
+      console.explain("waiting for semaphore '" + name + "' (" + busy.holders +
+                      "); queued: a release hands permits over; " +
+                      (left > kMaxDuration / 2 ? std::string("no time limit")
+                                               : "giving up in " + format_duration(left)));
+    };
+    hooks.on_reconnect = [&console](const std::string& why) {
+      console.explain("reconnecting to keep the place in the queue: " + why);
+    };
+  }
+  return hooks;
+}
+
+int run_acquire(const SemFlags& f, const Settings& settings) {
+  Console console(settings);
+  Take t = resolve_take(f.take, settings);
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::Semaphore sem(topology, layout, t.lock.name);
+  auto a = sem.acquire(t.permits, t.lock.wait_until, permit_wait_hooks(console, t.lock.name));
+  if (const auto* busy = std::get_if<prim::PermitsBusy>(&a)) {
+    console.result({{"name", t.lock.name},
+                    {"acquired", false},
+                    {"in_use", busy->in_use},
+                    {"capacity", busy->capacity},
+                    {"ttl_ms", busy->next_expiry.count()}});
+    return t.lock.conflict_exit_code;
+  }
+  const auto& held = std::get<prim::PermitsHeld>(a);
+  console.result({{"name", t.lock.name},
+                  {"owner", t.lock.owner},
+                  {"acquired", true},
+                  {"permits", strings_json(held.ids)},
+                  {"capacity", t.permits.capacity},
+                  {"lease_ms", held.lease.count()}});
+  return 0;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+int run_exec(const SemFlags& f, const std::vector<std::string>& command, const Settings& settings) {
+  Console console(settings);
+  Take t = resolve_take(f.take, settings);
+  Supervision supervision(f.supervise, t.lock.lease, console);
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::Semaphore sem(topology, layout, t.lock.name);
+  auto a = sem.acquire(t.permits, t.lock.wait_until,
+                       supervision.wait_hooks(permit_wait_hooks(console, t.lock.name)));
+  if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
+    if (const auto* held = std::get_if<prim::PermitsHeld>(&a)) sem.release(held->ids);
+    console.notice("interrupted by signal " + std::to_string(signo) +
+                   " while waiting for semaphore '" + t.lock.name + "'; the command did not run");
+    return 128 + signo;
+  }
+  if (const auto* busy = std::get_if<prim::PermitsBusy>(&a)) {
+    console.notice(describe_busy(t.lock.name, *busy) + "; not running the command");
+    return t.lock.conflict_exit_code;
+  }
+  const auto& held = std::get<prim::PermitsHeld>(a);
+  console.explain("acquired " + std::to_string(held.ids.size()) + " permit(s) of semaphore '" +
+                  t.lock.name + "' (lease " + format_duration(t.lock.lease) + ", renewed every " +
+                  format_duration(supervision.renew_interval()) +
+                  "); running: " + join(command, " "));
+  return supervision.run(command,
+                         {{"RLOCK_NAME", t.lock.name},
+                          {"RLOCK_OWNER", t.lock.owner},
+                          {"RLOCK_PERMITS", join(held.ids, " ")},
+                          {"RLOCK_LEASE_MS", std::to_string(t.lock.lease.count())}},
+                         sem.hold(held, t.lock.lease), topology);
+}
+
+std::string not_held_line(const std::string& name, const std::vector<std::string>& ids) {
+  return "semaphore '" + name + "': permit" + (ids.size() > 1 ? "s " : " ") + join(ids, ", ") +
+         (ids.size() > 1 ? " are" : " is") +
+         " not held (expired, released already or never issued); nothing changed for " +
+         (ids.size() > 1 ? "them" : "it");
+}
+
+int run_release(const SemFlags& f, const Settings& settings) {
+  Console console(settings);
+  validate_name(f.name);
+  if (!f.force && f.ids.empty()) throw UsageError("sem release needs --permit ID or --force");
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::Semaphore sem(topology, layout, f.name);
+  if (f.force) {
+    Json freed = Json::array();
+    for (const auto& p : sem.force_release()) freed.push_back({{"id", p.id}, {"owner", p.owner}});
+    console.result({{"name", f.name}, {"forced", true}, {"permits", freed}});
+    return 0;
+  }
+  auto r = sem.release(f.ids);
+  if (!r.not_held.empty() && r.released == 0)
+    throw Error(kExitNotNow, not_held_line(f.name, r.not_held));
+  console.result(
+      {{"name", f.name}, {"released", r.released}, {"not_held", strings_json(r.not_held)}});
+  if (!r.not_held.empty()) {
+    console.notice(not_held_line(f.name, r.not_held));
+    return kExitNotNow;
+  }
+  return 0;
+}
+
+int run_renew(const SemFlags& f, const Settings& settings) {
+  Console console(settings);
+  validate_name(f.name);
+  if (f.ids.empty()) throw UsageError("sem renew needs --permit ID");
+  Millis lease = parse_duration(f.lease, "--lease");
+  if (lease.count() < 1) throw UsageError("--lease must be at least 1ms");
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::Semaphore sem(topology, layout, f.name);
+  auto missing = sem.renew(f.ids, lease);
+  if (!missing.empty()) {
+    throw Error(kExitNotNow, not_held_line(f.name, missing) +
+                                 " and none was renewed; a lost permit is never taken again "
+                                 "by a renewal (sem acquire takes a new one)");
+  }
+  console.result({{"name", f.name},
+                  {"renewed", true},
+                  {"permits", strings_json(f.ids)},
+                  {"lease_ms", lease.count()}});
+  return 0;
+}
+
+int run_status(const SemFlags& f, const Settings& settings) {
+  Console console(settings);
+  validate_name(f.name);
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  auto s = prim::read_semaphore(topology, layout, f.name);
+  long long reserved = 0;
+  Json waiters = Json::array();
+  for (const auto& w : s.waiters) {
+    if (w.granted) reserved += w.count;
+    waiters.push_back({{"owner", w.owner},
+                       {"count", w.count},
+                       {"waited_ms", w.waited.count()},
+                       {"granted", w.granted}});
+  }
+  Json permits = Json::array();
+  for (const auto& p : s.permits)
+    permits.push_back({{"id", p.id}, {"owner", p.owner}, {"lease_ms", p.lease_left.count()}});
+  long long in_use = static_cast<long long>(s.permits.size());
+  console.result({{"name", f.name},
+                  {"capacity", s.capacity},
+                  {"in_use", in_use},
+                  {"free", std::max(s.capacity - in_use - reserved, 0LL)},
+                  {"permits", permits},
+                  {"waiters", waiters}});
+  return 0;
+}
+
+void add_name(CLI::App& sub, std::string& name) {
+  sub.add_option("name", name, "semaphore name")->required()->type_name("NAME");
+}
+
+void add_ids(CLI::App& sub, std::vector<std::string>& ids, const char* what) {
+  sub.add_option("--permit", ids, what)->type_name("ID")->expected(1, -1);
+}
+
+SemApps define_subcommands(CLI::App& app, SemFlags& f) {
+  SemApps s{};
+  s.acquire = app.add_subcommand("acquire", "Take permits and print their ids");
+  add_permit_flags(*s.acquire, f.take);
+  s.release = app.add_subcommand("release", "Give permits back (--force: all of them)");
+  add_name(*s.release, f.name);
+  auto* ids = s.release->add_option("--permit", f.ids, "permit id(s) to release (repeatable)")
+                  ->type_name("ID")
+                  ->expected(1, -1);
+  s.release->add_flag("--force", f.force, "free every permit, whoever holds it")->excludes(ids);
+  s.renew = app.add_subcommand("renew", "Extend the lease of held permits");
+  add_name(*s.renew, f.name);
+  add_ids(*s.renew, f.ids, "permit id(s) to renew (repeatable)");
+  s.renew->add_option("--lease", f.lease, "new lease from now (default 30s)")->type_name("DUR");
+  s.status = app.add_subcommand("status", "Capacity, permits in use, waiters");
+  add_name(*s.status, f.name);
+  s.exec = app.add_subcommand("exec", "Run a command while holding permits");
+  add_permit_flags(*s.exec, f.take);
+  s.exec->get_option("name")->description("semaphore name; then -- CMD [ARGS...]");
+  add_supervise_flags(*s.exec, f.supervise);
+  return s;
+}
+
+}  // namespace
+
+Runner define_sem_command(CLI::App& app, std::vector<std::string>& command) {
+  auto flags = std::make_shared<SemFlags>();
+  SemApps s = define_subcommands(app, *flags);
+  app.require_subcommand(1, 1);
+  app.footer(R"(A counting semaphore whose permits each have a lease on the Redis server's clock: a
+crashed holder's permits come back when their lease ends. The capacity (--permits) is
+stored at first use; another --permits is refused (exit 65) unless --resize (a shrink
+takes effect as permits are released). Waiters queue FIFO; a release hands the permits to
+the head waiter, and a request for K permits at the head is served before later ones.
+
+  acquire  prints {"name","owner","acquired":true,"permits":[ids],"capacity","lease_ms"};
+           busy: {"name","acquired":false,"in_use","capacity","ttl_ms"}, exit 75 (or -E)
+  release  prints {"name","released","not_held"}; an id not held (expired, released
+           already, forged) changes nothing and exits 75; --force frees all
+  renew    all ids or none; an expired or unknown permit is never re-acquired: exit 75
+  status   prints {"name","capacity","in_use","free","permits":[{"id","owner","lease_ms"}],
+           "waiters":[{"owner","count","waited_ms","granted"}]}
+  exec     runs CMD as `rlock exec` does (renewal, --on-lost, signals, exit codes, 76 when a
+           permit is lost), with RLOCK_NAME, RLOCK_OWNER, RLOCK_PERMITS (ids) and
+           RLOCK_LEASE_MS in its environment
+
+Examples:
+  rlock sem exec --permits 3 --wait 10m encoders -- ./encode.sh in.mp4   # at most 3 at once
+  rlock sem acquire --permits 3 encoders --lease 5m --owner ci-42        # prints permit ids
+  rlock sem renew encoders --permit 3f2a9c1d7e6b5a40.1 --lease 5m
+  rlock sem release encoders --permit 3f2a9c1d7e6b5a40.1
+  rlock sem acquire --permits 5 --resize encoders                        # grow to 5
+  rlock sem status encoders)");
+  return {[flags, s, &command](const Settings& settings) {
+    if (!s.exec->parsed() && !command.empty())
+      throw UsageError("only sem exec runs a command after '--'");
+    if (s.acquire->parsed()) return run_acquire(*flags, settings);
+    if (s.release->parsed()) return run_release(*flags, settings);
+    if (s.renew->parsed()) return run_renew(*flags, settings);
+    if (s.status->parsed()) return run_status(*flags, settings);
+    if (command.empty())
+      throw UsageError("sem exec: missing '--' before the command (" +
+                       std::string("rlock sem exec [OPTIONS] NAME -- CMD [ARGS...])"));
+    return run_exec(*flags, command, settings);
+  }};
+}
+
+}  // namespace rlock::cli

@@ -1,0 +1,310 @@
+#include "prim/semaphore.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "prim/lock.hpp"
+#include "prim/object_script.hpp"
+#include "redis/errors.hpp"
+#include "redis/reply.hpp"
+#include "redis/script.hpp"
+#include "util/error.hpp"
+#include "util/owner.hpp"
+
+namespace rlock::prim {
+namespace {
+
+constexpr std::string_view kKind = "semaphore";
+// The clean-up after a request that failed waits this long for its reply.
+constexpr Millis kCleanupPatience{1000};
+
+const char* mode_name(Waitable::Mode m) {
+  switch (m) {
+    case Waitable::Mode::kTry:
+      return "try";
+    case Waitable::Mode::kWait:
+      return "wait";
+    case Waitable::Mode::kQueued:
+      return "queued";
+    case Waitable::Mode::kLast:
+      return "last";
+  }
+  return "try";
+}
+
+std::string ms(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }
+
+std::vector<std::string_view> views(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
+}
+
+// The semaphore script, with a stored capacity that differs from --permits reported as
+// one line naming both.
+redis::Reply run_sem_script(redis::Topology& topology, const redis::Script& script,
+                            const std::vector<std::string_view>& keys,
+                            const std::vector<std::string>& args, const std::string& name,
+                            redis::Retry retry) {
+  try {
+    return run_object_script(topology, script, keys, views(args), kKind, retry);
+  } catch (const redis::ReplyError& e) {
+    if (e.code() != "CAPACITY") throw;
+    std::string rest = e.reply().substr(e.reply().find(' ') + 1);
+    std::string stored = rest.substr(0, rest.find(' '));
+    std::string given = rest.substr(rest.find(' ') + 1);
+    throw DataError("semaphore '" + name + "' has capacity " + stored + ", not --permits " + given +
+                    "; nothing changed (add --resize to change its capacity)");
+  }
+}
+
+std::vector<std::string> strings_from(const redis::ReplyView& r, size_t first) {
+  std::vector<std::string> out;
+  for (size_t i = first; i < r.size(); ++i) out.push_back(r.at(i).str());
+  return out;
+}
+
+// "<count>:<wait id>:<owner>"
+PermitWaiter parse_member(const std::string& member) {
+  PermitWaiter w;
+  size_t a = member.find(':');
+  size_t b = a == std::string::npos ? a : member.find(':', a + 1);
+  if (b == std::string::npos) return w;
+  w.count = std::strtoll(member.c_str(), nullptr, 10);
+  w.owner = member.substr(b + 1);
+  return w;
+}
+
+}  // namespace
+
+// One acquisition request: the same id in every attempt, so that a repeated attempt is
+// idempotent and the clean-up can name what it took.
+class PermitWait : public Waitable {
+ public:
+  PermitWait(Semaphore& sem, const PermitRequest& req)
+      : sem_(sem),
+        req_(req),
+        id_(random_hex(8)),
+        request_key_(sem.layout_.sem_request_key(sem.name_, id_)),
+        member_(std::to_string(req.count) + ":" + id_ + ":" + req.owner) {}
+
+  Step attempt(Mode mode, Millis wait_left) override {
+    Deadline sent = SteadyClock::now();
+    if (!unconfirmed_since_) unconfirmed_since_ = sent;
+    auto reply =
+        run_sem_script(sem_.topology_, redis::scripts::sem_acquire, sem_.keys(request_key_),
+                       {req_.owner, ms(req_.lease), mode_name(mode), ms(wait_left), id_,
+                        std::to_string(req_.count), std::to_string(req_.capacity),
+                        req_.resize ? "1" : "0", sem_.channel_, ms(kClaimWindow), arrival_},
+                       sem_.name_, redis::Retry::kIdempotent);
+    long long status = reply.at(0).integer();
+    if (status == 1) {
+      PermitsHeld h;
+      h.lease = Millis(reply.at(1).integer());
+      h.ids = strings_from(reply, 2);
+      h.request_id = id_;
+      h.deadline = std::min(sent, *unconfirmed_since_) + h.lease;
+      result_ = h;
+      return {true, Millis(0), {}};
+    }
+    unconfirmed_since_.reset();
+    PermitsBusy b;
+    if (status == -1) {
+      result_ = b;
+      return {false, Millis(-1), {}};
+    }
+    b.next_expiry = Millis(reply.at(1).integer());
+    long long arrival = reply.at(2).integer();
+    if (arrival > 0) arrival_ = std::to_string(arrival);
+    b.in_use = reply.at(3).integer();
+    b.capacity = reply.at(4).integer();
+    result_ = b;
+    return {false, b.next_expiry,
+            std::to_string(b.in_use) + " of " + std::to_string(b.capacity) + " permits in use"};
+  }
+
+  std::vector<std::string> channels() const override {
+    return {sem_.channel_, sem_.layout_.sem_grant_channel(sem_.name_, id_)};
+  }
+
+  void give_up() noexcept override {
+    std::vector<std::string> args = {sem_.channel_, ms(kClaimWindow), "abandon", "0", member_};
+    try {
+      sem_.topology_.run(redis::scripts::sem_release, sem_.keys(request_key_), views(args),
+                         redis::Retry::kIdempotent);
+      return;
+    } catch (const std::exception&) {
+      // Redis did not answer: hand the clean-up over on a connection of its own below.
+    }
+    auto keys = sem_.keys(request_key_);
+    sem_.topology_.send_cleanup(redis::scripts::sem_release,
+                                std::vector<std::string>(keys.begin(), keys.end()), args,
+                                kCleanupPatience);
+  }
+
+  PermitAcquisition result() const { return result_; }
+
+ private:
+  Semaphore& sem_;
+  PermitRequest req_;
+  std::string id_;
+  std::string request_key_;
+  std::string member_;
+  std::string arrival_;
+  std::optional<Deadline> unconfirmed_since_;
+  PermitAcquisition result_ = PermitsBusy{};
+};
+
+// All permits of one acquisition, renewed and released together.
+class PermitHold : public Hold {
+ public:
+  PermitHold(Semaphore& sem, const PermitsHeld& held, Millis lease)
+      : Hold(lease, 0, held.deadline),
+        sem_(sem),
+        ids_(held.ids),
+        request_key_(sem.layout_.sem_request_key(sem.name_, held.request_id)) {}
+
+  Renewed renew() override {
+    Deadline sent = SteadyClock::now();
+    auto missing = sem_.renew(ids_, lease_);
+    if (missing.empty()) {
+      deadline_ = sent + lease_;
+      return Renewed::kHeld;
+    }
+    reason_ = "permit " + missing.front() + " of semaphore '" + sem_.name() +
+              "' is no longer held (expired or released)";
+    return Renewed::kLost;
+  }
+
+  Released release(Millis keep) override {
+    std::vector<std::string> args = {sem_.channel_, ms(kClaimWindow), "hold", ms(keep)};
+    args.insert(args.end(), ids_.begin(), ids_.end());
+    auto reply = sem_.release_script(request_key_, std::move(args), redis::Retry::kIdempotent);
+    long long released = reply.at(0).integer();
+    if (released == -1 || released == static_cast<long long>(ids_.size()))
+      return Released::kReleased;
+    reason_ = std::to_string(ids_.size() - static_cast<size_t>(std::max(released, 0LL))) +
+              " of its permits were no longer held (expired or released)";
+    return Released::kNotHeld;
+  }
+
+  std::string lost_reason() const override { return reason_; }
+
+ private:
+  Semaphore& sem_;
+  std::vector<std::string> ids_;
+  std::string request_key_;
+  std::string reason_;
+};
+
+Semaphore::Semaphore(redis::Topology& topology, const KeyLayout& layout, std::string name)
+    : topology_(topology),
+      layout_(layout),
+      name_(std::move(name)),
+      key_(layout.sem_key(name_)),
+      config_key_(layout.sem_config_key(name_)),
+      holders_key_(layout.sem_holders_key(name_)),
+      waiters_key_(layout.sem_waiters_key(name_)),
+      timeouts_key_(layout.sem_timeouts_key(name_)),
+      grants_key_(layout.sem_grants_key(name_)),
+      lock_key_(layout.lock_key(name_)),
+      channel_(layout.sem_channel(name_)) {}
+
+std::vector<std::string_view> Semaphore::keys(const std::string& request_key) const {
+  return {key_,          config_key_, holders_key_, waiters_key_,
+          timeouts_key_, grants_key_, request_key,  lock_key_};
+}
+
+PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
+                                     const WaitHooks& hooks) {
+  PermitWait wait(*this, req);
+  WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
+  PermitAcquisition a = wait.result();
+  if (outcome == WaitOutcome::kInterrupted) {
+    PermitsBusy b =
+        std::holds_alternative<PermitsBusy>(a) ? std::get<PermitsBusy>(a) : PermitsBusy{};
+    b.interrupted = true;
+    return b;
+  }
+  return a;
+}
+
+redis::Reply Semaphore::release_script(const std::string& request_key,
+                                       std::vector<std::string> args, redis::Retry retry) {
+  return run_sem_script(topology_, redis::scripts::sem_release, keys(request_key), args, name_,
+                        retry);
+}
+
+PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
+  std::vector<std::string> args = {channel_, ms(kClaimWindow), "release", "0"};
+  args.insert(args.end(), ids.begin(), ids.end());
+  // Idempotent: a repeat frees nothing more (it reports the ids freed by the first try as
+  // not held, which is what they are by then).
+  auto reply = release_script(layout_.sem_request_key(name_, "-"), std::move(args),
+                              redis::Retry::kIdempotent);
+  PermitRelease r;
+  r.released = reply.at(0).integer();
+  r.not_held = strings_from(reply, 1);
+  return r;
+}
+
+std::vector<PermitInfo> Semaphore::force_release() {
+  auto reply = release_script(layout_.sem_request_key(name_, "-"),
+                              {channel_, ms(kClaimWindow), "force", "0"}, redis::Retry::kNever);
+  std::vector<PermitInfo> freed;
+  for (size_t i = 1; i + 1 < reply.size(); i += 2)
+    freed.push_back({reply.at(i).str(), reply.at(i + 1).str(), Millis(0)});
+  return freed;
+}
+
+std::vector<std::string> Semaphore::renew(const std::vector<std::string>& ids, Millis lease) {
+  std::vector<std::string> args = {channel_, ms(lease)};
+  args.insert(args.end(), ids.begin(), ids.end());
+  auto reply = run_sem_script(topology_, redis::scripts::sem_renew,
+                              keys(layout_.sem_request_key(name_, "-")), args, name_,
+                              redis::Retry::kIdempotent);
+  if (reply.at(0).integer() == 1) return {};
+  return strings_from(reply, 1);
+}
+
+std::unique_ptr<Hold> Semaphore::hold(const PermitsHeld& held, Millis lease) {
+  return std::make_unique<PermitHold>(*this, held, lease);
+}
+
+SemaphoreState read_semaphore(redis::Topology& topology, const KeyLayout& layout,
+                              const std::string& name) {
+  std::string request_key = layout.sem_request_key(name, "-");
+  std::vector<std::string> keys = {layout.sem_key(name),
+                                   layout.sem_config_key(name),
+                                   layout.sem_holders_key(name),
+                                   layout.sem_waiters_key(name),
+                                   layout.sem_timeouts_key(name),
+                                   layout.sem_grants_key(name),
+                                   request_key,
+                                   layout.lock_key(name)};
+  auto reply = run_object_script(topology, redis::scripts::sem_status, views(keys), {}, kKind,
+                                 redis::Retry::kIdempotent);
+  SemaphoreState s;
+  s.capacity = reply.at(0).integer();
+  long long now_ms = reply.at(1).integer();
+  size_t i = 2;
+  long long n = reply.at(i++).integer();
+  for (long long k = 0; k < n; ++k, i += 3) {
+    s.permits.push_back({reply.at(i).str(), reply.at(i + 1).str(),
+                         Millis(std::max(reply.at(i + 2).integer() - now_ms, 0LL))});
+  }
+  n = reply.at(i++).integer();
+  for (long long k = 0; k < n; ++k, i += 2) {
+    PermitWaiter w = parse_member(reply.at(i).str());
+    long long arrival_us = reply.at(i + 1).integer();
+    w.waited = Millis(std::max(now_ms - arrival_us / 1000, 0LL));
+    s.waiters.push_back(w);
+  }
+  n = reply.at(i++).integer();
+  for (long long k = 0; k < n; ++k, ++i) {
+    PermitWaiter w = parse_member(reply.at(i).str());
+    w.granted = true;
+    s.waiters.insert(s.waiters.begin(), w);
+  }
+  return s;
+}
+
+}  // namespace rlock::prim
