@@ -262,6 +262,7 @@ if part A; then
 log "A: one locked run of a trivial command"
 bench a_rlock "$RL exec bench-a -- true"
 bench a_rlock_sem "$RL sem exec --permits 3 bench-a-sem -- true"
+bench a_rlock_shared "$RL exec --shared bench-a-shared -- true"
 bench a_flock "flock $(q "$TMP/a.lock") true"
 bench a_etcd "etcdctl --endpoints=$ETCD_EP lock bench-a true"
 bench a_true "true"
@@ -273,6 +274,7 @@ say "| command | median | mean ± σ | min | max | vs flock |"
 say "|---|---:|---:|---:|---:|---:|"
 row "rlock exec NAME -- true" a_rlock a_flock
 row "rlock sem exec --permits 3 NAME -- true" a_rlock_sem a_flock
+row "rlock exec --shared NAME -- true" a_rlock_shared a_flock
 row "flock FILE true" a_flock a_flock
 row "etcdctl lock NAME true" a_etcd a_flock
 row "true (no lock)" a_true a_flock
@@ -351,6 +353,11 @@ handoff() {
         holder=("$RLOCK" exec "$name" --)
         waiter=("$RLOCK" exec --wait 30s "$name" -- "$STAMP")
         ;;
+    shared)
+        # a writer hands the lock to a reader
+        holder=("$RLOCK" exec "$name" --)
+        waiter=("$RLOCK" exec --shared --wait 30s "$name" -- "$STAMP")
+        ;;
     sem)
         # one permit: the freed permit is handed to the waiter, as a lock is
         holder=("$RLOCK" sem exec --permits 1 "$name" --)
@@ -386,7 +393,7 @@ handoff() {
         JOB_PIDS+=("$wp")
         # make sure the waiter is really blocked before the holder lets go
         case $tool in
-        rlock) if until_true 10 rlock_subscribed "$name"; then sleep 0.05; else sleep 0.2; fi ;;
+        rlock | shared) if until_true 10 rlock_subscribed "$name"; then sleep 0.05; else sleep 0.2; fi ;;
         sem) if until_true 10 rlock_subscribed "$name" sem; then sleep 0.05; else sleep 0.2; fi ;;
         flock) sleep 0.2 ;;
         etcd) if until_true 10 etcd_queued "$name"; then sleep 0.05; else sleep 0.2; fi ;;
@@ -440,12 +447,13 @@ say ""
 say "| tool | waiter | rounds | median | p90 | worst | notes |"
 say "|---|---|---:|---:|---:|---:|---|"
 declare -A HO_MED HO_MAX
-for tool in rlock sem flock etcd; do
+for tool in rlock shared sem flock etcd; do
     log "  $tool"
     handoff "$tool" >"$TMP/handoff"
     read -r ok med p90 worst note <"$TMP/handoff"
     case $tool in
     rlock) how='`rlock exec --wait 30s L -- stamp` (pub/sub)' ;;
+    shared) how='`rlock exec --shared --wait 30s L -- stamp` (reader after a writer)' ;;
     sem) how='`rlock sem exec --permits 1 --wait 30s S -- stamp` (permit, pub/sub)' ;;
     flock) how='`flock FILE stamp` (kernel)' ;;
     etcd) how='`etcdctl lock L stamp` (watch)' ;;
@@ -679,6 +687,7 @@ verdict() {
     say "| $label | $shown | ${ok:-FAIL (no data)} |"
 }
 ra=$(hstat a_rlock median) fa=$(hstat a_flock median) rsem=$(hstat a_rlock_sem median)
+rsh=$(hstat a_rlock_shared median)
 rl=$(hstat b_rlock_lock median) rs=$(hstat b_set median)
 say "## Summary against targets (parts $PARTS)"
 say ""
@@ -692,6 +701,10 @@ part B && verdict 'rlock lock <= 0.8x redis-cli SET' "$rl / $rs" 0.8 \
     "$(calc '%.2f' "$rl") ms vs $(calc '%.2f' "$rs") ms = $(calc '%.2fx' "$rl / $rs")"
 part C && verdict 'rlock hand-off median <= 2 ms' "${HO_MED[rlock]}" 2 "${HO_MED[rlock]:-?} ms"
 part C && verdict 'rlock hand-off worst <= 10 ms' "${HO_MAX[rlock]}" 10 "${HO_MAX[rlock]:-?} ms"
+part A && verdict 'rlock exec --shared NAME -- true <= 1.5x flock FILE true' "$rsh / $fa" 1.5 \
+    "$(calc '%.2f' "$rsh") ms vs $(calc '%.2f' "$fa") ms = $(calc '%.2fx' "$rsh / $fa")"
+part C && verdict 'reader hand-off median <= 2 ms' "${HO_MED[shared]}" 2 "${HO_MED[shared]:-?} ms"
+part C && verdict 'reader hand-off worst <= 10 ms' "${HO_MAX[shared]}" 10 "${HO_MAX[shared]:-?} ms"
 part C && verdict 'permit hand-off median <= 2 ms' "${HO_MED[sem]}" 2 "${HO_MED[sem]:-?} ms"
 part C && verdict 'permit hand-off worst <= 10 ms' "${HO_MAX[sem]}" 10 "${HO_MAX[sem]:-?} ms"
 part E && verdict 'rlock latch await wake-up median <= 2 ms' "$LW_MED" 2 "${LW_MED:-?} ms"
