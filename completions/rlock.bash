@@ -84,7 +84,7 @@ _rlock()
         --type)
             # A comma-separated list: complete the type after the last comma.
             local done_types=${cur%"${cur##*,}"}
-            COMPREPLY=($(compgen -P "$done_types" -W 'lock latch' -- "${cur##*,}"))
+            COMPREPLY=($(compgen -P "$done_types" -W 'lock sem latch' -- "${cur##*,}"))
             return
             ;;
         --on-lost)

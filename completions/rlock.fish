@@ -130,7 +130,7 @@ complete -c rlock -n '__fish_seen_subcommand_from unlock' -l force -d 'Release t
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -s s -l shared -d 'Drop a shared (read) hold'
 
 # inspect.
-complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock latch lock,latch' \
+complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock sem latch lock,latch' \
     -d 'Only these object types (comma-separated)'
 
 # latch and its subcommands.

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds with warnings as errors, and runs every test: unit tests,
+# Installs what is missing, checks the formatting, builds with warnings as errors, and runs
+# every test: unit tests,
 # integration tests against real redis-servers the harness starts on free ports, and the
 # seeded fuzz pass. Then builds again with AddressSanitizer and UndefinedBehaviorSanitizer
 # (build-asan/) and runs the unit tests and the fuzz pass there: any report fails them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+scripts/install-deps.sh clang-format
+
+echo "== clang-format (.clang-format): every C++ file as formatted"
+git ls-files -z '*.cpp' '*.hpp' | xargs -0 clang-format --dry-run --Werror
+
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLOCK_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure

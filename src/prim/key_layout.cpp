@@ -181,6 +181,12 @@ std::optional<std::string> KeyLayout::lock_name(std::string_view key) const {
 std::optional<std::string> KeyLayout::readers_name(std::string_view key) const {
   return name_in("lock-readers", key);
 }
+std::string KeyLayout::sem_key_pattern(std::string_view name_glob) const {
+  return key_pattern("sem", name_glob);
+}
+std::optional<std::string> KeyLayout::sem_name(std::string_view key) const {
+  return name_in("sem", key);
+}
 std::string KeyLayout::latch_key_pattern(std::string_view name_glob) const {
   return key_pattern("latch", name_glob);
 }

@@ -59,6 +59,8 @@ class KeyLayout {
   // The lock name whose readers hash `key` is; nullopt for other keys.
   virtual std::optional<std::string> readers_name(std::string_view key) const;
   // The same two for latches (rlock:latch:{NAME}).
+  virtual std::string sem_key_pattern(std::string_view name_glob) const;  // semaphores in use
+  virtual std::optional<std::string> sem_name(std::string_view key) const;
   virtual std::string latch_key_pattern(std::string_view name_glob) const;
   virtual std::optional<std::string> latch_name(std::string_view key) const;
   // SCAN MATCH pattern for the main keys of every type at once (prefix + WORD + ":" + tag,

@@ -166,5 +166,33 @@ TEST_CASE("inspect streams 100,000 objects as one JSON array in under 16 MiB") {
   }
 }
 
+TEST_CASE("inspect: semaphores with their permits, holders, leases and queue; --type sem") {
+  RedisServer redis;
+  auto taken = rlock(redis, {"sem", "acquire", "pool", "--permits", "3", "--count", "2", "--owner",
+                             "a", "--lease", "40s"});
+  REQUIRE(taken.status == 0);
+  REQUIRE(rlock(redis, {"lock", "other", "--owner", "o"}).status == 0);
+  auto r = rlock(redis, {"inspect", "--type", "sem"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  auto listed = parse_json(r.out);
+  REQUIRE(listed.size() == 1);
+  const auto& s = listed[0];
+  CHECK(s.at("type") == "sem");
+  CHECK(s.at("name") == "pool");
+  CHECK(s.at("capacity") == 3);
+  CHECK(s.at("permits_total") == 2);
+  REQUIRE(s.at("permits").size() == 2);
+  for (const auto& p : s.at("permits")) {
+    CHECK(p.at("owner") == "a");
+    CHECK(p.at("lease_ms").get<long long>() > 30'000);
+    CHECK(p.at("lease_ms").get<long long>() <= 40'000);
+  }
+  auto all = parse_json(rlock(redis, {"inspect"}).out);
+  CHECK(all.size() == 2);
+  auto t = rlock(redis, {"inspect", "--format", "table", "--type", "sem"});
+  CHECK(t.out.find("2/3 permits") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace rlock::test
