@@ -12,7 +12,7 @@ namespace rlock::exec {
 struct JobSpec {
   std::vector<std::string> argv;                         // exactly what runs: execvp, no shell
   std::vector<std::pair<std::string, std::string>> env;  // added to rlock's environment
-  std::vector<std::string> unset;  // names removed from rlock's environment (secrets)
+  std::vector<std::string> unset;         // names removed from rlock's environment (secrets)
   const sigset_t* signal_mask = nullptr;  // the mask the job starts with
   int cgroup_dir_fd = -1;                 // the job's cgroup directory; -1: no cgroup
 };

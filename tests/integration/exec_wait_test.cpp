@@ -8,7 +8,8 @@ using namespace std::chrono_literals;
 
 TEST_CASE("exec: a child rlock inherited that exits does not end the wait") {
   t::RedisServer server;
-  REQUIRE(t::rlock(server, {"lock", "inherit", "--owner", "holder", "--lease", "1500ms"}).status == 0);
+  REQUIRE(t::rlock(server, {"lock", "inherit", "--owner", "holder", "--lease", "1500ms"}).status ==
+          0);
   // The shell's background sleep becomes rlock's child through exec; its SIGCHLD arrives
   // while rlock waits for the lock.
   std::string script = "sleep 0.2 & exec \"$0\" --url \"$1\" exec --wait 10s inherit -- echo ran";

@@ -62,7 +62,7 @@ TEST_CASE("malformed URLs are usage errors; rediss is unavailable") {
     const char* url;
     int code;
   } cases[] = {
-      {"http://h", rlock::kExitUsage},       {"redis://h:0", rlock::kExitUsage},
+      {"http://h", rlock::kExitUsage},        {"redis://h:0", rlock::kExitUsage},
       {"redis://h:70000", rlock::kExitUsage}, {"redis://h:abc", rlock::kExitUsage},
       {"redis://h/x", rlock::kExitUsage},     {"unix://relative.sock", rlock::kExitUsage},
       {"unix:///s?x=1", rlock::kExitUsage},   {"redis://[::1", rlock::kExitUsage},
