@@ -9,6 +9,7 @@
 --        {2, count} the id has counted down already: nothing changed;
 --        {-1} there is no such latch (never set, or expired): nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- @include common.lua
 -- @include latch_common.lua
 local err, count = check_latch_keys(ARGV[3])
 if err then return err end

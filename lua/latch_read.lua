@@ -3,6 +3,7 @@
 -- Reply: {0} no such latch;
 --        {1, count, ttl_ms (-1 = no expiry), id1, id2, ...} (ids only when asked);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" when the keys are not a latch.
+-- @include common.lua
 -- @include latch_common.lua
 local err, count = check_latch_keys(nil)
 if err then return err end

@@ -5,6 +5,7 @@
 -- Reply: {1, previous} set; previous = the count it replaced, -1 when there was no latch;
 --        {0, count} refused: the latch is live with this count, nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- @include common.lua
 -- @include latch_common.lua
 local err, count = check_latch_keys(ARGV[4])
 if err then return err end

@@ -18,6 +18,7 @@
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "UPGRADE" (a reader asked for the exclusive lock: it would deadlock),
 --        "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
+-- @include common.lua
 -- @include lock_common.lua
 local err = check_lock_keys(ARGV[7])
 if err then return err end

@@ -4,6 +4,7 @@
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
 --        not a well-formed lock.
+-- @include common.lua
 -- @include lock_common.lua
 local err = check_lock_keys(ARGV[1])
 if err then return err end

@@ -13,6 +13,7 @@
 --        {-2, owner1, count1, ...} refused: the last level belongs to a running exec;
 --        for "abandon": {1, n} with n = 1 when something was given back;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- @include common.lua
 -- @include lock_common.lua
 local err = check_lock_keys(ARGV[2])
 if err then return err end

@@ -12,6 +12,7 @@
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "CAPACITY <stored> <given>" when the stored capacity differs and ARGV[8] is
 --        not '1'; "BADTYPE <type> <key>" / "MALFORMED <key>"; no change on an error.
+-- @include common.lua
 -- @include sem_common.lua
 local err = check_sem_keys(ARGV[9])
 if err then return err end

@@ -14,6 +14,7 @@
 --        "release"/"hold", the ids that were not held (for "force": the permits freed with
 --        their holders); for "hold" released = -1 when the request was released before;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- @include common.lua
 -- @include sem_common.lua
 local err = check_sem_keys(ARGV[1])
 if err then return err end

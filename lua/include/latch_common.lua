@@ -3,14 +3,6 @@
 --   KEYS[1] count (string: a non-negative integer; 0 = reached, kept as a marker)
 --   KEYS[2] ids (set: the --id values that have counted down; same expiry as KEYS[1])
 
--- An error reply when `key` holds another type than `want`; nil when it fits or is absent.
-local function bad_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then
-    return redis.error_reply('BADTYPE ' .. t .. ' ' .. key)
-  end
-end
-
 -- Every write a latch script may make, checked against the caller's ACL first (Redis 7),
 -- so that a refusal comes before the first write and changes nothing.
 local function check_rights(channel)
@@ -20,11 +12,7 @@ local function check_rights(channel)
     {'SADD', KEYS[2], 'm'}, {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
     {'PUBLISH', channel, 'x'},
   }
-  for _, argv in ipairs(needs) do
-    if not redis.acl_check_cmd(unpack(argv)) then
-      return redis.error_reply('NOPERM rlock needs ' .. argv[1] .. ' on ' .. argv[2] .. ' (nothing was changed)')
-    end
-  end
+  return first_denied(needs)
 end
 
 -- The checks every latch script starts with (ACL rights when `channel` is given, types, a

@@ -17,20 +17,6 @@
 -- (exclusive) or "slock" or "sexec" (shared); its grant channel is the lock channel ..
 -- ':' .. wait_id.
 
--- Requests are remembered this long (ms): long enough for a retry or a clean-up that was
--- queued behind the request in a stalled server.
-local REQUEST_TTL = 60000
--- Waiters' keys outlive the longest wait in them by this much (ms).
-local QUEUE_MARGIN = 1000
-
--- An error reply when `key` holds another type than `want`; nil when it fits or is absent.
-local function bad_type(key, want)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= want then
-    return redis.error_reply('BADTYPE ' .. t .. ' ' .. key)
-  end
-end
-
 -- Every write a lock script may make, checked against the caller's ACL first (Redis 7),
 -- so that a refusal comes before the first write and changes nothing.
 local function check_rights(channel)
@@ -44,11 +30,7 @@ local function check_rights(channel)
     {'HSET', KEYS[9], 'f', '1'}, {'HDEL', KEYS[9], 'f'}, {'DEL', KEYS[9]}, {'PEXPIRE', KEYS[9], '1'},
     {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
   }
-  for _, argv in ipairs(needs) do
-    if not redis.acl_check_cmd(unpack(argv)) then
-      return redis.error_reply('NOPERM rlock needs ' .. argv[1] .. ' on ' .. argv[2] .. ' (nothing was changed)')
-    end
-  end
+  return first_denied(needs)
 end
 
 -- The checks every lock script starts with (types, well-formed values, ACL rights for
@@ -78,25 +60,12 @@ local function last_fence()
   return tonumber(redis.call('GET', KEYS[2]) or '0')
 end
 
--- Server time as {ms = ..., us = ...} since the epoch.
-local function server_time()
-  local t = redis.call('TIME')
-  local s, us = tonumber(t[1]), tonumber(t[2])
-  return {ms = s * 1000 + math.floor(us / 1000), us = s * 1000000 + us}
-end
-
 -- Stores and returns the next fencing token: max(last + 1, server microseconds), so it
 -- never goes backwards, even when the stored counter was lost.
 local function next_fence()
   local fence = math.max(last_fence() + 1, server_time().us)
   redis.call('SET', KEYS[2], string.format('%.0f', fence))
   return fence
-end
-
--- Sets the expiry of `key` to `ms` unless it already lasts longer: a re-entry or a
--- renewal never shortens a hold.
-local function extend(key, ms)
-  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
 end
 
 local function remember(outcome)

@@ -13,17 +13,6 @@
 -- Free permits = capacity - permits in use - permits reserved by unclaimed grants; after
 -- a shrink this may be negative, and nothing is granted until it is positive again.
 
--- Requests are remembered this long (ms), for retries and clean-ups queued behind them.
-local REQUEST_TTL = 60000
--- Waiters' keys outlive the longest wait in them by this much (ms).
-local QUEUE_MARGIN = 1000
-
-local function server_time()
-  local t = redis.call('TIME')
-  local s, us = tonumber(t[1]), tonumber(t[2])
-  return {ms = s * 1000 + math.floor(us / 1000), us = s * 1000000 + us}
-end
-
 -- Every write a semaphore script may make, checked against the caller's ACL first.
 local function check_sem_rights(channel)
   if not redis.acl_check_cmd then return nil end
@@ -36,11 +25,7 @@ local function check_sem_rights(channel)
     {'PEXPIRE', KEYS[6], '1'}, {'SET', KEYS[7], '1'},
     {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
   }
-  for _, argv in ipairs(needs) do
-    if not redis.acl_check_cmd(unpack(argv)) then
-      return redis.error_reply('NOPERM rlock needs ' .. argv[1] .. ' on ' .. argv[2] .. ' (nothing was changed)')
-    end
-  end
+  return first_denied(needs)
 end
 
 -- The checks every semaphore script starts with (rights, types, well-formed values):
@@ -50,8 +35,8 @@ local function check_sem_keys(channel)
   if denied then return denied end
   local want = {'zset', 'hash', 'hash', 'zset', 'zset', 'zset', 'string'}
   for i = 1, 7 do
-    local t = redis.call('TYPE', KEYS[i])['ok']
-    if t ~= 'none' and t ~= want[i] then return redis.error_reply('BADTYPE ' .. t .. ' ' .. KEYS[i]) end
+    local err = bad_type(KEYS[i], want[i])
+    if err then return err end
   end
   if redis.call('EXISTS', KEYS[8]) == 1 then
     return redis.error_reply('BADTYPE lock ' .. KEYS[8])
@@ -62,11 +47,6 @@ end
 
 local function capacity()
   return tonumber(redis.call('HGET', KEYS[2], 'capacity') or '0')
-end
-
--- Sets the expiry of `key` to `ms` unless it already lasts longer.
-local function extend(key, ms)
-  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
 end
 
 local function member_count(member)

@@ -13,30 +13,11 @@ namespace rlock::prim {
 namespace {
 
 constexpr std::string_view kKind = "lock";
-// The clean-up after a request that failed waits this long for its reply; it has reached
-// the server's socket either way.
-constexpr Millis kCleanupPatience{1000};
 
 const char* kind_name(HoldKind k, LockMode m) {
   if (m == LockMode::kShared) return k == HoldKind::kExec ? "sexec" : "slock";
   return k == HoldKind::kExec ? "exec" : "lock";
 }
-
-const char* mode_name(Waitable::Mode m) {
-  switch (m) {
-    case Waitable::Mode::kTry:
-      return "try";
-    case Waitable::Mode::kWait:
-      return "wait";
-    case Waitable::Mode::kQueued:
-      return "queued";
-    case Waitable::Mode::kLast:
-      return "last";
-  }
-  return "try";
-}
-
-std::string ms(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }
 
 }  // namespace
 
@@ -72,10 +53,11 @@ class LockWait : public Waitable {
   Step attempt(Mode mode, Millis wait_left) override {
     Deadline sent = SteadyClock::now();
     if (!unconfirmed_since_) unconfirmed_since_ = sent;  // until a reply says otherwise
-    std::string lease_ms = ms(lease_), wait_ms = ms(wait_left), claim = ms(kClaimWindow);
+    std::string lease_ms = millis_arg(lease_), wait_ms = millis_arg(wait_left),
+                claim = millis_arg(kClaimWindow);
     auto reply = run_object_script(
         lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
-        {owner_, lease_ms, mode_name(mode), wait_ms, id_, kind_, lock_.channel_, claim, arrival_},
+        {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_, claim, arrival_},
         kKind, redis::Retry::kIdempotent);
     long long status = reply.at(0).integer();
     if (status == 1) {
@@ -114,8 +96,8 @@ class LockWait : public Waitable {
   }
 
   void give_up() noexcept override {
-    std::vector<std::string> args = {owner_,           lock_.channel_, "0",     id_,
-                                     ms(kClaimWindow), "abandon",      member_, kind_};
+    std::vector<std::string> args = {owner_,    lock_.channel_, "0",  id_, millis_arg(kClaimWindow),
+                                     "abandon", member_,        kind_};
     try {
       std::vector<std::string_view> argv(args.begin(), args.end());
       lock_.topology_.run(redis::scripts::lock_release, lock_.keys(request_key_), argv,
@@ -235,11 +217,11 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
   // A plain unlock is not idempotent (it counts down), so it is never repeated; an exec
   // hold's release is, by its id.
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
-  auto reply =
-      run_object_script(topology_, redis::scripts::lock_release, keys(request_key),
-                        {owner, channel_, ms(keep), hold_id, ms(kClaimWindow), "release", "",
-                         kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode)},
-                        kKind, hold_id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
+  auto reply = run_object_script(
+      topology_, redis::scripts::lock_release, keys(request_key),
+      {owner, channel_, millis_arg(keep), hold_id, millis_arg(kClaimWindow), "release", "",
+       kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode)},
+      kKind, hold_id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
   Release r;
   long long status = reply.at(0).integer();
   if (status == 1) {
@@ -253,9 +235,9 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
 }
 
 std::vector<Holder> Lock::force_release() {
-  auto reply =
-      run_object_script(topology_, redis::scripts::lock_force_release,
-                        keys(layout_.request_key(name_, "-")), {channel_, ms(kClaimWindow)}, kKind);
+  auto reply = run_object_script(topology_, redis::scripts::lock_force_release,
+                                 keys(layout_.request_key(name_, "-")),
+                                 {channel_, millis_arg(kClaimWindow)}, kKind);
   return decode_holders(reply, 0, key_);
 }
 
@@ -264,9 +246,10 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
   std::string reader;
   if (mode == LockMode::kShared) reader = hold_id.empty() ? owner : owner + '\x1f' + hold_id;
-  auto reply = topology_.run(redis::scripts::lock_renew, {key_, exec_key_, readers_key_},
-                             {owner, ms(lease), mode == LockMode::kShared ? "" : hold_id, reader},
-                             redis::Retry::kIdempotent);
+  auto reply =
+      topology_.run(redis::scripts::lock_renew, {key_, exec_key_, readers_key_},
+                    {owner, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
+                    redis::Retry::kIdempotent);
   return Millis(std::max<long long>(reply.integer(), 0));
 }
 

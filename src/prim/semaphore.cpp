@@ -15,24 +15,6 @@ namespace rlock::prim {
 namespace {
 
 constexpr std::string_view kKind = "semaphore";
-// The clean-up after a request that failed waits this long for its reply.
-constexpr Millis kCleanupPatience{1000};
-
-const char* mode_name(Waitable::Mode m) {
-  switch (m) {
-    case Waitable::Mode::kTry:
-      return "try";
-    case Waitable::Mode::kWait:
-      return "wait";
-    case Waitable::Mode::kQueued:
-      return "queued";
-    case Waitable::Mode::kLast:
-      return "last";
-  }
-  return "try";
-}
-
-std::string ms(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }
 
 std::vector<std::string_view> views(const std::vector<std::string>& v) {
   return {v.begin(), v.end()};
@@ -91,9 +73,9 @@ class PermitWait : public Waitable {
     if (!unconfirmed_since_) unconfirmed_since_ = sent;
     auto reply =
         run_sem_script(sem_.topology_, redis::scripts::sem_acquire, sem_.keys(request_key_),
-                       {req_.owner, ms(req_.lease), mode_name(mode), ms(wait_left), id_,
-                        std::to_string(req_.count), std::to_string(req_.capacity),
-                        req_.resize ? "1" : "0", sem_.channel_, ms(kClaimWindow), arrival_},
+                       {req_.owner, millis_arg(req_.lease), mode_word(mode), millis_arg(wait_left),
+                        id_, std::to_string(req_.count), std::to_string(req_.capacity),
+                        req_.resize ? "1" : "0", sem_.channel_, millis_arg(kClaimWindow), arrival_},
                        sem_.name_, redis::Retry::kIdempotent);
     long long status = reply.at(0).integer();
     if (status == 1) {
@@ -126,7 +108,8 @@ class PermitWait : public Waitable {
   }
 
   void give_up() noexcept override {
-    std::vector<std::string> args = {sem_.channel_, ms(kClaimWindow), "abandon", "0", member_};
+    std::vector<std::string> args = {sem_.channel_, millis_arg(kClaimWindow), "abandon", "0",
+                                     member_};
     try {
       sem_.topology_.run(redis::scripts::sem_release, sem_.keys(request_key_), views(args),
                          redis::Retry::kIdempotent);
@@ -175,7 +158,8 @@ class PermitHold : public Hold {
   }
 
   Released release(Millis keep) override {
-    std::vector<std::string> args = {sem_.channel_, ms(kClaimWindow), "hold", ms(keep)};
+    std::vector<std::string> args = {sem_.channel_, millis_arg(kClaimWindow), "hold",
+                                     millis_arg(keep)};
     args.insert(args.end(), ids_.begin(), ids_.end());
     auto reply = sem_.release_script(request_key_, std::move(args), redis::Retry::kIdempotent);
     long long released = reply.at(0).integer();
@@ -234,7 +218,7 @@ redis::Reply Semaphore::release_script(const std::string& request_key,
 }
 
 PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
-  std::vector<std::string> args = {channel_, ms(kClaimWindow), "release", "0"};
+  std::vector<std::string> args = {channel_, millis_arg(kClaimWindow), "release", "0"};
   args.insert(args.end(), ids.begin(), ids.end());
   // Idempotent: a repeat frees nothing more (it reports the ids freed by the first try as
   // not held, which is what they are by then).
@@ -247,8 +231,9 @@ PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
 }
 
 std::vector<PermitInfo> Semaphore::force_release() {
-  auto reply = release_script(layout_.sem_request_key(name_, "-"),
-                              {channel_, ms(kClaimWindow), "force", "0"}, redis::Retry::kNever);
+  auto reply =
+      release_script(layout_.sem_request_key(name_, "-"),
+                     {channel_, millis_arg(kClaimWindow), "force", "0"}, redis::Retry::kNever);
   std::vector<PermitInfo> freed;
   for (size_t i = 1; i + 1 < reply.size(); i += 2)
     freed.push_back({reply.at(i).str(), reply.at(i + 1).str(), Millis(0)});
@@ -256,7 +241,7 @@ std::vector<PermitInfo> Semaphore::force_release() {
 }
 
 std::vector<std::string> Semaphore::renew(const std::vector<std::string>& ids, Millis lease) {
-  std::vector<std::string> args = {channel_, ms(lease)};
+  std::vector<std::string> args = {channel_, millis_arg(lease)};
   args.insert(args.end(), ids.begin(), ids.end());
   auto reply = run_sem_script(topology_, redis::scripts::sem_renew,
                               keys(layout_.sem_request_key(name_, "-")), args, name_,

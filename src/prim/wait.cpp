@@ -155,6 +155,22 @@ class Loop {
 
 }  // namespace
 
+const char* mode_word(Waitable::Mode mode) {
+  switch (mode) {
+    case Waitable::Mode::kTry:
+      return "try";
+    case Waitable::Mode::kWait:
+      return "wait";
+    case Waitable::Mode::kQueued:
+      return "queued";
+    case Waitable::Mode::kLast:
+      return "last";
+  }
+  return "try";
+}
+
+std::string millis_arg(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }
+
 WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,
                      const WaitHooks& hooks) {
   Loop loop(topology, w, until, hooks);

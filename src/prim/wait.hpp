@@ -35,6 +35,16 @@ class Waitable {
   virtual void give_up() noexcept = 0;
 };
 
+// The word the primitives' scripts take for a mode ("try", "wait", "queued", "last").
+const char* mode_word(Waitable::Mode mode);
+
+// A duration as a script argument: whole milliseconds, never negative.
+std::string millis_arg(Millis d);
+
+// The clean-up after a request that failed waits this long for its reply; it has reached
+// the server's socket either way (redis::Topology::send_cleanup).
+inline constexpr Millis kCleanupPatience{1000};
+
 // Optional collaborators of a blocking acquisition.
 struct WaitHooks {
   int interrupt_fd = -1;  // readable -> ask should_stop

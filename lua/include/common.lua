@@ -1,0 +1,41 @@
+-- Shared by every primitive's scripts (spliced in at build time where a script says
+-- @include, before the primitive's own helpers).
+
+-- Requests are remembered this long (ms): long enough for a retry or a clean-up that was
+-- queued behind the request in a stalled server.
+local REQUEST_TTL = 60000
+-- Waiters' keys outlive the longest wait in them by this much (ms).
+local QUEUE_MARGIN = 1000
+
+-- An error reply when `key` holds another type than `want`; nil when it fits or is absent.
+local function bad_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('BADTYPE ' .. t .. ' ' .. key)
+  end
+end
+
+-- The first of `needs` (command argument lists: every write a script may make) that the
+-- caller's ACL refuses, as an error reply; nil when all are allowed or the server has no
+-- ACL checks (before Redis 7). Checked first, so that a refusal changes nothing.
+local function first_denied(needs)
+  if not redis.acl_check_cmd then return nil end
+  for _, argv in ipairs(needs) do
+    if not redis.acl_check_cmd(unpack(argv)) then
+      return redis.error_reply('NOPERM rlock needs ' .. argv[1] .. ' on ' .. argv[2] .. ' (nothing was changed)')
+    end
+  end
+end
+
+-- Server time as {ms = ..., us = ...} since the epoch.
+local function server_time()
+  local t = redis.call('TIME')
+  local s, us = tonumber(t[1]), tonumber(t[2])
+  return {ms = s * 1000 + math.floor(us / 1000), us = s * 1000000 + us}
+end
+
+-- Sets the expiry of `key` to `ms` unless it already lasts longer: a re-entry or a
+-- renewal never shortens a hold.
+local function extend(key, ms)
+  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
+end
