@@ -15,6 +15,14 @@ local function bad_type(key, want)
   end
 end
 
+-- An error reply for the first of KEYS[1..#want] that holds another type than want[i].
+local function first_bad_type(want)
+  for i = 1, #want do
+    local err = bad_type(KEYS[i], want[i])
+    if err then return err end
+  end
+end
+
 -- The first of `needs` (command argument lists: every write a script may make) that the
 -- caller's ACL refuses, as an error reply; nil when all are allowed or the server has no
 -- ACL checks (before Redis 7). Checked first, so that a refusal changes nothing.

@@ -39,10 +39,8 @@ local function check_lock_keys(channel)
   local denied = check_rights(channel)
   if denied then return denied end
   local want = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string', 'hash', 'hash'}
-  for i = 1, 9 do
-    local err = bad_type(KEYS[i], want[i])
-    if err then return err end
-  end
+  local err = first_bad_type(want)
+  if err then return err end
   if redis.call('EXISTS', KEYS[10]) == 1 then
     return redis.error_reply('BADTYPE semaphore ' .. KEYS[10])
   end

@@ -34,10 +34,8 @@ local function check_sem_keys(channel)
   local denied = check_sem_rights(channel)
   if denied then return denied end
   local want = {'zset', 'hash', 'hash', 'zset', 'zset', 'zset', 'string'}
-  for i = 1, 7 do
-    local err = bad_type(KEYS[i], want[i])
-    if err then return err end
-  end
+  local err = first_bad_type(want)
+  if err then return err end
   if redis.call('EXISTS', KEYS[8]) == 1 then
     return redis.error_reply('BADTYPE lock ' .. KEYS[8])
   end
