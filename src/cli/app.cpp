@@ -235,7 +235,10 @@ const CLI::App* parsed_subcommand(const std::vector<std::pair<CLI::App*, Runner>
 
 int run(int argc, char** argv) {
   SplitArgs args = split_args(argc, argv);
-  CLI::App app("Locks with leases for shell jobs, cron and CI, held in Redis.", "rlock");
+  CLI::App app(
+      "Locks, read-write locks, semaphores and countdown latches with leases for shell jobs, cron "
+      "and CI, held in Redis.",
+      "rlock");
   app.set_version_flag("--version", "rlock " RLOCK_VERSION);
   app.fallthrough();
   app.require_subcommand(0, 1);
