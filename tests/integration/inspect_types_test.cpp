@@ -99,13 +99,13 @@ TEST_CASE("inspect: locks and latches in one schema, waiters in queue order, --t
     auto both = rlock(redis, {"inspect", "--type", "latch,lock"});
     REQUIRE(both.status == 0);
     CHECK(parse_json(both.out).size() == 3);
-    for (const std::string bad : {"locks", "lock,", "sem"}) {
+    for (const std::string bad : {"locks", "lock,", "delay"}) {
       CAPTURE(bad);
       auto r = rlock(redis, {"inspect", "--type", bad});
       CHECK(r.status == 64);
       CHECK(r.out.empty());
       CHECK(line_count(r.err) == 1);
-      CHECK(r.err.find("lock, latch") != std::string::npos);
+      CHECK(r.err.find("lock, sem, latch") != std::string::npos);
     }
   }
 
