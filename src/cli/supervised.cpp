@@ -76,7 +76,9 @@ void add_supervise_flags(CLI::App& sub, SuperviseFlags& f) {
 // handoff.
 Supervision::Supervision(const SuperviseFlags& flags, Millis lease, const Console& console)
     : console_(console),
-      keep_secrets_(flags.keep_secrets),
+      // Worked out now, off the path from the acquisition to the job's start.
+      secret_names_(flags.keep_secrets ? std::vector<std::string>()
+                                       : secret_variable_names(current_environment())),
       lease_(lease),
       options_(parsed_options(flags, lease, console)),
       cgroup_(job_cgroup(console)),
@@ -110,7 +112,7 @@ int Supervision::run(const std::vector<std::string>& command,
   exec::JobSpec job;
   job.argv = command;
   job.env = std::move(env);
-  if (!keep_secrets_) job.unset = secret_variable_names(current_environment());
+  job.unset = std::move(secret_names_);
   job.signal_mask = &signals_.original_mask();
   exec::Watchdog watchdog(std::move(hold), topology);
   options_.acquired_at = SteadyClock::now();

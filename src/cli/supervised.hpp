@@ -59,7 +59,7 @@ class Supervision {
 
  private:
   const Console& console_;
-  bool keep_secrets_;
+  std::vector<std::string> secret_names_;  // removed from the job's environment
   Millis lease_;
   exec::SuperviseOptions options_;
   exec::SignalFd signals_;

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "exec/cgroup_events.hpp"
+
 namespace rlock::exec {
 namespace {
 
@@ -91,14 +93,14 @@ std::optional<JobCgroup> JobCgroup::create(std::string* why) {
 
 int JobCgroup::open_dir() const { return open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
 
+// Read with plain system calls: it is on the path from the job's exit to the release.
 bool JobCgroup::populated() const {
-  std::ifstream in(dir_ + "/cgroup.events");
-  std::string key;
-  int value = 0;
-  while (in >> key >> value) {
-    if (key == "populated") return value != 0;
-  }
-  return false;
+  int fd = open((dir_ + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[256];
+  ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  return n > 0 && events_say_populated(buf, n);
 }
 
 void JobCgroup::signal(int signo) const {

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "exec/cgroup.hpp"
+#include "exec/cgroup_events.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
@@ -152,12 +153,7 @@ bool cg_populated(const char* dir) {
   long n = sys_read(fd, buf, sizeof buf - 1);
   sys_close(fd);
   if (n <= 0) return false;
-  buf[n] = '\0';
-  const char* key = "populated ";
-  for (long i = 0; i + 10 < n; ++i) {
-    if (memcmp(buf + i, key, 10) == 0) return buf[i + 10] == '1';
-  }
-  return false;
+  return events_say_populated(buf, n);
 }
 
 // What the guardian gets, copied onto its own stack first thing.
@@ -303,7 +299,7 @@ int guardian_entry(void* raw) {
     }
     if (m.kind == kGuardianDone) return 0;
     if (m.kind == kGuardianJob) job.started_as(m.pid);
-    if (m.kind == kGuardianValidUntil) job.valid_until(m.boot_ns);
+    if (m.kind == kGuardianJob || m.kind == kGuardianValidUntil) job.valid_until(m.boot_ns);
   }
 }
 

@@ -18,8 +18,8 @@ namespace rlock::exec {
 // group of its own that ignores SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN and SIGTTOU, so
 // terminal and job-control signals aimed at rlock's group do not reach it.
 //
-// rlock tells it "valid until T" (valid_until()) after the acquisition and after each
-// confirmed renewal; the job's child announces its pid before it execs. Then:
+// The job's child announces its pid and the lease deadline T before it execs; rlock tells
+// it every later "valid until T" (valid_until()) after each confirmed renewal. Then:
 //  - if no newer T arrives, at T - kill_after - margin it sends the job `signo` (and CONT),
 //    and at T - margin SIGKILL;
 //  - if its socket closes without a "done" message (rlock died), it does the same at once,
@@ -54,7 +54,7 @@ class Guardian {
 struct GuardianMessage {
   std::int32_t kind;
   std::int32_t pid;      // kGuardianJob: the job's pid (= its process group)
-  std::int64_t boot_ns;  // kGuardianValidUntil: lease deadline on the boot clock
+  std::int64_t boot_ns;  // kGuardianValidUntil, kGuardianJob: lease deadline, boot clock
 };
 inline constexpr std::int32_t kGuardianJob = 1;
 inline constexpr std::int32_t kGuardianValidUntil = 2;

@@ -30,6 +30,7 @@ struct ChildPlan {
   std::vector<char*> argv;
   std::vector<char*> envp;
   int announce_fd = -1;
+  std::int64_t valid_until_ns = 0;
   int procs_fd = -1;  // cgroup.procs when the child must move itself into the cgroup
   bool take_terminal = false;
   const sigset_t* mask = nullptr;
@@ -70,7 +71,7 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
     sigprocmask(SIG_BLOCK, &plan->with_ttou, nullptr);  // a background tcsetpgrp would stop us
     tcsetpgrp(STDIN_FILENO, getpid());
   }
-  GuardianMessage announce{kGuardianJob, getpid(), 0};
+  GuardianMessage announce{kGuardianJob, getpid(), plan->valid_until_ns};
   (void)!send(plan->announce_fd, &announce, sizeof announce, MSG_NOSIGNAL);
   if (plan->mask) sigprocmask(SIG_SETMASK, plan->mask, nullptr);
   execvpe(plan->argv[0], plan->argv.data(), plan->envp.data());
@@ -158,6 +159,7 @@ Job start_job(const JobSpec& spec, int announce_fd) {
   for (auto& e : env) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
   plan.announce_fd = announce_fd;
+  plan.valid_until_ns = spec.valid_until_ns;
 
   plan.take_terminal = in_terminal_foreground();
   plan.mask = spec.signal_mask;

@@ -222,7 +222,6 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
               const SuperviseOptions& options) {
   watchdog.stop_before_deadline(options.kill_after + options.margin);
   if (SteadyClock::now() >= watchdog.stop_at()) return refuse_to_start(watchdog, guardian, options);
-  guardian.valid_until(watchdog.lease_deadline());
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   // Without a cgroup, children rlock already has (inherited from whoever exec'd it) are no
   // part of the job; with one, the cgroup says exactly what is.
@@ -232,6 +231,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   JobSpec with_cgroup = spec;
   Fd cgroup_dir(options.cgroup ? options.cgroup->open_dir() : -1);
   with_cgroup.cgroup_dir_fd = cgroup_dir.get();
+  with_cgroup.valid_until_ns = watchdog.lease_deadline().time_since_epoch().count();
   Job job;
   try {
     job = start_job(with_cgroup, guardian.announce_fd());
