@@ -91,7 +91,8 @@ std::optional<JobCgroup> JobCgroup::create(std::string* why) {
   return JobCgroup(std::move(dir));
 }
 
-int JobCgroup::open_dir() const { return open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
+JobCgroup::JobCgroup(std::string dir)
+    : dir_(std::move(dir)), dir_fd_(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
 
 // Read with plain system calls: it is on the path from the job's exit to the release.
 bool JobCgroup::populated() const {
@@ -120,6 +121,8 @@ std::vector<pid_t> JobCgroup::pids() const {
 }
 
 bool JobCgroup::remove() {
+  if (dir_fd_ >= 0) close(dir_fd_);
+  dir_fd_ = -1;
   if (dir_.empty()) return false;
   if (rmdir(dir_.c_str()) != 0 && errno != ENOENT) return false;
   dir_.clear();

@@ -21,14 +21,19 @@ class JobCgroup {
   // permission, RLOCK_CGROUP=off in the environment).
   static std::optional<JobCgroup> create(std::string* why);
 
-  JobCgroup(JobCgroup&& o) noexcept : dir_(std::move(o.dir_)) { o.dir_.clear(); }
+  JobCgroup(JobCgroup&& o) noexcept : dir_(std::move(o.dir_)), dir_fd_(o.dir_fd_) {
+    o.dir_.clear();
+    o.dir_fd_ = -1;
+  }
   JobCgroup& operator=(JobCgroup&&) = delete;
   ~JobCgroup() { remove(); }
 
   // The cgroup's directory, e.g. /sys/fs/cgroup/unified/rlock.1234.
   const std::string& dir() const { return dir_; }
-  // The cgroup's directory opened (close-on-exec) for clone3(CLONE_INTO_CGROUP), or -1.
-  int open_dir() const;
+  // The cgroup's directory, open (close-on-exec) since create() for
+  // clone3(CLONE_INTO_CGROUP), so that opening it is not on the way to the job's start;
+  // -1 if it could not be opened.
+  int dir_fd() const { return dir_fd_; }
   // True while any process is in the cgroup (cgroup.events "populated 1").
   bool populated() const;
   // The processes in it now.
@@ -39,8 +44,9 @@ class JobCgroup {
   bool remove();
 
  private:
-  explicit JobCgroup(std::string dir) : dir_(std::move(dir)) {}
+  explicit JobCgroup(std::string dir);
   std::string dir_;
+  int dir_fd_ = -1;
 };
 
 }  // namespace rlock::exec

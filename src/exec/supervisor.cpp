@@ -229,8 +229,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   if (!options.cgroup) not_job = Leftovers::children_of_rlock();
   not_job.insert(guardian.pid());
   JobSpec with_cgroup = spec;
-  Fd cgroup_dir(options.cgroup ? options.cgroup->open_dir() : -1);
-  with_cgroup.cgroup_dir_fd = cgroup_dir.get();
+  with_cgroup.cgroup_dir_fd = options.cgroup ? options.cgroup->dir_fd() : -1;
   with_cgroup.valid_until_ns = watchdog.lease_deadline().time_since_epoch().count();
   Job job;
   try {
@@ -240,7 +239,6 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
     watchdog.release(Millis(0), nullptr);
     throw;
   }
-  cgroup_dir.reset();
   const JobCgroup* cgroup = job.in_cgroup ? options.cgroup : nullptr;
   if (options.cgroup && !cgroup) {
     if (options.verbose) {
