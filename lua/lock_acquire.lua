@@ -110,12 +110,7 @@ local arrival = 0
 if mode == 'last' or mode == 'try' then
   leave_queue(member)
 else
-  arrival = redis.call('ZSCORE', KEYS[3], member)
-  if not arrival then
-    arrival = ARGV[9] ~= '' and ARGV[9] or string.format('%.0f', now.us)
-    redis.call('ZADD', KEYS[3], arrival, member)
-  end
-  redis.call('ZADD', KEYS[4], now.ms + wait_ms, member)
-  for i = 3, 4 do extend(KEYS[i], wait_ms + QUEUE_MARGIN) end
+  local queued = redis.call('ZSCORE', KEYS[3], member)
+  arrival = stay_queued(KEYS[3], KEYS[4], member, queued, ARGV[9], now, wait_ms)
 end
 return holders_reply({0, holders_ttl(soonest), tonumber(arrival), same_owner_exec and 1 or 0})

@@ -59,13 +59,7 @@ end
 
 local arrival = 0
 if mode ~= 'try' then
-  arrival = queued
-  if not arrival then
-    arrival = ARGV[11] ~= '' and ARGV[11] or string.format('%.0f', now.us)
-    redis.call('ZADD', KEYS[4], arrival, member)
-  end
-  redis.call('ZADD', KEYS[5], now.ms + wait_ms, member)
-  for i = 4, 5 do extend(KEYS[i], wait_ms + QUEUE_MARGIN) end
+  arrival = stay_queued(KEYS[4], KEYS[5], member, queued, ARGV[11], now, wait_ms)
 end
 pass_on(channel, claim_ms, now.ms, member)
 if redis.call('ZSCORE', KEYS[6], member) then

@@ -47,3 +47,19 @@ end
 local function extend(key, ms)
   if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
 end
+
+-- Keeps `member` queued in the zsets `waiters` (by arrival, server us) and `timeouts` (by
+-- the server ms at which its wait gives up): its arrival stays, or is `kept` (an arrival
+-- the waiter brought from a lost connection, "" for none) or now; its deadline becomes
+-- now + wait_ms. `arrival` is its score in `waiters` (false: not queued yet). Returns the
+-- arrival.
+local function stay_queued(waiters, timeouts, member, arrival, kept, now, wait_ms)
+  if not arrival then
+    arrival = kept ~= '' and kept or string.format('%.0f', now.us)
+    redis.call('ZADD', waiters, arrival, member)
+  end
+  redis.call('ZADD', timeouts, now.ms + wait_ms, member)
+  extend(waiters, wait_ms + QUEUE_MARGIN)
+  extend(timeouts, wait_ms + QUEUE_MARGIN)
+  return arrival
+end
