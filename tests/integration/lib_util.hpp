@@ -6,9 +6,11 @@
 #include <variant>
 
 #include "harness.hpp"
+#include "prim/key_layout.hpp"
 #include "prim/lock.hpp"
 #include "redis/topology.hpp"
 #include "redis/url.hpp"
+#include "util/clock.hpp"
 
 namespace rlock::test {
 
@@ -17,6 +19,16 @@ inline redis::ConnectOptions options_for(const RedisServer& server) {
   o.endpoint = redis::parse_url(server.url());
   return o;
 }
+
+// A server of its own, one connection to it and the default key layout.
+struct LibFixture {
+  RedisServer server;
+  redis::Topology conn{options_for(server)};
+  prim::KeyLayout layout;
+};
+
+// A deadline `d` from now.
+inline Deadline in(Millis d) { return SteadyClock::now() + d; }
 
 inline bool acquired(const prim::Acquisition& a) { return std::holds_alternative<prim::Held>(a); }
 

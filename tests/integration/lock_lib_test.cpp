@@ -22,14 +22,7 @@ using namespace rlock::test;
 
 namespace {
 
-Deadline in(Millis d) { return SteadyClock::now() + d; }
-
-// A server of its own, one connection to it and the default key layout.
-struct Fixture {
-  RedisServer server;
-  redis::Topology conn{options_for(server)};
-  prim::KeyLayout layout;
-};
+using Fixture = LibFixture;
 
 }  // namespace
 

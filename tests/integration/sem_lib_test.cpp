@@ -13,13 +13,7 @@ using namespace rlock::test;
 
 namespace {
 
-Deadline in(Millis d) { return SteadyClock::now() + d; }
-
-struct Fixture {
-  RedisServer server;
-  redis::Topology conn{options_for(server)};
-  prim::KeyLayout layout;
-};
+using Fixture = LibFixture;
 
 prim::PermitRequest request(const std::string& owner, long long capacity, long long count = 1) {
   prim::PermitRequest r;
