@@ -5,9 +5,11 @@
 namespace rlock::inspect {
 
 // The object types, one file each (inspect/<type>_type.cpp); listed in object_types().
-const ObjectType& lock_type();     // rlock:lock:{NAME} and its queue
-const ObjectType& latch_type();    // rlock:latch:{NAME} and its ids
-const ObjectType& sem_type();      // rlock:sem:{NAME} (permits in use) and its queue
-const ObjectType& limiter_type();  // rlock:limit:{NAME} (config, TAT) and its client buckets
+const ObjectType& lock_type();   // rlock:lock:{NAME} and its queue
+const ObjectType& latch_type();  // rlock:latch:{NAME} and its ids
+const ObjectType& sem_type();    // rlock:sem:{NAME} (permits in use) and its queue
+
+// rlock:limit:{NAME} (config, overall TAT) and its client buckets.
+const ObjectType& limiter_type();
 
 }  // namespace rlock::inspect
