@@ -77,12 +77,13 @@ local function decide(tat, t)
   tat = math.min(math.max(tat or now, now), now + dvt)
   local new_tat = tat + t * cost
   local allow_at = new_tat - dvt
+  -- Calls of cost 1 that pass now; after this one, when it passes and is not a peek.
+  local left = math.floor((now - (tat - dvt)) / t + 1e-9)
   if allow_at <= now + EPS then
-    return {ok = true, tat = new_tat, remaining = math.floor((now - allow_at) / t + 1e-9),
-            retry = 0, reset = new_tat - now}
+    if not peek then left = math.floor((now - allow_at) / t + 1e-9) end
+    return {ok = true, tat = new_tat, remaining = left, retry = 0, reset = new_tat - now}
   end
-  return {ok = false, tat = tat, remaining = math.floor((now - (tat - dvt)) / t + 1e-9),
-          retry = allow_at - now, reset = tat - now}
+  return {ok = false, tat = tat, remaining = left, retry = allow_at - now, reset = tat - now}
 end
 
 local outcomes = {}

@@ -25,7 +25,8 @@ constexpr long long kMaxRate = 1'000'000'000;
 
 struct LimitFlags {
   std::string name;
-  std::string rate, per, burst = "1", cost = "1", client, client_rate, wait;
+  std::string rate, per, burst = "1", cost = "1", wait;
+  std::optional<std::string> client, client_rate;  // given, maybe empty
   bool peek = false, reconfigure = false, fail_open = false, reset = false;
   int conflict_exit_code = kExitNotNow;
   std::vector<const CLI::Option*> decision_options;  // what --reset takes none of
@@ -42,10 +43,19 @@ long long parse_count(const std::string& text, const std::string& what, long lon
   return v;
 }
 
+// A period as a user would type it: the largest unit that divides it (1h, 90s, 250ms).
+std::string format_period(long long ms) {
+  for (auto [unit, len] :
+       {std::pair{"d", 86'400'000LL}, {"h", 3'600'000LL}, {"m", 60'000LL}, {"s", 1'000LL}}) {
+    if (ms % len == 0) return std::to_string(ms / len) + unit;
+  }
+  return std::to_string(ms) + "ms";
+}
+
 // "--rate 10 --per 1s --burst 1 --client --client-rate 2" as a user would type it.
 std::string describe(const prim::LimiterConfig& c) {
-  std::string s = "--rate " + std::to_string(c.rate) + " --per " +
-                  format_duration(Millis(c.per_ms)) + " --burst " + std::to_string(c.burst);
+  std::string s = "--rate " + std::to_string(c.rate) + " --per " + format_period(c.per_ms) +
+                  " --burst " + std::to_string(c.burst);
   if (c.per_client) s += " --client";
   if (c.client_rate > 0) s += " --client-rate " + std::to_string(c.client_rate);
   return s;
@@ -67,12 +77,11 @@ Call resolve_call(const LimitFlags& f) {
   cfg.per_ms = parse_duration(f.per, "--per").count();
   if (cfg.per_ms < 1) throw UsageError("--per must be at least 1ms, not '" + f.per + "'");
   cfg.burst = parse_count(f.burst, "--burst", kMaxRate);
-  if (!f.client_rate.empty() && f.client.empty())
+  if (f.client_rate && !f.client)
     throw UsageError("--client-rate needs --client ID (the client it limits)");
-  if (!f.client.empty()) validate_client_id(f.client);
-  cfg.per_client = !f.client.empty();
-  if (!f.client_rate.empty())
-    cfg.client_rate = parse_count(f.client_rate, "--client-rate", kMaxRate);
+  if (f.client) validate_client_id(*f.client);
+  cfg.per_client = f.client.has_value();
+  if (f.client_rate) cfg.client_rate = parse_count(*f.client_rate, "--client-rate", kMaxRate);
   // A bucket refills fully in per*burst/rate: bounded like every other duration.
   long long slowest = cfg.client_rate > 0 ? std::min(cfg.rate, cfg.client_rate) : cfg.rate;
   if (static_cast<long double>(cfg.per_ms) * cfg.burst / slowest > kMaxDuration.count()) {
@@ -83,7 +92,7 @@ Call resolve_call(const LimitFlags& f) {
     throw UsageError("--cost " + f.cost + " is above --burst " + std::to_string(cfg.burst) +
                      ": such a call could never pass");
   }
-  c.request.client = f.client;
+  c.request.client = f.client.value_or("");
   c.request.peek = f.peek;
   c.request.reconfigure = f.reconfigure;
   if (f.peek && f.reconfigure) throw UsageError("--peek changes nothing; it cannot --reconfigure");
