@@ -62,39 +62,49 @@ std::vector<long long> allowed_times(const std::string& path) {
 }
 
 // Shell loops, one per entry of `wrappers` (a prefix such as "faketime -f +1h", or ""),
-// each running `rlock limit <args>` back to back for `duration` (args may use $(...), read
-// each round). Returns the server times of the allowed decisions of each loop.
-std::vector<std::vector<long long>> hammer(const RedisServer& redis,
-                                           const std::vector<std::string>& wrappers,
-                                           const std::vector<std::string>& args,
-                                           std::chrono::milliseconds duration, const TempDir& dir) {
-  std::vector<Spawned> loops;
-  for (size_t i = 0; i < wrappers.size(); ++i) {
-    std::string loop = "while [ ! -e \"$D/stop\" ]; do " + wrappers[i] +
-                       " \"$RL\" --url \"$URL\" limit " + args[i] + " >> \"$D/out." +
-                       std::to_string(i) + "\" 2>/dev/null; done";
-    loops.emplace_back(
-        std::vector<std::string>{"sh", "-c", loop},
-        Env{{"RL", rlock_binary()}, {"URL", redis.url()}, {"D", dir.path().string()}});
+// each running `rlock limit <args[i]>` back to back (args may use $(...), read each round)
+// until stop(), which returns the server times of the allowed decisions of each loop.
+class Hammer {
+ public:
+  Hammer(const RedisServer& redis, const std::vector<std::string>& wrappers,
+         const std::vector<std::string>& args) {
+    for (size_t i = 0; i < wrappers.size(); ++i) {
+      std::string loop = "while [ ! -e \"$D/stop\" ]; do " + wrappers[i] +
+                         " \"$RL\" --url \"$URL\" limit " + args[i] + " >> \"$D/out." +
+                         std::to_string(i) + "\" 2>/dev/null; done; exit 0";
+      loops_.emplace_back(
+          std::vector<std::string>{"sh", "-c", loop},
+          Env{{"RL", rlock_binary()}, {"URL", redis.url()}, {"D", dir_.path().string()}});
+    }
   }
-  std::this_thread::sleep_for(duration);  // the run's length, not a synchronisation
-  write_file(dir / "stop", "");
-  std::vector<std::vector<long long>> out;
-  for (size_t i = 0; i < loops.size(); ++i) {
-    REQUIRE(loops[i].wait(deadline(10s)).value_or(kStillRunning) == 0);
-    out.push_back(allowed_times(dir / ("out." + std::to_string(i))));
+
+  std::vector<std::vector<long long>> stop() {
+    write_file(dir_ / "stop", "");
+    std::vector<std::vector<long long>> out;
+    for (size_t i = 0; i < loops_.size(); ++i) {
+      CHECK(loops_[i].wait(deadline(10s)).value_or(kStillRunning) == 0);
+      out.push_back(allowed_times(dir_ / ("out." + std::to_string(i))));
+    }
+    return out;
   }
-  return out;
-}
+
+  // Where the loops run: their args may read files put here.
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+  std::vector<Spawned> loops_;
+};
 
 // 8 processes hammer one limiter of 18/s for 30s: no 1000ms window (server clock) holds
 // more than 18 + burst allowed calls, and at least 95% of the rate is used.
 void check_accuracy(const std::vector<std::string>& wrappers) {
   RedisServer redis;
-  TempDir dir;
-  const std::vector<std::string> args(wrappers.size(), "acc --rate 18 --per 1s");
   auto start = Clock::now();
-  auto per_loop = hammer(redis, wrappers, args, 30s, dir);
+  Hammer hammer(redis, wrappers,
+                std::vector<std::string>(wrappers.size(), "acc --rate 18 --per 1s"));
+  std::this_thread::sleep_for(30s);  // the run's length, not a synchronisation
+  auto per_loop = hammer.stop();
   double seconds = ms_between(start) / 1000.0;
   std::vector<long long> all;
   for (size_t i = 0; i < per_loop.size(); ++i) {
@@ -123,11 +133,12 @@ TEST_CASE("limit: the same bounds when half the callers' clocks are 1h ahead and
 
 TEST_CASE("limit: per-client and overall limits hold together") {
   RedisServer redis;
-  TempDir dir;
   std::vector<std::string> args;
   for (int i = 0; i < 6; ++i)
     args.push_back("pc --rate 20 --per 1s --client c" + std::to_string(i) + " --client-rate 5");
-  auto per_client = hammer(redis, std::vector<std::string>(6, ""), args, 4s, dir);
+  Hammer hammer(redis, std::vector<std::string>(6, ""), args);
+  std::this_thread::sleep_for(4s);
+  auto per_client = hammer.stop();
   std::vector<long long> all;
   for (size_t i = 0; i < per_client.size(); ++i) {
     CAPTURE(i);
@@ -184,8 +195,11 @@ TEST_CASE("limit: a call consumes from both buckets or from neither") {
 TEST_CASE(
     "limit: --reconfigure 10/s -> 100/s -> 10/s keeps every window within the rate in force") {
   RedisServer redis;
-  TempDir dir;
-  write_file(dir / "rate", "10");
+  const std::vector<std::string> args(4, "rc --rate $(cat \"$D/rate\") --per 1s --burst 2");
+  // Phases of 3s each (the schedule of the run, not a synchronisation). Until the first
+  // rate is written the loops' calls are usage errors and change nothing.
+  Hammer hammer(redis, std::vector<std::string>(4, ""), args);
+  const TempDir& dir = hammer.dir();
   auto switch_to = [&](int rate, bool reconfigure) {
     std::vector<std::string> a = {"rc",      "--rate", std::to_string(rate), "--per", "1s",
                                   "--burst", "2"};
@@ -201,18 +215,14 @@ TEST_CASE(
     auto j = parse_json(r.out);
     return std::make_pair(j.at("now_ms").get<long long>(), j.at("allowed").get<bool>());
   };
-  const std::vector<std::string> args(4, "rc --rate $(cat \"$D/rate\") --per 1s --burst 2");
   std::vector<std::pair<long long, bool>> switches;
-  std::thread driver([&] {
-    switches.push_back(switch_to(10, false));
-    std::this_thread::sleep_for(3s);
-    switches.push_back(switch_to(100, true));
-    std::this_thread::sleep_for(3s);
-    switches.push_back(switch_to(10, true));
-  });
-  auto per_loop = hammer(redis, std::vector<std::string>(4, ""), args, 9s, dir);
-  driver.join();
-  REQUIRE(switches.size() == 3);
+  switches.push_back(switch_to(10, false));
+  std::this_thread::sleep_for(3s);
+  switches.push_back(switch_to(100, true));
+  std::this_thread::sleep_for(3s);
+  switches.push_back(switch_to(10, true));
+  std::this_thread::sleep_for(3s);
+  auto per_loop = hammer.stop();
   std::vector<long long> all;
   for (const auto& l : per_loop) all.insert(all.end(), l.begin(), l.end());
   for (const auto& [at, allowed] : switches)
