@@ -293,7 +293,8 @@ int run(int argc, char** argv) {
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
     const Subcommand* entry = find_subcommand(sub->get_name());
-    if (runs_command(sub, entry) && args.command.empty() && !command_optional(entry)) {
+    if (runs_command(sub, entry) && args.command.empty() &&
+        (args.has_dashes || !command_optional(entry))) {
       throw UsageError(std::string(entry->name) +
                        (args.has_dashes ? ": missing command after '--' ("
                                         : ": missing '--' before the command (") +

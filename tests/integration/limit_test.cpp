@@ -427,6 +427,7 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
       {with("live", {"--wait", "later"}), 64},
       {with("live", {"--peek", "--reconfigure"}), 64},
       {with("live", {"--peek", "--", "true"}), 64},
+      {with("live", {"--"}), 64},
       {with("live", {"-E", "300"}), 64},
       {{"limit", "live", "--reset", "--rate", "1"}, 64},
       {{"limit", "live", "--reset", "--", "true"}, 64},
@@ -459,6 +460,41 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
   auto r = rlock(redis, {"limit", "live", "--rate", "11", "--per", "1h", "--burst", "2"});
   CHECK(r.err.find("--rate 10 --per 1h --burst 2") != std::string::npos);
   CHECK(r.err.find("given --rate 11 --per 1h --burst 2") != std::string::npos);
+}
+
+// The rights the limiter's scripts need (see ACL in rlock(1)).
+const std::string kLimitAcl =
+    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +ping "
+    "+type +hmget +hget +exists +time +zscore +zrange +zcard +hset +hdel +del "
+    "+zremrangebyscore +zadd +pexpire";
+
+TEST_CASE("limit: the documented rights suffice; an ACL missing one changes nothing (77)") {
+  const std::vector<std::string> call = {"limit",    "a", "--rate",        "5", "--per", "1h",
+                                         "--client", "c", "--client-rate", "2"};
+  {
+    RedisServer redis(RedisOptions{.config = {kLimitAcl}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    CHECK(rlock_raw(call, as_rl).status == 0);
+    CHECK(rlock_raw(call, as_rl).status == 75);
+    CHECK(rlock_raw({"limit", "a", "--reset"}, as_rl).status == 0);
+  }
+  for (const char* missing : {"hset", "hdel", "zadd", "zremrangebyscore", "pexpire", "del"}) {
+    CAPTURE(missing);
+    RedisServer redis(RedisOptions{.config = {kLimitAcl + " -" + missing}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    REQUIRE(rlock(redis, {"limit", "b", "--rate", "5", "--per", "1h"}).status == 0);
+    const auto before = snapshot(redis);
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             call, {"limit", "b", "--rate", "5", "--per", "1h"}, {"limit", "b", "--reset"}}) {
+      if (args.back() == "--reset" && std::string(missing) != "del") continue;
+      CAPTURE(json(args).dump());
+      auto r = rlock_raw(args, as_rl);
+      CHECK(r.status == 77);
+      CHECK(line_count(r.err) == 1);
+      CHECK(r.err.find("NOPERM") != std::string::npos);
+    }
+    CHECK(snapshot(redis) == before);
+  }
 }
 
 TEST_CASE("limit: help describes the output and has examples") {
