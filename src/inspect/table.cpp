@@ -7,8 +7,8 @@
 namespace rlock::inspect {
 namespace {
 
-// TYPE ("limiter"), NAME, HOLDERS/COUNT, TTL, FENCE (16-digit tokens); WAITERS is last, unpadded.
-constexpr std::array<size_t, 5> kWidth = {7, 20, 24, 7, 16};
+// TYPE, NAME, HOLDERS/COUNT, TTL, FENCE (16-digit tokens); WAITERS is last, unpadded.
+constexpr std::array<size_t, 5> kWidth = {5, 20, 24, 7, 16};
 
 std::string line(const std::array<std::string, 6>& cells) {
   std::string out;
