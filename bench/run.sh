@@ -9,8 +9,10 @@
 # BENCH_WARMUP (10), BENCH_HANDOFF_ROUNDS (50), BENCH_HANDOFF_BUDGET (seconds
 # per tool for part C, 180), BENCH_RSS_RUNS (20), BENCH_LATCH_ROUNDS (30),
 # BENCH_INSPECT_RUNS (3), BENCH_INSPECT_MAX (objects of part F's large row,
-# 1000000), BENCH_PARTS (the parts to run, default ABCDEF; BENCH_PARTS=F runs
-# only the inspect part, its summary rows included).
+# 1000000), BENCH_LIMIT_DECISIONS (per run of part G's throughput rows, 50000),
+# BENCH_PARTS (the parts to run, default ABCDEFG; BENCH_PARTS=F runs only the
+# inspect part, its summary rows included). Part G's C++ program is
+# rlock_limit_bench next to RLOCK_BIN (or RLOCK_LIMIT_BENCH), built when missing.
 #
 # Everything it starts (one redis-server, one etcd, the lock holders/waiters
 # of part C) listens on or talks to 127.0.0.1 only, and is stopped by pid on
@@ -49,8 +51,9 @@ RSS_RUNS=$(knob BENCH_RSS_RUNS 20 1 500)
 LATCH_ROUNDS=$(knob BENCH_LATCH_ROUNDS 30 1 1000)
 INSPECT_RUNS=$(knob BENCH_INSPECT_RUNS 3 1 50)
 INSPECT_MAX=$(knob BENCH_INSPECT_MAX 1000000 100000 5000000)
-PARTS=${BENCH_PARTS:-ABCDEF}
-[[ $PARTS =~ ^[A-F]+$ ]] || die "BENCH_PARTS must be letters among ABCDEF, got '$PARTS'"
+LIMIT_DECISIONS=$(knob BENCH_LIMIT_DECISIONS 50000 1000 10000000)
+PARTS=${BENCH_PARTS:-ABCDEFG}
+[[ $PARTS =~ ^[A-G]+$ ]] || die "BENCH_PARTS must be letters among ABCDEFG, got '$PARTS'"
 part() { [[ $PARTS == *"$1"* ]]; } # part X: whether part X runs
 
 # ---------------------------------------------------------------- install
@@ -679,6 +682,57 @@ rcli -n "$INSPECT_DB" FLUSHDB >/dev/null 2>&1
 say ""
 fi
 
+# ---------------------------------------------------------------- G
+# The rate limiter. Throughput: decisions per second on one connection, each a
+# sequential round trip (no pipelining), from bench/limit_bench.cpp through rlock's
+# Topology and script, against redis-benchmark -c 1 -P 1 sending the same EVALSHA
+# (the ceiling); runs alternate, 3 each, medians. Process: `rlock limit` (always
+# allowed) against `rlock lock` (a fresh acquisition each run) under hyperfine.
+if part G; then
+LIMIT_BENCH=${RLOCK_LIMIT_BENCH:-$(dirname "$RLOCK")/rlock_limit_bench}
+if [[ ! -x $LIMIT_BENCH ]]; then
+    log "building rlock_limit_bench in $(dirname "$RLOCK")"
+    cmake --build "$(dirname "$RLOCK")" --target rlock_limit_bench >>"$LOG" 2>&1 ||
+        log "  rlock_limit_bench could not be built, see $LOG"
+fi
+# rps_of: "N requests per second" of redis-benchmark -q's last line
+rps_of() { tr '\r' '\n' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n1; }
+log "G: limiter decisions per second ($LIMIT_DECISIONS per run), rlock limit vs rlock lock"
+declare -a G_CPP=() G_RB=()
+if [[ -x $LIMIT_BENCH ]]; then
+    mapfile -t G_EVALSHA < <("$LIMIT_BENCH" --evalsha-args bench-g-rb)
+    for _ in 1 2 3; do
+        v=$("$LIMIT_BENCH" "$RLOCK_URL" "$LIMIT_DECISIONS" 2>>"$LOG" | cut -d' ' -f3)
+        [[ -n $v ]] && G_CPP+=("$v")
+        v=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c 1 -P 1 -n "$LIMIT_DECISIONS" -q \
+            "${G_EVALSHA[@]}" 2>>"$LOG" | rps_of)
+        [[ -n $v ]] && G_RB+=("$v")
+    done
+fi
+median() { python3 -c 'import statistics, sys
+v = [float(x) for x in sys.argv[1:]]
+print("%.0f" % statistics.median(v) if v else "")' "$@"; }
+G_CPP_MED=$(median "${G_CPP[@]}") G_RB_MED=$(median "${G_RB[@]}")
+bench g_limit "$RL limit bench-g --rate 1000000000 --per 1s --burst 1000000000"
+bench g_lock "$RL lock bench-g-lock --owner bench-owner" "$RL unlock bench-g-lock --force"
+
+say "## G. Rate limiter"
+say ""
+say "Decisions per second on one connection, sequential round trips (3 alternating runs"
+say "of $LIMIT_DECISIONS each, median; every decision allowed, so every one writes):"
+say ""
+say "| client | decisions/s | runs | vs redis-benchmark |"
+say "|---|---:|---|---:|"
+say "| rlock_limit_bench (Topology + limit_decide.lua) | ${G_CPP_MED:-error} | ${G_CPP[*]} | $(calc '%.2fx' "$G_CPP_MED / $G_RB_MED") |"
+say "| redis-benchmark -c 1 -P 1 EVALSHA (same script and args) | ${G_RB_MED:-error} | ${G_RB[*]} | 1.00x |"
+say ""
+say "| command | median | mean ± σ | min | max | vs rlock lock |"
+say "|---|---:|---:|---:|---:|---:|"
+row "rlock limit NAME --rate N --per 1s (allowed)" g_limit g_lock
+row "rlock lock NAME --owner O (fresh acquisition)" g_lock g_lock
+say ""
+fi
+
 # ---------------------------------------------------------------- summary
 # verdict LABEL VALUE_EXPR LIMIT_EXPR SHOWN
 verdict() {
@@ -711,6 +765,14 @@ part E && verdict 'rlock latch await wake-up median <= 2 ms' "$LW_MED" 2 "${LW_M
 part D && verdict 'rlock exec peak RSS <= 5 MiB (max of both exec rows)' \
     "max(${RSS_MAX[r_exec]}, ${RSS_MAX[r_hold]})" 5 \
     "$(calc '%.2f' "max(${RSS_MAX[r_exec]}, ${RSS_MAX[r_hold]})") MiB"
+if part G; then
+    verdict 'limiter decisions/s through Topology >= 0.9x redis-benchmark EVALSHA' \
+        "0.9 * $G_RB_MED" "$G_CPP_MED" \
+        "${G_CPP_MED:-?} vs ${G_RB_MED:-?} = $(calc '%.2fx' "$G_CPP_MED / $G_RB_MED")"
+    gl=$(hstat g_limit median) gk=$(hstat g_lock median)
+    verdict 'rlock limit <= 1.1x rlock lock (one process each)' "$gl / $gk" 1.1 \
+        "$(calc '%.2f' "$gl") ms vs $(calc '%.2f' "$gk") ms = $(calc '%.2fx' "$gl / $gk")"
+fi
 if part F; then
     for count in 100000 "$INSPECT_MAX"; do
         verdict "rlock inspect peak RSS <= 16 MiB at $count objects (JSON, table)" \

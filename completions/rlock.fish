@@ -1,11 +1,14 @@
 # fish completion for rlock(1). Installed into $datadir/fish/vendor_completions.d.
 
-set -l __rlock_subcommands lock unlock exec sem inspect latch help
+set -l __rlock_subcommands lock unlock exec sem inspect latch limit help
 
-# True once `rlock exec ... --` has been typed: the rest is a command of its own.
+# True once `rlock exec ... --` (or `rlock limit ... --`) has been typed: the rest is a
+# command of its own.
 function __rlock_exec_after_dashdash
     set -l tokens (commandline -opc)
-    contains -- exec $tokens; and contains -- -- $tokens
+    begin
+        contains -- exec $tokens; or contains -- limit $tokens
+    end; and contains -- -- $tokens
 end
 
 # Completes the command after `rlock exec ... --` as if typed on its own.
@@ -82,6 +85,7 @@ complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock'
 complete -c rlock -n $no_subcmd -a sem -d 'Semaphores: take, release, renew permits; run a command'
 complete -c rlock -n $no_subcmd -a inspect -d 'List locks and latches: holders, waiters, counts'
 complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down, await, status'
+complete -c rlock -n $no_subcmd -a limit -d 'Rate limiters: decide one call, or run a command when allowed'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
 complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
 complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held lock'
@@ -130,7 +134,7 @@ complete -c rlock -n '__fish_seen_subcommand_from unlock' -l force -d 'Release t
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -s s -l shared -d 'Drop a shared (read) hold'
 
 # inspect.
-complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock sem latch lock,latch' \
+complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock sem latch limiter lock,latch' \
     -d 'Only these object types (comma-separated)'
 
 # latch and its subcommands.
@@ -150,6 +154,22 @@ set -l latch_await '__fish_seen_subcommand_from latch; and __fish_seen_subcomman
 complete -c rlock -n $latch_await -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'Wait up to DUR for zero (inf: forever)'
 complete -c rlock -n $latch_await -s n -l no-wait -d 'Do not wait (default)'
 complete -c rlock -n $latch_await -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not zero'
+
+# limit.
+set -l limit_opts '__fish_seen_subcommand_from limit; and not __rlock_exec_after_dashdash'
+complete -c rlock -n $limit_opts -l rate -x -d 'Calls of cost 1 per --per'
+complete -c rlock -n $limit_opts -l per -x -a '1s 1m 1h 1d' -d 'The period of --rate'
+complete -c rlock -n $limit_opts -l burst -x -d 'Calls that pass at once from idle (default 1)'
+complete -c rlock -n $limit_opts -l cost -x -d 'What this call takes, 1..burst (default 1)'
+complete -c rlock -n $limit_opts -l client -x -d 'A bucket per client: this call\'s client id'
+complete -c rlock -n $limit_opts -l client-rate -x -d 'With --client: each client\'s rate per --per'
+complete -c rlock -n $limit_opts -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'When limited, wait up to DUR for the call to pass'
+complete -c rlock -n $limit_opts -l peek -d 'Decide without consuming'
+complete -c rlock -n $limit_opts -l reconfigure -d 'Store a different config, converting the state'
+complete -c rlock -n $limit_opts -l fail-open -d 'Let the call through when Redis is unreachable'
+complete -c rlock -n $limit_opts -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when limited'
+complete -c rlock -n $limit_opts -l reset -d 'Clear the limiter\'s state and config'
+complete -c rlock -n $limit_opts -a -- -d 'End of rlock options; the command follows'
 
 # exec.
 set -l exec_opts '__fish_seen_subcommand_from exec; and not __rlock_exec_after_dashdash'

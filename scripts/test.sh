@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh clang-format
+scripts/install-deps.sh clang-format faketime  # faketime: limit_test runs callers with skewed clocks
 
 echo "== clang-format (.clang-format): every C++ file as formatted"
 git ls-files -z '*.cpp' '*.hpp' | xargs -0 clang-format --dry-run --Werror

@@ -47,6 +47,13 @@ void add_lock_flags(CLI::App& sub, LockFlags& f) {
       ->type_name("N");
 }
 
+void add_conflict_exit_code_flag(CLI::App& sub, int& code, const std::string& description) {
+  sub.add_option_function<std::string>(
+         "-E,--conflict-exit-code", [&code](const std::string& v) { code = parse_exit_code(v); },
+         description)
+      ->type_name("N");
+}
+
 LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   validate_name(f.name);
   LockRequest r;

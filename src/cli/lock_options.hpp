@@ -38,6 +38,9 @@ struct LockRequest {
 
 void add_lock_flags(CLI::App& sub, LockFlags& flags);
 
+// Declares -E/--conflict-exit-code N (0-255, decimal) as `lock` has it, storing into `code`.
+void add_conflict_exit_code_flag(CLI::App& sub, int& code, const std::string& description);
+
 // Validates the name and durations and picks the owner. Throws UsageError.
 LockRequest resolve_lock_request(const LockFlags& flags, const Settings& settings);
 

@@ -16,6 +16,8 @@ const std::vector<Subcommand>& subcommands() {
       {"inspect", "Show locks, semaphores and latches: holders, leases, waiters, counts", nullptr,
        define_inspect_command},
       {"latch", "Countdown latches: set, count-down, await, status", nullptr, define_latch_command},
+      {"limit", "Rate limiters: decide one call (GCRA on the server clock), or run a command",
+       "rlock limit [OPTIONS] NAME [-- CMD [ARGS...]]", define_limit_command},
   };
   return kAll;
 }

@@ -56,6 +56,16 @@ std::optional<exec::JobCgroup> job_cgroup(const Console& console) {
   return cgroup;
 }
 
+// What run_unheld() supervises: a hold that is always there and never needs Redis, so the
+// watchdog's renewals (due every kNoLease/3) and the release are no-ops.
+class Unheld final : public prim::Hold {
+ public:
+  Unheld() : Hold(kNoLease, 0, SteadyClock::now() + kNoLease) {}
+  Renewed renew() override { return Renewed::kHeld; }
+  Released release(Millis) override { return Released::kReleased; }
+  std::string lost_reason() const override { return "nothing was held"; }
+};
+
 }  // namespace
 
 void add_supervise_flags(CLI::App& sub, SuperviseFlags& f) {
@@ -119,6 +129,12 @@ int Supervision::run(const std::vector<std::string>& command,
   options_.verbose = [this](const std::string& m) { console_.explain(m); };
   options_.warn = [this](const std::string& m) { console_.notice(m); };
   return exec::supervise(job, watchdog, signals_, guardian_, options_);
+}
+
+int Supervision::run_unheld(const std::vector<std::string>& command,
+                            std::vector<std::pair<std::string, std::string>> env,
+                            redis::Topology& topology) {
+  return run(command, std::move(env), std::make_unique<Unheld>(), topology);
 }
 
 }  // namespace rlock::cli

@@ -14,6 +14,7 @@
 #include "prim/hold.hpp"
 #include "prim/wait.hpp"
 #include "redis/topology.hpp"
+#include "util/duration.hpp"
 
 namespace CLI {
 class App;
@@ -35,6 +36,9 @@ struct SuperviseFlags {
 // Declares --on-lost, --kill-after, --min-hold and --keep-secrets.
 void add_supervise_flags(CLI::App& sub, SuperviseFlags& flags);
 
+// The "lease" of a command run with nothing held (run_unheld): longer than any job.
+inline constexpr Millis kNoLease = kMaxDuration;
+
 // Running a command under a hold, in two steps around the acquisition: the constructor
 // does what must come before it (stop timing checked against the lease, signals diverted
 // to a signal fd, the job's cgroup and the guardian started off the handoff path), and
@@ -54,6 +58,12 @@ class Supervision {
   int run(const std::vector<std::string>& command,
           std::vector<std::pair<std::string, std::string>> env, std::unique_ptr<prim::Hold> hold,
           redis::Topology& topology);
+
+  // Runs `command` as run() does, with nothing held (a rate limiter's allowed call): the
+  // same signal forwarding, containment and guardian, and no lease that could be lost.
+  // Construct the Supervision with kNoLease for it.
+  int run_unheld(const std::vector<std::string>& command,
+                 std::vector<std::pair<std::string, std::string>> env, redis::Topology& topology);
 
   Millis renew_interval() const;
 

@@ -9,4 +9,7 @@ const ObjectType& lock_type();   // rlock:lock:{NAME} and its queue
 const ObjectType& latch_type();  // rlock:latch:{NAME} and its ids
 const ObjectType& sem_type();    // rlock:sem:{NAME} (permits in use) and its queue
 
+// rlock:limit:{NAME} (config, overall TAT) and its client buckets.
+const ObjectType& limiter_type();
+
 }  // namespace rlock::inspect

@@ -151,6 +151,13 @@ std::string KeyLayout::latch_channel(std::string_view name) const {
   return prefix_ + "chan:" + tag(name) + ":latch";
 }
 
+std::string KeyLayout::limiter_key(std::string_view name) const {
+  return prefix_ + "limit:" + tag(name);
+}
+std::string KeyLayout::limiter_clients_key(std::string_view name) const {
+  return limiter_key(name) + ":clients";
+}
+
 std::string KeyLayout::key_pattern(std::string_view word, std::string_view name_glob) const {
   // Literal braces and '%' of the glob match their encoded form in the key.
   std::string glob;
@@ -192,6 +199,12 @@ std::string KeyLayout::latch_key_pattern(std::string_view name_glob) const {
 }
 std::optional<std::string> KeyLayout::latch_name(std::string_view key) const {
   return name_in("latch", key);
+}
+std::string KeyLayout::limiter_key_pattern(std::string_view name_glob) const {
+  return key_pattern("limit", name_glob);
+}
+std::optional<std::string> KeyLayout::limiter_name(std::string_view key) const {
+  return name_in("limit", key);
 }
 std::string KeyLayout::any_key_pattern(std::string_view name_glob) const {
   return key_pattern("*", name_glob);

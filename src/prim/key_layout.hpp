@@ -51,6 +51,11 @@ class KeyLayout {
   virtual std::string latch_ids_key(std::string_view name) const;  // set of ids counted
   virtual std::string latch_channel(std::string_view name) const;  // the count reached 0
 
+  // A rate limiter: hash of its config (rate, per_ms, burst, per_client, client_rate) and
+  // overall state (tat), and beside it its per-client buckets (zset client id -> TAT).
+  virtual std::string limiter_key(std::string_view name) const;
+  virtual std::string limiter_clients_key(std::string_view name) const;
+
   // SCAN MATCH pattern for the lock hashes and readers hashes whose names match
   // `name_glob` (Redis glob).
   virtual std::string lock_key_pattern(std::string_view name_glob) const;
@@ -63,6 +68,8 @@ class KeyLayout {
   virtual std::optional<std::string> sem_name(std::string_view key) const;
   virtual std::string latch_key_pattern(std::string_view name_glob) const;
   virtual std::optional<std::string> latch_name(std::string_view key) const;
+  virtual std::string limiter_key_pattern(std::string_view name_glob) const;
+  virtual std::optional<std::string> limiter_name(std::string_view key) const;
   // SCAN MATCH pattern for the main keys of every type at once (prefix + WORD + ":" + tag,
   // the shape all main keys share); each type's *_name() picks its own keys out of it.
   virtual std::string any_key_pattern(std::string_view name_glob) const;

@@ -58,5 +58,6 @@ size_t invalid_utf8_at(std::string_view s) {
 void validate_name(std::string_view name) { validate_text(name, "name"); }
 void validate_owner(std::string_view owner) { validate_text(owner, "owner"); }
 void validate_participant_id(std::string_view id) { validate_text(id, "--id"); }
+void validate_client_id(std::string_view id) { validate_text(id, "--client"); }
 
 }  // namespace rlock

@@ -1,0 +1,143 @@
+-- One rate-limiter decision (GCRA: a theoretical arrival time, TAT, per bucket), on the
+-- server clock, in microseconds.
+-- KEYS[1] limiter (hash: rate, per_ms, burst, per_client '0'|'1', client_rate ('0': none),
+--         tat = the overall bucket's TAT, absent while it is full or unused)
+-- KEYS[2] clients (zset: client id -> that client's TAT)
+-- ARGV[1] rate, ARGV[2] per_ms, ARGV[3] burst, ARGV[4] per_client '0'|'1',
+-- ARGV[5] client_rate ('0': none), ARGV[6] cost (1..burst), ARGV[7] client id ('' for none),
+-- ARGV[8] '1' to peek (decide without consuming or writing anything),
+-- ARGV[9] '1' to store ARGV[1..5] over a different stored config (--reconfigure)
+-- Reply: {1, allowed 0|1, remaining, retry_after_us, reset_after_us, now_us}
+--        {0, rate, per_ms, burst, per_client, client_rate}: another config is stored;
+--        nothing changed. Errors "BADTYPE <type> <key>" / "MALFORMED <key>" / NOPERM.
+--
+-- Buckets: the overall one (a hash field) unless the limiter is per client only; a
+-- client's (a zset member) when per_client is '1', at client_rate, or at rate when no
+-- client_rate is set. One decision consumes from every bucket it uses, or from none.
+-- Per-client buckets are a zset rather than hash fields: Redis 7.0 has no expiry per hash
+-- field, and ordered by TAT the full (stale) buckets are the lowest scores, so each write
+-- drops them with one ZREMRANGEBYSCORE (O(log n + removed)) and the largest score says
+-- when everything is full again, which is when both keys expire.
+-- @include common.lua
+-- Allows for the rounding of doubles (a quarter of a microsecond near 2^51).
+local EPS = 1
+
+if ARGV[8] ~= '1' then
+  local denied = first_denied({
+    {'HSET', KEYS[1], 'f', '1'}, {'HDEL', KEYS[1], 'f'}, {'PEXPIRE', KEYS[1], '1'},
+    {'DEL', KEYS[1]}, {'ZADD', KEYS[2], '1', 'm'}, {'ZREMRANGEBYSCORE', KEYS[2], '0', '1'},
+    {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
+  })
+  if denied then return denied end
+end
+local err = first_bad_type({'hash', 'zset'})
+if err then return err end
+
+local stored = redis.call('HMGET', KEYS[1], 'rate', 'per_ms', 'burst', 'per_client',
+                          'client_rate', 'tat')
+local exists = redis.call('EXISTS', KEYS[1]) == 1
+if exists then
+  for i = 1, 5 do
+    if not stored[i] or not string.match(stored[i], '^%d+$') then
+      return redis.error_reply('MALFORMED ' .. KEYS[1])
+    end
+  end
+  if stored[6] and not tonumber(stored[6]) then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+end
+
+local now = server_time().us
+local rate, per_us, burst = tonumber(ARGV[1]), tonumber(ARGV[2]) * 1000, tonumber(ARGV[3])
+local per_client, client_rate = ARGV[4] == '1', tonumber(ARGV[5])
+local cost, client, peek = tonumber(ARGV[6]), ARGV[7], ARGV[8] == '1'
+local uses_overall = not per_client or client_rate > 0
+
+local differs = false
+if exists then
+  for i = 1, 5 do differs = differs or stored[i] ~= ARGV[i] end
+end
+if differs and ARGV[9] ~= '1' then
+  return {0, tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[3]),
+          tonumber(stored[4]), tonumber(stored[5])}
+end
+
+local tat = exists and tonumber(stored[6]) or nil
+if differs and tat then
+  -- The overall bucket keeps the fraction of its burst that is used, so that the new
+  -- config neither hands out a burst of free tokens nor locks callers out.
+  local old_dvt = tonumber(stored[2]) * 1000 / tonumber(stored[1]) * tonumber(stored[3])
+  local used = math.min(math.max(tat - now, 0), old_dvt) / old_dvt
+  tat = now + used * per_us / rate * burst
+end
+
+-- The decision of one bucket (emission interval t, burst b) whose TAT is `tat` (nil: full).
+-- A TAT beyond now + t*b (a client bucket after --reconfigure, or a server clock that went
+-- back) is capped there: the wait never exceeds what the config in force allows.
+local function decide(tat, t)
+  local dvt = t * burst
+  tat = math.min(math.max(tat or now, now), now + dvt)
+  local new_tat = tat + t * cost
+  local allow_at = new_tat - dvt
+  -- Calls of cost 1 that pass now; after this one, when it passes and is not a peek.
+  local left = math.floor((now - (tat - dvt)) / t + 1e-9)
+  if allow_at <= now + EPS then
+    if not peek then left = math.floor((now - allow_at) / t + 1e-9) end
+    return {ok = true, tat = new_tat, remaining = left, retry = 0, reset = new_tat - now}
+  end
+  return {ok = false, tat = tat, remaining = left, retry = allow_at - now, reset = tat - now}
+end
+
+local outcomes = {}
+local overall, mine
+if uses_overall then
+  overall = decide(tat, per_us / rate)
+  outcomes[#outcomes + 1] = overall
+end
+if per_client then
+  local score = redis.call('ZSCORE', KEYS[2], client)
+  mine = decide(score and tonumber(score), per_us / (client_rate > 0 and client_rate or rate))
+  outcomes[#outcomes + 1] = mine
+end
+local allowed, remaining, retry, reset = true, burst, 0, 0
+for _, o in ipairs(outcomes) do
+  allowed = allowed and o.ok
+  remaining = math.min(remaining, math.max(o.remaining, 0))
+  retry = math.max(retry, o.retry)
+end
+for _, o in ipairs(outcomes) do
+  reset = math.max(reset, allowed and o.reset or (o.tat - now))
+end
+local reply = {1, allowed and 1 or 0, remaining, math.ceil(retry), math.ceil(reset), now}
+if peek or (not allowed and not differs) then return reply end
+
+-- A write: the decision consumed, or a new config is stored (also when limited).
+redis.call('HSET', KEYS[1], 'rate', ARGV[1], 'per_ms', ARGV[2], 'burst', ARGV[3],
+           'per_client', ARGV[4], 'client_rate', ARGV[5])
+if uses_overall then
+  local t = allowed and overall.tat or tat
+  if t and t > now then
+    redis.call('HSET', KEYS[1], 'tat', string.format('%.17g', t))
+  else
+    redis.call('HDEL', KEYS[1], 'tat')
+  end
+else
+  redis.call('HDEL', KEYS[1], 'tat')
+end
+if not per_client then
+  redis.call('DEL', KEYS[2])
+else
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.17g', now))
+  if allowed then redis.call('ZADD', KEYS[2], string.format('%.17g', mine.tat), client) end
+end
+
+-- Both keys live until every bucket is full again.
+local last = tonumber(redis.call('HGET', KEYS[1], 'tat') or now)
+local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if top[2] then last = math.max(last, tonumber(top[2])) end
+local ttl = math.ceil((last - now) / 1000)
+if ttl < 1 then
+  redis.call('DEL', KEYS[1], KEYS[2])
+else
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  if top[2] then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
+return reply

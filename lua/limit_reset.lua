@@ -1,0 +1,13 @@
+-- Clears a rate limiter: its config and every bucket (as `unlock --force` does for a lock).
+-- KEYS[1] limiter (hash), KEYS[2] clients (zset): see limit_decide.lua
+-- Reply: {existed 0|1, client buckets dropped}; error "BADTYPE <type> <key>" / NOPERM and
+--        no change when a key is not a limiter's.
+-- @include common.lua
+local denied = first_denied({{'DEL', KEYS[1]}, {'DEL', KEYS[2]}})
+if denied then return denied end
+local err = first_bad_type({'hash', 'zset'})
+if err then return err end
+local existed = redis.call('EXISTS', KEYS[1])
+local clients = redis.call('ZCARD', KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2])
+return {existed, clients}

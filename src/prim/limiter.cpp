@@ -1,0 +1,52 @@
+#include "prim/limiter.hpp"
+
+#include "prim/object_script.hpp"
+#include "redis/reply.hpp"
+#include "redis/script.hpp"
+
+namespace rlock::prim {
+namespace {
+
+constexpr std::string_view kKind = "rate limiter";
+
+}  // namespace
+
+Limiter::Limiter(redis::Topology& topology, const KeyLayout& layout, std::string name)
+    : topology_(topology),
+      name_(std::move(name)),
+      key_(layout.limiter_key(name_)),
+      clients_key_(layout.limiter_clients_key(name_)) {}
+
+LimitOutcome Limiter::decide(const LimitRequest& r) {
+  const LimiterConfig& c = r.config;
+  std::string rate = std::to_string(c.rate), per = std::to_string(c.per_ms),
+              burst = std::to_string(c.burst), client_rate = std::to_string(c.client_rate),
+              cost = std::to_string(r.cost);
+  // A consuming decision is not repeated after a lost reply: it may have counted.
+  auto reply = run_object_script(topology_, redis::scripts::limit_decide, {key_, clients_key_},
+                                 {rate, per, burst, c.per_client ? "1" : "0", client_rate, cost,
+                                  c.per_client ? std::string_view(r.client) : std::string_view(),
+                                  r.peek ? "1" : "0", r.reconfigure ? "1" : "0"},
+                                 kKind, r.peek ? redis::Retry::kIdempotent : redis::Retry::kNever);
+  if (reply.at(0).integer() == 0) {
+    ConfigMismatch m;
+    m.stored = {reply.at(1).integer(), reply.at(2).integer(), reply.at(3).integer(),
+                reply.at(4).integer() == 1, reply.at(5).integer()};
+    return m;
+  }
+  LimitDecision d;
+  d.allowed = reply.at(1).integer() == 1;
+  d.remaining = reply.at(2).integer();
+  d.retry_after = Micros(reply.at(3).integer());
+  d.reset_after = Micros(reply.at(4).integer());
+  d.now_ms = reply.at(5).integer() / 1000;
+  return d;
+}
+
+LimitReset Limiter::reset() {
+  auto reply = run_object_script(topology_, redis::scripts::limit_reset, {key_, clients_key_}, {},
+                                 kKind, redis::Retry::kIdempotent);
+  return {reply.at(0).integer() == 1, reply.at(1).integer()};
+}
+
+}  // namespace rlock::prim

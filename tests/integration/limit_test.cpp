@@ -1,0 +1,508 @@
+// `rlock limit`: GCRA on the server clock. Accuracy under many processes (also with skewed
+// client clocks), per-client and overall limits together, --reconfigure, --wait, -- CMD,
+// --peek, --reset, expiry, --fail-open, and bad input that changes nothing.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+std::string limiter_key(const std::string& name) { return "rlock:limit:{" + name + "}"; }
+std::string clients_key(const std::string& name) { return limiter_key(name) + ":clients"; }
+
+// Every key with its type and serialized value: what "nothing changed" compares.
+std::map<std::string, std::string> snapshot(const RedisServer& redis) {
+  std::map<std::string, std::string> all;
+  for (const auto& key : redis.cmd({"KEYS", "*"}))
+    all[key] = redis.cmd_str({"TYPE", key}) + ":" + redis.cmd_str({"DUMP", key});
+  return all;
+}
+
+// One decision; `status` is what it must exit with.
+json decide(const RedisServer& redis, const std::vector<std::string>& args, int status = 0) {
+  std::vector<std::string> argv = {"limit"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = rlock(redis, argv);
+  INFO("args: " << json(argv).dump() << "\nstderr: " << r.err);
+  REQUIRE(r.status == status);
+  return parse_json(r.out);
+}
+
+// The most of the sorted `times` (ms) inside any window [t, t + width).
+size_t max_in_window(std::vector<long long> times, long long width) {
+  std::sort(times.begin(), times.end());
+  size_t most = 0;
+  for (size_t i = 0, j = 0; i < times.size(); ++i) {
+    while (j < times.size() && times[j] < times[i] + width) ++j;
+    most = std::max(most, j - i);
+  }
+  return most;
+}
+
+// Server times (now_ms) of the allowed decisions printed one JSON line each in `path`.
+std::vector<long long> allowed_times(const std::string& path) {
+  std::vector<long long> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) continue;  // a line cut by the stop
+    if (j.value("allowed", false)) out.push_back(j.at("now_ms").get<long long>());
+  }
+  return out;
+}
+
+// Shell loops, one per entry of `wrappers` (a prefix such as "faketime -f +1h", or ""),
+// each running `rlock limit <args[i]>` back to back (args may use $(...), read each round)
+// until stop(), which returns the server times of the allowed decisions of each loop.
+class Hammer {
+ public:
+  Hammer(const RedisServer& redis, const std::vector<std::string>& wrappers,
+         const std::vector<std::string>& args) {
+    for (size_t i = 0; i < wrappers.size(); ++i) {
+      std::string loop = "while [ ! -e \"$D/stop\" ]; do " + wrappers[i] +
+                         " \"$RL\" --url \"$URL\" limit " + args[i] + " >> \"$D/out." +
+                         std::to_string(i) + "\" 2>/dev/null; done; exit 0";
+      loops_.emplace_back(
+          std::vector<std::string>{"sh", "-c", loop},
+          Env{{"RL", rlock_binary()}, {"URL", redis.url()}, {"D", dir_.path().string()}});
+    }
+  }
+
+  std::vector<std::vector<long long>> stop() {
+    write_file(dir_ / "stop", "");
+    std::vector<std::vector<long long>> out;
+    for (size_t i = 0; i < loops_.size(); ++i) {
+      CHECK(loops_[i].wait(deadline(10s)).value_or(kStillRunning) == 0);
+      out.push_back(allowed_times(dir_ / ("out." + std::to_string(i))));
+    }
+    return out;
+  }
+
+  // Where the loops run: their args may read files put here.
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+  std::vector<Spawned> loops_;
+};
+
+// 8 processes hammer one limiter of 18/s for 30s: no 1000ms window (server clock) holds
+// more than 18 + burst allowed calls, and at least 95% of the rate is used.
+void check_accuracy(const std::vector<std::string>& wrappers) {
+  RedisServer redis;
+  auto start = Clock::now();
+  Hammer hammer(redis, wrappers,
+                std::vector<std::string>(wrappers.size(), "acc --rate 18 --per 1s"));
+  std::this_thread::sleep_for(30s);  // the run's length, not a synchronisation
+  auto per_loop = hammer.stop();
+  double seconds = ms_between(start) / 1000.0;
+  std::vector<long long> all;
+  for (size_t i = 0; i < per_loop.size(); ++i) {
+    CAPTURE(wrappers[i]);
+    CHECK(!per_loop[i].empty());  // every clock took part
+    all.insert(all.end(), per_loop[i].begin(), per_loop[i].end());
+  }
+  CAPTURE(all.size());
+  CAPTURE(seconds);
+  CHECK(max_in_window(all, 1000) <= 18 + 1);
+  CHECK(all.size() >= static_cast<size_t>(0.95 * 18 * 30));
+  CHECK(all.size() <= static_cast<size_t>(18 * seconds) + 1);
+}
+
+}  // namespace
+
+TEST_CASE("limit: 8 processes for 30s never exceed 18/s + burst in any 1s window, using >= 95%") {
+  check_accuracy(std::vector<std::string>(8, ""));
+}
+
+TEST_CASE("limit: the same bounds when half the callers' clocks are 1h ahead and half 1h behind") {
+  std::vector<std::string> wrappers;
+  for (int i = 0; i < 8; ++i) wrappers.push_back(i % 2 ? "faketime -f +1h" : "faketime -f -1h");
+  check_accuracy(wrappers);
+}
+
+TEST_CASE("limit: per-client and overall limits hold together") {
+  RedisServer redis;
+  std::vector<std::string> args;
+  for (int i = 0; i < 6; ++i)
+    args.push_back("pc --rate 20 --per 1s --client c" + std::to_string(i) + " --client-rate 5");
+  Hammer hammer(redis, std::vector<std::string>(6, ""), args);
+  std::this_thread::sleep_for(4s);
+  auto per_client = hammer.stop();
+  std::vector<long long> all;
+  for (size_t i = 0; i < per_client.size(); ++i) {
+    CAPTURE(i);
+    CHECK(max_in_window(per_client[i], 1000) <= 5 + 1);
+    CHECK(per_client[i].size() >= 5);
+    all.insert(all.end(), per_client[i].begin(), per_client[i].end());
+  }
+  CAPTURE(all.size());
+  CHECK(max_in_window(all, 1000) <= 20 + 1);
+  CHECK(all.size() >= static_cast<size_t>(0.8 * 20 * 4));
+  auto inspected = parse_json(rlock(redis, {"inspect", "--type", "limiter"}).out);
+  REQUIRE(inspected.size() == 1);
+  CHECK(inspected[0].at("client_rate") == 5);
+  CHECK(inspected[0].at("client_buckets").get<long long>() >= 1);
+}
+
+TEST_CASE("limit: a call consumes from both buckets or from neither") {
+  RedisServer redis;
+  auto with = [&](const std::string& name, const std::string& rate, const std::string& burst,
+                  const std::string& client, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {name, "--client", client, "--rate",        rate, "--per",
+                                  "1s", "--burst",  burst,  "--client-rate", "1"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // The client's bucket is empty, the overall one (100/s) is not: nothing is consumed.
+  decide(redis, with("both", "100", "2", "a"));
+  decide(redis, with("both", "100", "2", "a"));
+  const std::string tat = redis.cmd_str({"HGET", limiter_key("both"), "tat"});
+  auto limited = decide(redis, with("both", "100", "2", "a"), 75);
+  CHECK(limited.at("retry_after_ms").get<long long>() > 900);
+  CHECK(redis.cmd_str({"HGET", limiter_key("both"), "tat"}) == tat);
+  decide(redis, with("both", "100", "2", "b", {"--wait", "1s"}));  // overall refills in 10ms
+  CHECK(redis.cmd_int({"ZCARD", clients_key("both")}) == 2);
+
+  // The overall bucket (1/s, burst 1) is empty: a fresh client is refused, its bucket not made.
+  decide(redis, with("both2", "1", "1", "c"));
+  const std::string score = redis.cmd_str({"ZSCORE", clients_key("both2"), "c"});
+  decide(redis, with("both2", "1", "1", "d"), 75);
+  CHECK(redis.cmd_str({"ZSCORE", clients_key("both2"), "d"}).empty());
+  CHECK(redis.cmd_str({"ZSCORE", clients_key("both2"), "c"}) == score);
+  auto rows = parse_json(rlock(redis, {"inspect", "--type", "limiter", "both2"}).out);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].at("client_buckets") == 1);
+  CHECK(rows[0].at("tokens") == 0);
+  CHECK(rows[0].at("rate") == 1);
+  CHECK(rows[0].at("per_ms") == 1000);
+  CHECK(rows[0].at("burst") == 1);
+  CHECK(rows[0].at("client_rate") == 1);
+  auto table = rlock(redis, {"--format", "table", "inspect", "--type", "limiter", "both2"});
+  CHECK(table.out.find("limiter  both2") != std::string::npos);
+}
+
+TEST_CASE(
+    "limit: --reconfigure 10/s -> 100/s -> 10/s keeps every window within the rate in force") {
+  RedisServer redis;
+  const std::vector<std::string> args(4, "rc --rate $(cat \"$D/rate\") --per 1s --burst 2");
+  // Phases of 3s each (the schedule of the run, not a synchronisation). Until the first
+  // rate is written the loops' calls are usage errors and change nothing.
+  Hammer hammer(redis, std::vector<std::string>(4, ""), args);
+  const TempDir& dir = hammer.dir();
+  auto switch_to = [&](int rate, bool reconfigure) {
+    std::vector<std::string> a = {"rc",      "--rate", std::to_string(rate), "--per", "1s",
+                                  "--burst", "2"};
+    if (reconfigure) a.push_back("--reconfigure");
+    auto r = rlock(redis, [&] {
+      std::vector<std::string> argv = {"limit"};
+      argv.insert(argv.end(), a.begin(), a.end());
+      return argv;
+    }());
+    INFO(r.err);
+    REQUIRE((r.status == 0 || r.status == 75));
+    write_file(dir / "rate", std::to_string(rate));
+    auto j = parse_json(r.out);
+    return std::make_pair(j.at("now_ms").get<long long>(), j.at("allowed").get<bool>());
+  };
+  std::vector<std::pair<long long, bool>> switches;
+  switches.push_back(switch_to(10, false));
+  std::this_thread::sleep_for(3s);
+  switches.push_back(switch_to(100, true));
+  std::this_thread::sleep_for(3s);
+  switches.push_back(switch_to(10, true));
+  std::this_thread::sleep_for(3s);
+  auto per_loop = hammer.stop();
+  std::vector<long long> all;
+  for (const auto& l : per_loop) all.insert(all.end(), l.begin(), l.end());
+  for (const auto& [at, allowed] : switches)
+    if (allowed) all.push_back(at);
+  const int rates[] = {10, 100, 10};
+  const long long end = *std::max_element(all.begin(), all.end()) + 1;
+  for (int p = 0; p < 3; ++p) {
+    long long from = switches[p].first, to = p < 2 ? switches[p + 1].first : end;
+    std::vector<long long> in_phase;
+    for (long long t : all)
+      if (t >= from && t < to) in_phase.push_back(t);
+    CAPTURE(p);
+    CAPTURE(in_phase.size());
+    CHECK(max_in_window(in_phase, 1000) <= static_cast<size_t>(rates[p] + 2));
+    // No lock-out: the rate in force is used (generously bounded: 2 cores, 4 loops).
+    CHECK(in_phase.size() >= static_cast<size_t>(0.6 * rates[p] * (to - from) / 1000));
+  }
+}
+
+TEST_CASE("limit: --wait wakes within 20ms (median) of the reported retry time") {
+  RedisServer redis;
+  std::vector<long long> late;
+  for (int i = 0; i < 7; ++i) {
+    rlock(redis, {"limit", "w", "--reset"});
+    auto first = decide(redis, {"w", "--rate", "1", "--per", "300ms"});
+    auto r = rlock(redis, {"-v", "limit", "w", "--rate", "1", "--per", "300ms", "--wait", "5s"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.find("retrying in") != std::string::npos);
+    long long due = first.at("now_ms").get<long long>() + 300;
+    late.push_back(parse_json(r.out).at("now_ms").get<long long>() - due);
+  }
+  std::sort(late.begin(), late.end());
+  CAPTURE(json(late).dump());
+  CHECK(late[3] >= -1);  // truncation to ms
+  CHECK(late[3] <= 20);
+
+  // A retry time beyond what is left of --wait gives up at once.
+  decide(redis, {"g", "--rate", "1", "--per", "1h"});
+  auto r = rlock(redis, {"-v", "limit", "g", "--rate", "1", "--per", "1h", "--wait", "2s"});
+  CHECK(r.status == 75);
+  CHECK(r.elapsed < 1500ms);
+  CHECK(r.err.find("giving up now") != std::string::npos);
+  CHECK(parse_json(r.out).at("allowed") == false);
+  CHECK(rlock(redis, {"limit", "g", "--rate", "1", "--per", "1h", "-E", "9"}).status == 9);
+}
+
+TEST_CASE("limit: INT or TERM during --wait ends it with 128+N") {
+  RedisServer redis;
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    decide(redis, {"s", "--rate", "1", "--per", "1h"});
+    for (bool with_command : {false, true}) {
+      std::vector<std::string> args = {"-v",    "limit", "s",      "--rate", "1",
+                                       "--per", "1h",    "--wait", "inf"};
+      if (with_command) args.insert(args.end(), {"--", "true"});
+      auto p = spawn_rlock(redis, args);
+      bool waiting = false;
+      while (auto line = p.read_err_line(deadline(5s))) {
+        if (line->find("retrying in") != std::string::npos) {
+          waiting = true;
+          break;
+        }
+      }
+      REQUIRE(waiting);
+      p.kill(sig);
+      CHECK(p.wait(deadline(5s)).value_or(kStillRunning) == 128 + sig);
+    }
+    rlock(redis, {"limit", "s", "--reset"});
+  }
+}
+
+TEST_CASE("limit: -- CMD runs when allowed and exits with its status; limited: not run, 75") {
+  RedisServer redis;
+  TempDir dir;
+  const std::vector<std::string> base = {"limit", "c",       "--rate", "1", "--per",
+                                         "1h",    "--burst", "2",      "--"};
+  auto with = [&](std::vector<std::string> cmd) {
+    auto a = base;
+    a.insert(a.end(), cmd.begin(), cmd.end());
+    return a;
+  };
+  auto r =
+      rlock(redis, with({"sh", "-c", "echo \"$RLOCK_NAME\" > \"$1\"; exit 7", "sh", dir / "ran"}));
+  CHECK(r.status == 7);
+  CHECK(r.out.empty());
+  CHECK(read_file(dir / "ran") == "c\n");
+  CHECK(rlock(redis, with({"sh", "-c", "kill -TERM $$"})).status == 128 + SIGTERM);
+  r = rlock(redis, with({"touch", dir / "not-run"}));
+  CHECK(r.status == 75);
+  CHECK(parse_json(r.out).at("allowed") == false);
+  CHECK(line_count(r.err) == 1);
+  CHECK(!std::filesystem::exists(dir / "not-run"));
+}
+
+TEST_CASE("limit: --peek consumes nothing, --reset clears, keys expire when idle and full") {
+  RedisServer redis;
+  const std::vector<std::string> cfg = {"p", "--rate", "2", "--per", "1s", "--burst", "3"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = cfg;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  auto peek = decide(redis, with({"--peek"}));
+  CHECK(peek.at("allowed") == true);
+  CHECK(peek.at("remaining") == 3);
+  CHECK(peek.at("limit") == 3);
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+  auto first = decide(redis, with({}));
+  CHECK(first.at("remaining") == 2);
+  CHECK(first.at("reset_after_ms") == 500);
+  decide(redis, with({}));
+  auto third = decide(redis, with({"--cost", "1"}));
+  CHECK(third.at("remaining") == 0);
+  long long pttl = redis.cmd_int({"PTTL", limiter_key("p")});
+  CHECK(pttl > 0);
+  CHECK(pttl <= 1500);
+  const auto before = snapshot(redis);
+  auto refused = decide(redis, with({"--peek"}), 75);
+  CHECK(refused.at("retry_after_ms").get<long long>() > 0);
+  CHECK(refused.at("retry_after_ms").get<long long>() <= 500);
+  CHECK(snapshot(redis) == before);
+  decide(redis, with({}), 75);
+  CHECK(snapshot(redis) == before);  // a limited call writes nothing
+
+  auto reset = parse_json(rlock(redis, {"limit", "p", "--reset"}).out);
+  CHECK(reset == json{{"name", "p"}, {"reset", true}, {"client_buckets", 0}});
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+  CHECK(parse_json(rlock(redis, {"limit", "p", "--reset"}).out).at("reset") == false);
+  CHECK(decide(redis, with({"--cost", "3"})).at("remaining") == 0);
+
+  // Idle and full again: both keys are gone by themselves.
+  decide(redis, {"e", "--rate", "1", "--per", "400ms", "--client", "x"});
+  CHECK(redis.cmd_int({"PTTL", clients_key("e")}) > 0);
+  CHECK(redis.cmd_int({"PTTL", clients_key("e")}) <= 400);
+  CHECK(redis.cmd_int({"PTTL", limiter_key("e")}) <= 400);
+  CHECK(poll_until(
+      [&] {
+        return redis.cmd_int({"EXISTS", limiter_key("e"), clients_key("e")}) == 0;
+      },
+      3s));
+}
+
+TEST_CASE("limit: Redis unreachable exits 69; --fail-open lets the call through, saying so") {
+  const std::string url = "redis://127.0.0.1:" + std::to_string(free_port());
+  auto r = rlock_raw({"--url", url, "limit", "f", "--rate", "1", "--per", "1s"});
+  CHECK(r.status == 69);
+  CHECK(r.out.empty());
+  CHECK(line_count(r.err) == 1);
+  r = rlock_raw({"--url", url, "limit", "f", "--rate", "1", "--per", "1s", "--fail-open"});
+  CHECK(r.status == 0);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("--fail-open") != std::string::npos);
+  auto j = parse_json(r.out);
+  CHECK(j.at("allowed") == true);
+  CHECK(j.at("failed_open") == true);
+  r = rlock_raw({"--url", url, "limit", "f", "--rate", "1", "--per", "1s", "--fail-open", "--",
+                 "sh", "-c", "exit 5"});
+  CHECK(r.status == 5);
+  CHECK(line_count(r.err) == 1);
+}
+
+TEST_CASE("limit: bad input is one stderr line with its code and changes nothing") {
+  RedisServer redis;
+  decide(redis, {"live", "--rate", "10", "--per", "1h", "--burst", "2"});
+  decide(redis, {"pcl", "--rate", "10", "--per", "1h", "--client", "a", "--client-rate", "2"});
+  redis.cmd({"SET", limiter_key("str"), "x"});                          // another type
+  redis.cmd({"SET", clients_key("zs"), "x"});                           // clients: not a zset
+  redis.cmd({"HSET", limiter_key("junk"), "rate", "ten", "tat", "1"});  // malformed
+  redis.cmd({"HSET", limiter_key("lockish"), "o1", "1"});               // a lock-shaped hash
+
+  struct Case {
+    std::vector<std::string> args;
+    int status;
+  };
+  const std::vector<std::string> ok = {"--rate", "10", "--per", "1h", "--burst", "2"};
+  auto with = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> a = {"limit", name};
+    a.insert(a.end(), ok.begin(), ok.end());
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const Case cases[] = {
+      {{"limit", "n", "--rate", "0", "--per", "1s"}, 64},
+      {{"limit", "n", "--rate", "-3", "--per", "1s"}, 64},
+      {{"limit", "n", "--rate", "1.5", "--per", "1s"}, 64},
+      {{"limit", "n", "--rate", "ten", "--per", "1s"}, 64},
+      {{"limit", "n", "--rate", "1", "--per", "0"}, 64},
+      {{"limit", "n", "--rate", "1", "--per", "soon"}, 64},
+      {{"limit", "n", "--rate", "1", "--per", ""}, 64},
+      {{"limit", "n", "--rate", "1"}, 64},
+      {{"limit", "n", "--per", "1s"}, 64},
+      {{"limit", "n", "--rate", "1", "--per", "1s", "--burst", "0"}, 64},
+      {{"limit", "n", "--rate", "1", "--per", "36500d", "--burst", "2"}, 64},
+      {with("live", {"--cost", "0"}), 64},
+      {with("live", {"--cost", "-1"}), 64},
+      {with("live", {"--cost", "3"}), 64},
+      {with("live", {"--client", "a", "--client-rate", "0"}), 64},
+      {with("live", {"--client-rate", "2"}), 64},
+      {with("live", {"--client", ""}), 64},
+      {with("live", {"--client", "a\tb"}), 64},
+      {with("live", {"--wait", "later"}), 64},
+      {with("live", {"--peek", "--reconfigure"}), 64},
+      {with("live", {"--peek", "--", "true"}), 64},
+      {with("live", {"--"}), 64},
+      {with("live", {"-E", "300"}), 64},
+      {{"limit", "live", "--reset", "--rate", "1"}, 64},
+      {{"limit", "live", "--reset", "--", "true"}, 64},
+      {{"limit", "", "--rate", "1", "--per", "1s"}, 64},
+      {{"limit", "live", "--rate", "11", "--per", "1h", "--burst", "2"}, 65},
+      {{"limit", "live", "--rate", "10", "--per", "1m", "--burst", "2"}, 65},
+      {{"limit", "live", "--rate", "10", "--per", "1h", "--burst", "3"}, 65},
+      {{"limit", "live", "--rate", "10", "--per", "1h", "--burst", "3", "--peek"}, 65},
+      {with("live", {"--client", "a"}), 65},
+      {{"limit", "pcl", "--rate", "10", "--per", "1h", "--client", "a", "--client-rate", "3"}, 65},
+      {{"limit", "pcl", "--rate", "10", "--per", "1h"}, 65},
+      {with("str", {}), 65},
+      {with("str", {"--peek"}), 65},
+      {{"limit", "str", "--reset"}, 65},
+      {with("zs", {"--client", "a"}), 65},
+      {with("junk", {}), 65},
+      {with("lockish", {}), 65},
+  };
+  const auto before = snapshot(redis);
+  for (const auto& c : cases) {
+    CAPTURE(json(c.args).dump());
+    auto r = rlock(redis, c.args);
+    INFO("stderr: " << r.err);
+    CHECK(r.status == c.status);
+    CHECK(r.out.empty());
+    CHECK(line_count(r.err) == 1);
+    CHECK(snapshot(redis) == before);
+  }
+  // The mismatch line names both configs.
+  auto r = rlock(redis, {"limit", "live", "--rate", "11", "--per", "1h", "--burst", "2"});
+  CHECK(r.err.find("--rate 10 --per 1h --burst 2") != std::string::npos);
+  CHECK(r.err.find("given --rate 11 --per 1h --burst 2") != std::string::npos);
+}
+
+// The rights the limiter's scripts need (see ACL in rlock(1)).
+const std::string kLimitAcl =
+    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +ping "
+    "+type +hmget +hget +exists +time +zscore +zrange +zcard +hset +hdel +del "
+    "+zremrangebyscore +zadd +pexpire";
+
+TEST_CASE("limit: the documented rights suffice; an ACL missing one changes nothing (77)") {
+  const std::vector<std::string> call = {"limit",    "a", "--rate",        "5", "--per", "1h",
+                                         "--client", "c", "--client-rate", "2"};
+  {
+    RedisServer redis(RedisOptions{.config = {kLimitAcl}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    CHECK(rlock_raw(call, as_rl).status == 0);
+    CHECK(rlock_raw(call, as_rl).status == 75);
+    CHECK(rlock_raw({"limit", "a", "--reset"}, as_rl).status == 0);
+  }
+  for (const char* missing : {"hset", "hdel", "zadd", "zremrangebyscore", "pexpire", "del"}) {
+    CAPTURE(missing);
+    RedisServer redis(RedisOptions{.config = {kLimitAcl + " -" + missing}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    REQUIRE(rlock(redis, {"limit", "b", "--rate", "5", "--per", "1h"}).status == 0);
+    const auto before = snapshot(redis);
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             call, {"limit", "b", "--rate", "5", "--per", "1h"}, {"limit", "b", "--reset"}}) {
+      if (args.back() == "--reset" && std::string(missing) != "del") continue;
+      CAPTURE(json(args).dump());
+      auto r = rlock_raw(args, as_rl);
+      CHECK(r.status == 77);
+      CHECK(line_count(r.err) == 1);
+      CHECK(r.err.find("NOPERM") != std::string::npos);
+    }
+    CHECK(snapshot(redis) == before);
+  }
+}
+
+TEST_CASE("limit: help describes the output and has examples") {
+  auto r = rlock_raw({"help", "limit"});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("retry_after_ms") != std::string::npos);
+  CHECK(r.out.find("Examples:") != std::string::npos);
+  CHECK(r.out.find("--reconfigure") != std::string::npos);
+}
+
+}  // namespace rlock::test
