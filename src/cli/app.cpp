@@ -223,6 +223,12 @@ bool runs_command(const CLI::App* parsed, const Subcommand* entry) {
   return !entered.empty() && entered.front()->get_name() == "exec";
 }
 
+// Whether the command is optional: its usage shows it in brackets, "[-- CMD [ARGS...]]"
+// (delay-pop, which takes items without one).
+bool command_optional(const Subcommand* entry) {
+  return std::string_view(entry->command_usage).find("[-- ") != std::string_view::npos;
+}
+
 // The subcommand CLI11 entered, if any.
 const CLI::App* parsed_subcommand(const std::vector<std::pair<CLI::App*, Runner>>& commands) {
   for (const auto& [sub, runner] : commands) {
@@ -287,7 +293,7 @@ int run(int argc, char** argv) {
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
     const Subcommand* entry = find_subcommand(sub->get_name());
-    if (runs_command(sub, entry) && args.command.empty()) {
+    if (runs_command(sub, entry) && args.command.empty() && !command_optional(entry)) {
       throw UsageError(std::string(entry->name) +
                        (args.has_dashes ? ": missing command after '--' ("
                                         : ": missing '--' before the command (") +

@@ -16,6 +16,10 @@ const std::vector<Subcommand>& subcommands() {
       {"inspect", "Show locks, semaphores and latches: holders, leases, waiters, counts", nullptr,
        define_inspect_command},
       {"latch", "Countdown latches: set, count-down, await, status", nullptr, define_latch_command},
+      {"delay-push", "Schedule an item on a delayed queue (due after --delay or --at)", nullptr,
+       define_delay_push_command},
+      {"delay-pop", "Take due items of a delayed queue; with -- CMD, reliably (lease, ack)",
+       "rlock delay-pop [OPTIONS] QUEUE [-- CMD [ARGS...]]", define_delay_pop_command},
   };
   return kAll;
 }

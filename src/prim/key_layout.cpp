@@ -151,6 +151,31 @@ std::string KeyLayout::latch_channel(std::string_view name) const {
   return prefix_ + "chan:" + tag(name) + ":latch";
 }
 
+std::string KeyLayout::queue_key(std::string_view name) const {
+  return prefix_ + "queue:" + tag(name);
+}
+std::string KeyLayout::queue_scheduled_key(std::string_view name) const {
+  return queue_key(name) + ":sched";
+}
+std::string KeyLayout::queue_items_key(std::string_view name) const {
+  return queue_key(name) + ":items";
+}
+std::string KeyLayout::queue_meta_key(std::string_view name) const {
+  return queue_key(name) + ":meta";
+}
+std::string KeyLayout::queue_inflight_key(std::string_view name) const {
+  return queue_key(name) + ":inflight";
+}
+std::string KeyLayout::queue_leases_key(std::string_view name) const {
+  return queue_key(name) + ":leases";
+}
+std::string KeyLayout::queue_dead_key(std::string_view name) const {
+  return queue_key(name) + ":dead";
+}
+std::string KeyLayout::queue_channel(std::string_view name) const {
+  return prefix_ + "chan:" + tag(name) + ":queue";
+}
+
 std::string KeyLayout::key_pattern(std::string_view word, std::string_view name_glob) const {
   // Literal braces and '%' of the glob match their encoded form in the key.
   std::string glob;
@@ -192,6 +217,12 @@ std::string KeyLayout::latch_key_pattern(std::string_view name_glob) const {
 }
 std::optional<std::string> KeyLayout::latch_name(std::string_view key) const {
   return name_in("latch", key);
+}
+std::string KeyLayout::queue_key_pattern(std::string_view name_glob) const {
+  return key_pattern("queue", name_glob);
+}
+std::optional<std::string> KeyLayout::queue_name(std::string_view key) const {
+  return name_in("queue", key);
 }
 std::string KeyLayout::any_key_pattern(std::string_view name_glob) const {
   return key_pattern("*", name_glob);

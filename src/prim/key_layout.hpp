@@ -51,6 +51,19 @@ class KeyLayout {
   virtual std::string latch_ids_key(std::string_view name) const;  // set of ids counted
   virtual std::string latch_channel(std::string_view name) const;  // the count reached 0
 
+  // A delayed queue (lua/include/queue_common.lua): its main hash (the push sequence;
+  // present while the queue holds any item, so that inspect finds it), the scheduled zset
+  // ("<seq>:<id>" -> due server ms), payloads (id -> bytes), item metadata, the in-flight
+  // zset (id -> lease expiry), the leases (id -> token and consumer) and the dead letters.
+  virtual std::string queue_key(std::string_view name) const;
+  virtual std::string queue_scheduled_key(std::string_view name) const;
+  virtual std::string queue_items_key(std::string_view name) const;
+  virtual std::string queue_meta_key(std::string_view name) const;
+  virtual std::string queue_inflight_key(std::string_view name) const;
+  virtual std::string queue_leases_key(std::string_view name) const;
+  virtual std::string queue_dead_key(std::string_view name) const;
+  virtual std::string queue_channel(std::string_view name) const;  // an earlier item was pushed
+
   // SCAN MATCH pattern for the lock hashes and readers hashes whose names match
   // `name_glob` (Redis glob).
   virtual std::string lock_key_pattern(std::string_view name_glob) const;
@@ -63,6 +76,8 @@ class KeyLayout {
   virtual std::optional<std::string> sem_name(std::string_view key) const;
   virtual std::string latch_key_pattern(std::string_view name_glob) const;
   virtual std::optional<std::string> latch_name(std::string_view key) const;
+  virtual std::string queue_key_pattern(std::string_view name_glob) const;
+  virtual std::optional<std::string> queue_name(std::string_view key) const;
   // SCAN MATCH pattern for the main keys of every type at once (prefix + WORD + ":" + tag,
   // the shape all main keys share); each type's *_name() picks its own keys out of it.
   virtual std::string any_key_pattern(std::string_view name_glob) const;
