@@ -88,8 +88,9 @@ PopRequest resolve(const PopFlags& f, bool with_command) {
   if (!with_command && !f.dead && (f.visibility || f.max_deliveries))
     throw UsageError("--visibility and --max-deliveries are for reliable consumption (-- CMD)");
   if (f.dead && (with_command || f.forever || !f.wait.empty() || f.visibility || f.max_deliveries))
-    throw UsageError("--dead reads the dead letters once: no -- CMD, --forever, --wait, "
-                     "--visibility or --max-deliveries");
+    throw UsageError(
+        "--dead reads the dead letters once: no -- CMD, --forever, --wait, "
+        "--visibility or --max-deliveries");
   if (f.forever && !f.wait.empty()) throw UsageError("--forever waits for ever: no --wait");
   if (!f.wait.empty()) r.wait = parse_duration(f.wait, "--wait", /*allow_forever=*/true);
   if (f.visibility) {
@@ -201,13 +202,13 @@ Outcome run_one(const PopFlags& f, const PopRequest& r, const std::vector<std::s
   prim::KeyLayout layout(settings.prefix);
   prim::DelayQueue q(topology, layout, f.queue);
   Deadline until = SteadyClock::now() + (f.forever ? kMaxDuration : r.wait);
-  auto leased = q.lease(r.visibility, r.max_deliveries, consumer, until,
-                        supervision.wait_hooks({}));
+  auto leased =
+      q.lease(r.visibility, r.max_deliveries, consumer, until, supervision.wait_hooks({}));
   if (int signo = supervision.stop_signal()) {
     if (leased) q.give_back(*leased);
     if (!f.forever)
-      console.notice("interrupted by signal " + std::to_string(signo) + " while waiting on queue '" +
-                     f.queue + "'; the command did not run");
+      console.notice("interrupted by signal " + std::to_string(signo) +
+                     " while waiting on queue '" + f.queue + "'; the command did not run");
     return {128 + signo, true, false};
   }
   if (!leased) return {f.conflict_exit_code, false, true};
@@ -272,7 +273,8 @@ Runner define_delay_pop_command(CLI::App& app, std::vector<std::string>& command
   app.add_option("queue", f->queue, "queue name; then optionally -- CMD [ARGS...]")
       ->required()
       ->type_name("QUEUE");
-  app.add_option("-w,--wait", f->wait, "wait up to DUR for a due item, inf: forever (default: don't)")
+  app.add_option("-w,--wait", f->wait,
+                 "wait up to DUR for a due item, inf: forever (default: don't)")
       ->type_name("DUR");
   app.add_option("--count", f->count, "take up to N due items at once (default 1; without CMD)")
       ->type_name("N");

@@ -57,8 +57,9 @@ prim::DueTime resolve_due(const PushFlags& f) {
 
 void check_size(const std::string& payload, long long max) {
   if (static_cast<long long>(payload.size()) > max) {
-    throw DataError("payload of " + std::to_string(payload.size()) + " bytes is over --max-payload " +
-                    std::to_string(max) + " bytes; nothing pushed");
+    throw DataError("payload of " + std::to_string(payload.size()) +
+                    " bytes is over --max-payload " + std::to_string(max) +
+                    " bytes; nothing pushed");
   }
 }
 
@@ -111,8 +112,8 @@ int push_lines(const PushFlags& f, const Console& console, prim::DelayQueue& q, 
                         " bytes, over --max-payload " + std::to_string(max) +
                         "; the lines before it were pushed, nothing after it");
       }
-      batch.push_back({f.id ? *f.id + "." + std::to_string(number) : random_hex(16),
-                       std::move(payload)});
+      batch.push_back(
+          {f.id ? *f.id + "." + std::to_string(number) : random_hex(16), std::move(payload)});
       if (batch.size() >= kLinesBatch) flush();
     }
     flush();

@@ -101,11 +101,11 @@ class QueueType final : public ObjectType {
               {"in_flight_total", in_flight_total},
               {"dead", dead}};
     if (!error.empty()) j["error"] = error;
-    std::string state = error.empty() ? std::to_string(scheduled) + " scheduled (" +
-                                            std::to_string(due) + " due), " +
-                                            std::to_string(in_flight_total) + " in flight, " +
-                                            std::to_string(dead) + " dead"
-                                      : "(" + error + ")";
+    std::string state = error.empty()
+                            ? std::to_string(scheduled) + " scheduled (" + std::to_string(due) +
+                                  " due), " + std::to_string(in_flight_total) + " in flight, " +
+                                  std::to_string(dead) + " dead"
+                            : "(" + error + ")";
     return Decoded{std::move(j), {state, ttl_cell(ttl_ms), "-", "-"}};
   }
 };

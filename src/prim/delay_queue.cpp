@@ -158,8 +158,7 @@ std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTim
     if (r->is_error()) {
       // NOSCRIPT (the server had not cached it: EVAL below caches it) or a refusal, which
       // the script made before writing anything and which run() reports as it should.
-      again.emplace(run(script,
-                        {channel_, mode, due_arg, items[i].id, items[i].payload},
+      again.emplace(run(script, {channel_, mode, due_arg, items[i].id, items[i].payload},
                         redis::Retry::kNever));
       r = &*again;
     }
@@ -198,10 +197,10 @@ std::unique_ptr<Hold> DelayQueue::hold(const LeasedItem& leased) {
 }
 
 bool DelayQueue::finish(const LeasedItem& leased, bool ack, Millis retry_after) {
-  auto reply = run(redis::scripts::queue_finish,
-                   {channel_, leased.item.id, leased.token, ack ? "ack" : "nack",
-                    millis_arg(retry_after)},
-                   redis::Retry::kIdempotent);
+  auto reply =
+      run(redis::scripts::queue_finish,
+          {channel_, leased.item.id, leased.token, ack ? "ack" : "nack", millis_arg(retry_after)},
+          redis::Retry::kIdempotent);
   return reply.at(0).integer() == 1;
 }
 

@@ -42,7 +42,8 @@ std::vector<json> lines_of(const std::string& text) {
   return out;
 }
 
-json push(const RedisServer& redis, const std::string& queue, const std::vector<std::string>& args) {
+json push(const RedisServer& redis, const std::string& queue,
+          const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"delay-push", queue};
   argv.insert(argv.end(), args.begin(), args.end());
   auto lines = lines_of(ok(redis, argv).out);
@@ -86,7 +87,10 @@ TEST_CASE("delay: push and pop, --delay 0, the item's fields, empty queue exits 
 TEST_CASE("delay: binary and multi-line payloads round-trip, from stdin too") {
   RedisServer redis;
   TempDir dir;
-  const std::string bytes("\xff\x00" "abc\n\x80", 7);
+  const std::string bytes(
+      "\xff\x00"
+      "abc\n\x80",
+      7);
   write_file(dir / "bin", bytes);
   auto r = with_stdin(redis, dir / "bin", {"delay-push", "q", "-", "--delay", "0", "--id", "b"});
   INFO(r.err);
@@ -150,9 +154,12 @@ TEST_CASE("delay: --at takes RFC 3339 with Z or an offset, and Unix seconds") {
   struct Case {
     std::string at;
     long long due_ms;
-  } cases[] = {{"2026-11-22T10:00:00Z", kAt},        {"2026-11-22T12:00:00+02:00", kAt},
-               {"2026-11-22t08:30:00.250-01:30", kAt + 250}, {"2026-11-22 10:00:00.5z", kAt + 500},
-               {"1795341600", kAt},                  {"1795341600.25", kAt + 250}};
+  } cases[] = {{"2026-11-22T10:00:00Z", kAt},
+               {"2026-11-22T12:00:00+02:00", kAt},
+               {"2026-11-22t08:30:00.250-01:30", kAt + 250},
+               {"2026-11-22 10:00:00.5z", kAt + 500},
+               {"1795341600", kAt},
+               {"1795341600.25", kAt + 250}};
   int i = 0;
   for (const auto& c : cases) {
     auto p = push(redis, "q", {"x", "--at", c.at, "--id", "i" + std::to_string(i++)});
@@ -240,7 +247,7 @@ size_t lines_in(const std::string& path) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
-TEST_CASE("delay: 10,000 items, 4 producers, 4 consumers: none lost, none twice, none early") {
+TEST_CASE("delay: 10000 items, 4 producers, 4 consumers: none lost, none twice, none early") {
   RedisServer redis;
   TempDir dir;
   constexpr int kProducers = 4, kBatches = 25, kPerBatch = 100;
@@ -366,9 +373,9 @@ TEST_CASE("delay: -- CMD consumers SIGKILLed every 200 items lose nothing, count
 TEST_CASE("delay: an item failing every time ends in the dead letters after --max-deliveries") {
   RedisServer redis;
   push(redis, "q", {"poison", "--delay", "0", "--id", "bad"});
-  const std::vector<std::string> fail = {"delay-pop", "q",   "--visibility", "1s",
-                                         "--wait",    "10s", "--max-deliveries", "3",
-                                         "--",        "sh",  "-c", "echo $RLOCK_DELIVERIES; exit 3"};
+  const std::vector<std::string> fail = {
+      "delay-pop",        "q", "--visibility", "1s", "--wait", "10s",
+      "--max-deliveries", "3", "--",           "sh", "-c",     "echo $RLOCK_DELIVERIES; exit 3"};
   for (int i = 1; i <= 3; ++i) {
     auto r = rlock(redis, fail);
     INFO(r.err);
