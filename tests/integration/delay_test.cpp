@@ -109,6 +109,13 @@ TEST_CASE("delay: binary and multi-line payloads round-trip, from stdin too") {
   REQUIRE(r.status == 0);
   ok(redis, {"delay-pop", "q", "--", "sh", "-c", "cat > \"$0\"", dir / "got"});
   CHECK(read_file(dir / "got") == bytes);
+  // A payload far larger than a pipe's buffer reaches the command whole (no deadlock).
+  write_file(dir / "big", std::string(3 << 20, 'z'));
+  r = with_stdin(redis, dir / "big",
+                 {"delay-push", "q", "-", "--delay", "0", "--max-payload", "4MiB"});
+  REQUIRE(r.status == 0);
+  auto big = ok(redis, {"delay-pop", "q", "--", "sh", "-c", "sleep 0.2; wc -c"});
+  CHECK(big.out == std::to_string(3 << 20) + "\n");
 }
 
 TEST_CASE("delay: --id is idempotent while the item is queued") {
@@ -346,8 +353,12 @@ TEST_CASE("delay: -- CMD consumers SIGKILLed every 200 items lose nothing, count
     }
     poll_until([&] { return lines_in(dir / "done") >= next_kill; }, 200ms, 20ms);
   }
+  // Waiting for more, a --forever consumer ends on TERM with status 0.
   for (auto& c : consumers) c.kill(SIGTERM);
-  for (auto& c : consumers) c.wait(deadline(10s));
+  for (auto& c : consumers) {
+    INFO(c.err());
+    CHECK(c.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  }
   CHECK(redis.cmd({"KEYS", "*"}).empty());
   std::map<std::string, std::vector<int>> runs;  // id -> deliveries seen
   std::istringstream in(read_file(dir / "done"));
