@@ -17,7 +17,12 @@
 namespace rlock::test {
 namespace {
 
-std::string queue_key(const std::string& name) { return "rlock:queue:{" + name + "}"; }
+// Built by append: GCC 12 at -O3 warns falsely (-Wrestrict) on "{" + s + "}".
+std::string queue_key(const std::string& name) {
+  std::string key = "rlock:queue:{";
+  key.append(name).push_back('}');
+  return key;
+}
 
 std::map<std::string, std::string> snapshot(const RedisServer& redis) {
   std::map<std::string, std::string> all;
@@ -461,6 +466,39 @@ TEST_CASE("delay: inspect shows scheduled, due, in-flight items with consumers, 
   CHECK(busy.wait(deadline(10s)).value_or(kStillRunning) == 0);
   auto table = ok(redis, {"--format", "table", "inspect"});
   CHECK(table.out.find("queue") != std::string::npos);
+}
+
+// The rights documented under ACL in rlock(1), and nothing more.
+const std::string kQueueAcl =
+    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +subscribe "
+    "+unsubscribe +ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time "
+    "+zrangebyscore +zrem +zrange +pubsub|numsub +hset +pexpire +set +publish +del +hget "
+    "+hincrby +zscore +zadd +exists +hexists +hdel +hkeys +decrby +sadd +sismember +smembers "
+    "+scard +srandmember +hlen +llen +rpush +lpop";
+
+TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and changes nothing") {
+  {
+    RedisServer redis(RedisOptions{.config = {kQueueAcl}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    CHECK(rlock_raw({"delay-push", "q", "a", "--delay", "0"}, as_rl).status == 0);
+    CHECK(rlock_raw({"delay-push", "q", "b", "--delay", "0", "--id", "b"}, as_rl).status == 0);
+    CHECK(rlock_raw({"delay-pop", "q"}, as_rl).status == 0);
+    CHECK(rlock_raw({"delay-pop", "q", "--max-deliveries", "1", "--", "false"}, as_rl).status == 1);
+    auto listed = rlock_raw({"inspect", "--type", "queue"}, as_rl);
+    CHECK(listed.status == 0);
+    CHECK(parse_json(listed.out).at(0).at("dead") == 1);
+    CHECK(rlock_raw({"delay-pop", "q", "--dead"}, as_rl).status == 0);
+    CHECK(redis.cmd({"KEYS", "*"}).empty());
+  }
+  for (const char* missing : {"rpush", "hset", "zadd", "publish", "hincrby"}) {
+    CAPTURE(missing);
+    RedisServer redis(RedisOptions{.config = {kQueueAcl + " -" + missing}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    auto r = rlock_raw({"delay-push", "q", "a", "--delay", "0"}, as_rl);
+    CHECK(r.status == 77);
+    CHECK(line_count(r.err) == 1);
+    CHECK(redis.cmd({"KEYS", "*"}).empty());
+  }
 }
 
 }  // namespace
