@@ -10,9 +10,10 @@
 # per tool for part C, 180), BENCH_RSS_RUNS (20), BENCH_LATCH_ROUNDS (30),
 # BENCH_INSPECT_RUNS (3), BENCH_INSPECT_MAX (objects of part F's large row,
 # 1000000), BENCH_LIMIT_DECISIONS (per run of part G's throughput rows, 50000),
-# BENCH_PARTS (the parts to run, default ABCDEFG; BENCH_PARTS=F runs only the
-# inspect part, its summary rows included). Part G's C++ program is
-# rlock_limit_bench next to RLOCK_BIN (or RLOCK_LIMIT_BENCH), built when missing.
+# BENCH_QUEUE_ITEMS (items of part H's bulk push, 100000), BENCH_PARTS (the parts
+# to run, default ABCDEFGH; BENCH_PARTS=F runs only the inspect part, its summary
+# rows included). Part G's C++ program is rlock_limit_bench next to RLOCK_BIN (or
+# RLOCK_LIMIT_BENCH), built when missing.
 #
 # Everything it starts (one redis-server, one etcd, the lock holders/waiters
 # of part C) listens on or talks to 127.0.0.1 only, and is stopped by pid on
@@ -52,8 +53,8 @@ LATCH_ROUNDS=$(knob BENCH_LATCH_ROUNDS 30 1 1000)
 INSPECT_RUNS=$(knob BENCH_INSPECT_RUNS 3 1 50)
 INSPECT_MAX=$(knob BENCH_INSPECT_MAX 1000000 100000 5000000)
 LIMIT_DECISIONS=$(knob BENCH_LIMIT_DECISIONS 50000 1000 10000000)
-PARTS=${BENCH_PARTS:-ABCDEFG}
-[[ $PARTS =~ ^[A-G]+$ ]] || die "BENCH_PARTS must be letters among ABCDEFG, got '$PARTS'"
+PARTS=${BENCH_PARTS:-ABCDEFGH}
+[[ $PARTS =~ ^[A-H]+$ ]] || die "BENCH_PARTS must be letters among ABCDEFGH, got '$PARTS'"
 part() { [[ $PARTS == *"$1"* ]]; } # part X: whether part X runs
 
 # ---------------------------------------------------------------- install
@@ -733,6 +734,99 @@ row "rlock lock NAME --owner O (fresh acquisition)" g_lock g_lock
 say ""
 fi
 
+# ---------------------------------------------------------------- H
+# Delayed queues. H1: `rlock delay-push --lines` of QUEUE_ITEMS items (due in
+# an hour, so nothing is consumed) against the ceiling: redis-benchmark -P 64
+# running EVALSHA of the same push script (its SHA taken from MONITOR while
+# rlock pushes one item), with random ids. H2: delivery lateness at 1,000
+# items/s sustained: 10,000 items due 1 ms apart (pushed beforehand through the
+# push script with redis-cli --pipe, absolute due times on the server clock),
+# taken by one `delay-pop --forever`; lateness_ms is the server's (delivery - due).
+if part H; then
+QUEUE_ITEMS=$(knob BENCH_QUEUE_ITEMS 100000 1000 1000000)
+seq -f 'item-%06g' "$QUEUE_ITEMS" >"$TMP/lines"
+qkeys() {
+    local t="{$1}"
+    echo "rlock:queue:$t rlock:queue:$t:sched rlock:queue:$t:items rlock:queue:$t:meta" \
+        "rlock:queue:$t:inflight rlock:queue:$t:leases rlock:queue:$t:dead"
+}
+# shellcheck disable=SC2046
+qdel() { rcli DEL $(qkeys "$1") >/dev/null; }
+# h_until SECS CMD...: until CMD succeeds, at most SECS seconds
+h_until() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.01
+    done
+}
+
+log "H: delay-push --lines of $QUEUE_ITEMS items, and the redis-benchmark ceiling"
+timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR >"$TMP/monitor" 2>/dev/null &
+MON=$!
+h_until 5 grep -q OK "$TMP/monitor"
+"$RLOCK" -q delay-push bench-sha x --delay 1h >>"$LOG" 2>&1
+sleep 0.2
+kill "$MON" 2>/dev/null
+wait "$MON" 2>/dev/null
+PUSH_SHA=$(grep -o '"EVALSHA" "[0-9a-f]*"' "$TMP/monitor" | head -n1 | cut -d'"' -f4)
+qdel bench-sha
+
+start=$("$STAMP")
+"$RLOCK" delay-push bench-push --lines --delay 1h <"$TMP/lines" >"$TMP/pushed" 2>>"$LOG"
+end=$("$STAMP")
+pushed=$(grep -c '"duplicate":false' "$TMP/pushed")
+PUSH_RATE=$(calc '%.0f' "$pushed / (($end - $start) / 1e9)")
+PUSH_SECS=$(calc '%.2f' "($end - $start) / 1e9")
+qdel bench-push
+CEIL_RATE=error CEIL_ITEMS=0
+if [[ -n $PUSH_SHA ]]; then
+    # shellcheck disable=SC2046
+    CEIL_RATE=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -P 64 -n "$QUEUE_ITEMS" \
+        -r 1000000000 --csv EVALSHA "$PUSH_SHA" 7 $(qkeys bench-ceil) \
+        "rlock:chan:{bench-ceil}:queue" delay 3600000 'id-__rand_int__' item-000000 \
+        2>>"$LOG" | tail -n1 | cut -d'"' -f4)
+    CEIL_ITEMS=$(rcli HLEN "rlock:queue:{bench-ceil}:meta")
+    qdel bench-ceil
+fi
+PUSH_RATIO=$(calc '%.2f' "$PUSH_RATE / $CEIL_RATE")
+
+log "H: lateness of 10,000 items due 1 ms apart (1,000 items/s)"
+read -r now_s now_us < <(rcli TIME | tr '\n' ' ')
+first_due=$((now_s * 1000 + now_us / 1000 + 3000))
+# shellcheck disable=SC2046
+python3 -c 'import sys
+sha, first, keys = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+for i in range(10000):
+    args = ["EVALSHA", sha, "7", *keys, "rlock:chan:{bench-late}:queue", "at",
+            str(first + i), "late-%05d" % i, "x"]
+    sys.stdout.write("*%d\r\n" % len(args) + "".join("$%d\r\n%s\r\n" % (len(a), a) for a in args))' \
+    "$PUSH_SHA" "$first_due" $(qkeys bench-late) >"$TMP/late.resp"
+"$RLOCK" delay-pop bench-late --forever --count 100 >"$TMP/late.out" 2>>"$LOG" &
+POP=$!
+rcli --pipe <"$TMP/late.resp" >>"$LOG" 2>&1
+h_until 60 test "$(wc -l <"$TMP/late.out")" -ge 10000
+kill -TERM "$POP" 2>/dev/null
+wait "$POP" 2>/dev/null
+read -r LATE_N LATE_P50 LATE_P99 LATE_MAX < <(python3 -c 'import json, sys
+l = sorted(json.loads(x)["lateness_ms"] for x in open(sys.argv[1]))
+print(len(l), l[len(l) // 2], l[len(l) * 99 // 100], l[-1]) if l else print(0, "error", "error", "error")' "$TMP/late.out")
+qdel bench-late
+
+say "## H. Delayed queues"
+say ""
+say "| bulk push of $QUEUE_ITEMS items | items/s | vs ceiling |"
+say "|---|---:|---:|"
+say "| \`rlock delay-push --lines\` (512 EVALSHA per round trip, $PUSH_SECS s) | $PUSH_RATE | ${PUSH_RATIO}x |"
+say "| \`redis-benchmark -P 64\` EVALSHA of the push script (ceiling; $CEIL_ITEMS ids stored) | $CEIL_RATE | 1.00x |"
+say ""
+say "| delivery lateness: 10,000 items due 1 ms apart, one \`delay-pop --forever --count 100\` | items | p50 ms | p99 ms | worst ms |"
+say "|---|---:|---:|---:|---:|"
+say "| server-side lateness_ms | $LATE_N | $LATE_P50 | $LATE_P99 | $LATE_MAX |"
+say ""
+fi
+
 # ---------------------------------------------------------------- summary
 # verdict LABEL VALUE_EXPR LIMIT_EXPR SHOWN
 verdict() {
@@ -782,6 +876,9 @@ if part F; then
     verdict 'rlock inspect 100,000 objects <= 0.63 s (the old listing of 100,000 locks)' \
         "${INSPECT_S[100000.json]:-x}" 0.63 "${INSPECT_S[100000.json]:-?} s"
 fi
+part H && verdict 'delay-push --lines >= 0.5x redis-benchmark -P 64 of its script' \
+    "0.5" "$PUSH_RATIO" "${PUSH_RATIO:-?}x"
+part H && verdict 'delivery lateness p99 at 1,000 items/s < 50 ms' "$LATE_P99" 49 "${LATE_P99:-?} ms"
 say ""
 say "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)."
 say "Raw data: bench/out/*.json (hyperfine), bench/out/bench.log (tool output)."

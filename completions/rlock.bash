@@ -31,21 +31,23 @@ _rlock()
         cword=$COMP_CWORD
     fi
 
-    local subcommands='lock unlock exec sem inspect latch limit help'
+    local subcommands='lock unlock exec sem inspect latch limit delay-push delay-pop help'
     local global_opts='--url --password-file --prefix --connect-timeout
         --timeout -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
         --format --owner --lease -w --wait -E --conflict-exit-code --on-lost
         --kill-after --min-hold --expire --by --id --permits --count --permit --type
-        --rate --per --burst --cost --client --client-rate '
+        --rate --per --burst --cost --client --client-rate
+        --delay --at --max-payload --visibility --max-deliveries '
     arg_opts=${arg_opts//$'\n'/ }
 
     # Find the subcommand (and sem's or latch's own), the positionals after it, and `--` (exec).
     local i word subcmd='' semcmd='' latchcmd='' npos=0 dashdash=0
     for ((i = 1; i < cword; i++)); do
         word=${words[i]}
-        if [[ ($subcmd == exec || $semcmd == exec || $subcmd == limit) && $word == -- ]]; then
+        if [[ ($subcmd == exec || $semcmd == exec || $subcmd == limit || $subcmd == delay-pop) &&
+            $word == -- ]]; then
             dashdash=$i
             break
         fi
@@ -85,7 +87,7 @@ _rlock()
         --type)
             # A comma-separated list: complete the type after the last comma.
             local done_types=${cur%"${cur##*,}"}
-            COMPREPLY=($(compgen -P "$done_types" -W 'lock sem latch limiter' -- "${cur##*,}"))
+            COMPREPLY=($(compgen -P "$done_types" -W 'lock sem latch limiter queue' -- "${cur##*,}"))
             return
             ;;
         --on-lost)
@@ -111,7 +113,8 @@ _rlock()
             ;;
         --prefix | --connect-timeout | --timeout | --owner | --lease | \
             -E | --conflict-exit-code | --kill-after | --min-hold | --permits | --count | --permit | \
-            --expire | --by | --id | --rate | --per | --burst | --cost | --client | --client-rate)
+            --expire | --by | --id | --rate | --per | --burst | --cost | --client | --client-rate | \
+                --delay | --at | --max-payload | --visibility | --max-deliveries)
             # A free-form value: nothing sensible to offer.
             return
             ;;
@@ -198,6 +201,19 @@ _rlock()
                 COMPREPLY=($(compgen -W '--' -- "$cur"))
             elif [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            fi
+            ;;
+        delay-push)
+            opts='--delay --at --id --lines --max-payload'
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            ;;
+        delay-pop)
+            opts='-w --wait --count --visibility --max-deliveries --forever --dead
+                -E --conflict-exit-code --on-lost --kill-after --min-hold --keep-secrets'
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$opts -- $global_opts" -- "$cur"))
+            elif ((npos >= 1)); then
+                COMPREPLY=($(compgen -W '--' -- "$cur"))
             fi
             ;;
         help)

@@ -1,13 +1,13 @@
 # fish completion for rlock(1). Installed into $datadir/fish/vendor_completions.d.
 
-set -l __rlock_subcommands lock unlock exec sem inspect latch limit help
+set -l __rlock_subcommands lock unlock exec sem inspect latch limit delay-push delay-pop help
 
-# True once `rlock exec ... --` (or `rlock limit ... --`) has been typed: the rest is a
+# True once `rlock exec ... --` (or limit's, or delay-pop's) has been typed: the rest is a
 # command of its own.
 function __rlock_exec_after_dashdash
     set -l tokens (commandline -opc)
     begin
-        contains -- exec $tokens; or contains -- limit $tokens
+        contains -- exec $tokens; or contains -- limit $tokens; or contains -- delay-pop $tokens
     end; and contains -- -- $tokens
 end
 
@@ -36,7 +36,8 @@ function __rlock_positionals
         end
         switch $t
             case --url --password-file --prefix --connect-timeout --timeout --format --owner --lease \
-                -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold --permits --count --permit --type
+                -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold --permits --count --permit --type \
+                --delay --at --id --max-payload --visibility --max-deliveries
                 set skip 1
             case '-*'
             case '*'
@@ -83,9 +84,11 @@ complete -c rlock -n $no_subcmd -a lock -d 'Take a lock and keep it for its leas
 complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock taken with lock'
 complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock'
 complete -c rlock -n $no_subcmd -a sem -d 'Semaphores: take, release, renew permits; run a command'
-complete -c rlock -n $no_subcmd -a inspect -d 'List locks and latches: holders, waiters, counts'
+complete -c rlock -n $no_subcmd -a inspect -d 'List locks, semaphores, latches, queues'
 complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down, await, status'
 complete -c rlock -n $no_subcmd -a limit -d 'Rate limiters: decide one call, or run a command when allowed'
+complete -c rlock -n $no_subcmd -a delay-push -d 'Schedule an item on a delayed queue'
+complete -c rlock -n $no_subcmd -a delay-pop -d 'Take due items of a delayed queue; with -- CMD, reliably'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
 complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
 complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held lock'
@@ -134,7 +137,7 @@ complete -c rlock -n '__fish_seen_subcommand_from unlock' -l force -d 'Release t
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -s s -l shared -d 'Drop a shared (read) hold'
 
 # inspect.
-complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock sem latch limiter lock,latch' \
+complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock sem latch limiter queue lock,latch' \
     -d 'Only these object types (comma-separated)'
 
 # latch and its subcommands.
@@ -179,3 +182,26 @@ complete -c rlock -n $exec_opts -l min-hold -x -d 'Keep the lock until DUR after
 complete -c rlock -n $exec_opts -l keep-secrets -d 'Let the command inherit RLOCK_PASSWORD and a password-bearing URL'
 complete -c rlock -n $exec_opts -a -- -d 'End of rlock options; the command follows'
 complete -c rlock -n __rlock_exec_after_dashdash -x -a '(__rlock_exec_command)'
+
+# delay-push.
+set -l dpush '__fish_seen_subcommand_from delay-push'
+complete -c rlock -n $dpush -l delay -x -d 'Due DUR after the server clock now'
+complete -c rlock -n $dpush -l at -x -d 'Due at TIME (RFC 3339 or Unix seconds)'
+complete -c rlock -n $dpush -l id -x -d 'Item id: the same id again changes nothing'
+complete -c rlock -n $dpush -l lines -d 'One item per stdin line'
+complete -c rlock -n $dpush -l max-payload -x -d 'Largest payload accepted (default 1MiB)'
+
+# delay-pop (with -- CMD it also takes exec's --on-lost, --kill-after, --min-hold, --keep-secrets).
+set -l dpop '__fish_seen_subcommand_from delay-pop; and not __rlock_exec_after_dashdash'
+complete -c rlock -n $dpop -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'Wait up to DUR for a due item'
+complete -c rlock -n $dpop -l count -x -d 'Take up to N items at once'
+complete -c rlock -n $dpop -l visibility -x -d 'Lease of the item while CMD runs (default 30s)'
+complete -c rlock -n $dpop -l max-deliveries -x -d 'After N deliveries an item is a dead letter'
+complete -c rlock -n $dpop -l forever -d 'Keep serving the queue until INT/TERM'
+complete -c rlock -n $dpop -l dead -d 'Read and remove dead letters'
+complete -c rlock -n $dpop -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when nothing was due'
+complete -c rlock -n $dpop -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'Signal for the command if the lease is lost'
+complete -c rlock -n $dpop -l kill-after -x -d 'Send KILL this long after the on-lost signal'
+complete -c rlock -n $dpop -l min-hold -x -d 'Keep the lease until DUR after it was taken'
+complete -c rlock -n $dpop -l keep-secrets -d 'Let the command inherit RLOCK_PASSWORD and a password-bearing URL'
+complete -c rlock -n $dpop -a -- -d 'End of rlock options; the command follows'

@@ -223,8 +223,8 @@ bool runs_command(const CLI::App* parsed, const Subcommand* entry) {
   return !entered.empty() && entered.front()->get_name() == "exec";
 }
 
-// Whether the command of a command-running subcommand may be left out (`limit`: its usage
-// shows "[-- CMD ...]").
+// Whether the command is optional: its usage shows it in brackets, "[-- CMD [ARGS...]]"
+// (delay-pop, which takes items without one).
 bool command_optional(const Subcommand* entry) {
   return std::string_view(entry->command_usage).find("[-- ") != std::string_view::npos;
 }
@@ -242,8 +242,8 @@ const CLI::App* parsed_subcommand(const std::vector<std::pair<CLI::App*, Runner>
 int run(int argc, char** argv) {
   SplitArgs args = split_args(argc, argv);
   CLI::App app(
-      "Locks, read-write locks, semaphores and countdown latches with leases for shell jobs, cron "
-      "and CI, held in Redis.",
+      "Locks, read-write locks, semaphores, countdown latches, rate limiters and delayed queues "
+      "for shell jobs, cron and CI, held in Redis.",
       "rlock");
   app.set_version_flag("--version", "rlock " RLOCK_VERSION);
   app.fallthrough();

@@ -41,5 +41,7 @@ Runner define_sem_command(CLI::App& app, std::vector<std::string>& command_after
 Runner define_inspect_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_latch_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_limit_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
+Runner define_delay_push_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
+Runner define_delay_pop_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 
 }  // namespace rlock::cli

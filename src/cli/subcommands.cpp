@@ -13,11 +13,15 @@ const std::vector<Subcommand>& subcommands() {
        define_exec_command},
       {"sem", "Semaphores: take, give back, renew permits; run a command holding them",
        "rlock sem exec [OPTIONS] NAME -- CMD [ARGS...]", define_sem_command},
-      {"inspect", "Show locks, semaphores and latches: holders, leases, waiters, counts", nullptr,
-       define_inspect_command},
+      {"inspect", "Show locks, semaphores, latches, limiters, queues: holders, leases, waiters",
+       nullptr, define_inspect_command},
       {"latch", "Countdown latches: set, count-down, await, status", nullptr, define_latch_command},
       {"limit", "Rate limiters: decide one call (GCRA on the server clock), or run a command",
        "rlock limit [OPTIONS] NAME [-- CMD [ARGS...]]", define_limit_command},
+      {"delay-push", "Schedule an item on a delayed queue (due after --delay or --at)", nullptr,
+       define_delay_push_command},
+      {"delay-pop", "Take due items of a delayed queue; with -- CMD, reliably (lease, ack)",
+       "rlock delay-pop [OPTIONS] QUEUE [-- CMD [ARGS...]]", define_delay_pop_command},
   };
   return kAll;
 }

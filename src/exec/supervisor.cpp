@@ -263,6 +263,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   }
   auto held_for = std::chrono::duration_cast<Millis>(SteadyClock::now() - options.acquired_at);
   std::string why;
+  watchdog.job_ended(exit_code_of(run.status()));
   auto released = watchdog.release(std::max(options.min_hold - held_for, Millis(0)), &why);
   guardian.finish();
   if (released == Watchdog::Released::kNotHeld) {

@@ -41,6 +41,9 @@ class Watchdog {
   // Why the hold was lost, for the one-line message.
   const std::string& lost_reason() const { return lost_reason_; }
 
+  // Tells the hold how the job ended, before release() (see prim::Hold::job_ended).
+  void job_ended(int exit_code) { hold_->job_ended(exit_code); }
+
   enum class Released { kReleased, kNotHeld, kUnreachable };
   // Releases the hold; with `keep` > 0 the object stays busy that much longer. kNotHeld:
   // the hold was lost after the last renewal; kUnreachable: Redis could not be reached and

@@ -8,6 +8,7 @@ namespace rlock::inspect {
 const ObjectType& lock_type();   // rlock:lock:{NAME} and its queue
 const ObjectType& latch_type();  // rlock:latch:{NAME} and its ids
 const ObjectType& sem_type();    // rlock:sem:{NAME} (permits in use) and its queue
+const ObjectType& queue_type();  // rlock:queue:{NAME}: a delayed queue holding items
 
 // rlock:limit:{NAME} (config, overall TAT) and its client buckets.
 const ObjectType& limiter_type();

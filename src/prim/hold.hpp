@@ -25,6 +25,11 @@ class Hold {
   // Idempotent: a retry after a lost reply still says kReleased. Throws UnavailableError.
   virtual Released release(Millis keep) = 0;
 
+  // How the job run under the hold ended (rlock's exit code for it: 0 = success), told
+  // just before release(). Default: ignored, a lock or permit is released the same way
+  // either way; a queue item's lease acknowledges the item on 0 and gives it back otherwise.
+  virtual void job_ended(int /*exit_code*/) {}
+
   // Why the hold was lost, for one line on stderr.
   virtual std::string lost_reason() const = 0;
 

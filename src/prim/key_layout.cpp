@@ -157,6 +157,30 @@ std::string KeyLayout::limiter_key(std::string_view name) const {
 std::string KeyLayout::limiter_clients_key(std::string_view name) const {
   return limiter_key(name) + ":clients";
 }
+std::string KeyLayout::queue_key(std::string_view name) const {
+  return prefix_ + "queue:" + tag(name);
+}
+std::string KeyLayout::queue_scheduled_key(std::string_view name) const {
+  return queue_key(name) + ":sched";
+}
+std::string KeyLayout::queue_items_key(std::string_view name) const {
+  return queue_key(name) + ":items";
+}
+std::string KeyLayout::queue_meta_key(std::string_view name) const {
+  return queue_key(name) + ":meta";
+}
+std::string KeyLayout::queue_inflight_key(std::string_view name) const {
+  return queue_key(name) + ":inflight";
+}
+std::string KeyLayout::queue_leases_key(std::string_view name) const {
+  return queue_key(name) + ":leases";
+}
+std::string KeyLayout::queue_dead_key(std::string_view name) const {
+  return queue_key(name) + ":dead";
+}
+std::string KeyLayout::queue_channel(std::string_view name) const {
+  return prefix_ + "chan:" + tag(name) + ":queue";
+}
 
 std::string KeyLayout::key_pattern(std::string_view word, std::string_view name_glob) const {
   // Literal braces and '%' of the glob match their encoded form in the key.
@@ -205,6 +229,12 @@ std::string KeyLayout::limiter_key_pattern(std::string_view name_glob) const {
 }
 std::optional<std::string> KeyLayout::limiter_name(std::string_view key) const {
   return name_in("limit", key);
+}
+std::string KeyLayout::queue_key_pattern(std::string_view name_glob) const {
+  return key_pattern("queue", name_glob);
+}
+std::optional<std::string> KeyLayout::queue_name(std::string_view key) const {
+  return name_in("queue", key);
 }
 std::string KeyLayout::any_key_pattern(std::string_view name_glob) const {
   return key_pattern("*", name_glob);

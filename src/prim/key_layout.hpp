@@ -55,6 +55,18 @@ class KeyLayout {
   // overall state (tat), and beside it its per-client buckets (zset client id -> TAT).
   virtual std::string limiter_key(std::string_view name) const;
   virtual std::string limiter_clients_key(std::string_view name) const;
+  // A delayed queue (lua/include/queue_common.lua): its main hash (the push sequence;
+  // present while the queue holds any item, so that inspect finds it), the scheduled zset
+  // ("<seq>:<id>" -> due server ms), payloads (id -> bytes), item metadata, the in-flight
+  // zset (id -> lease expiry), the leases (id -> token and consumer) and the dead letters.
+  virtual std::string queue_key(std::string_view name) const;
+  virtual std::string queue_scheduled_key(std::string_view name) const;
+  virtual std::string queue_items_key(std::string_view name) const;
+  virtual std::string queue_meta_key(std::string_view name) const;
+  virtual std::string queue_inflight_key(std::string_view name) const;
+  virtual std::string queue_leases_key(std::string_view name) const;
+  virtual std::string queue_dead_key(std::string_view name) const;
+  virtual std::string queue_channel(std::string_view name) const;  // an earlier item was pushed
 
   // SCAN MATCH pattern for the lock hashes and readers hashes whose names match
   // `name_glob` (Redis glob).
@@ -70,6 +82,8 @@ class KeyLayout {
   virtual std::optional<std::string> latch_name(std::string_view key) const;
   virtual std::string limiter_key_pattern(std::string_view name_glob) const;
   virtual std::optional<std::string> limiter_name(std::string_view key) const;
+  virtual std::string queue_key_pattern(std::string_view name_glob) const;
+  virtual std::optional<std::string> queue_name(std::string_view key) const;
   // SCAN MATCH pattern for the main keys of every type at once (prefix + WORD + ":" + tag,
   // the shape all main keys share); each type's *_name() picks its own keys out of it.
   virtual std::string any_key_pattern(std::string_view name_glob) const;

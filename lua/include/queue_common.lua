@@ -1,0 +1,108 @@
+-- Shared by the delayed-queue scripts (spliced in at build time where a script says @include).
+-- Every queue script takes the same KEYS:
+--   KEYS[1] main hash (field seq: the push sequence); present while the queue holds any
+--           item (scheduled, in flight or dead), so that inspect finds the queue
+--   KEYS[2] scheduled (zset "<seq>:<id>" -> due, server ms); <seq> is zero-padded to 16
+--           digits, so items due in the same millisecond come out in push order
+--   KEYS[3] payloads (hash id -> bytes, stored as given)
+--   KEYS[4] metadata (hash id -> "<seq> <due ms> <deliveries> <max deliveries, 0 = none>")
+--   KEYS[5] in flight (zset id -> lease expiry, server ms)
+--   KEYS[6] leases (hash id -> "<token> <consumer>")
+--   KEYS[7] dead letters (list of ids, oldest first; payload and metadata stay)
+
+-- Expired leases re-promoted per script call: bounds one call's work.
+local RECLAIM_BATCH = 100
+
+-- The checks every queue script starts with (rights, then types): nothing is written
+-- before they pass.
+local function check_queue_keys(channel)
+  local needs = {
+    {'HINCRBY', KEYS[1], 'seq', '1'}, {'DEL', KEYS[1]}, {'ZADD', KEYS[2], '1', 'm'},
+    {'ZREM', KEYS[2], 'm'}, {'HSET', KEYS[3], 'f', 'v'}, {'HDEL', KEYS[3], 'f'},
+    {'HSET', KEYS[4], 'f', 'v'}, {'HDEL', KEYS[4], 'f'}, {'ZADD', KEYS[5], '1', 'm'},
+    {'ZREM', KEYS[5], 'm'}, {'HSET', KEYS[6], 'f', 'v'}, {'HDEL', KEYS[6], 'f'},
+    {'RPUSH', KEYS[7], 'x'}, {'LPOP', KEYS[7]}, {'PUBLISH', channel, 'x'},
+  }
+  local denied = first_denied(needs)
+  if denied then return denied end
+  return first_bad_type({'hash', 'zset', 'hash', 'hash', 'zset', 'hash', 'list'})
+end
+
+-- The metadata of item `id` as a table, or nil when the item is unknown or its metadata
+-- is not well-formed.
+local function read_meta(id)
+  local m = redis.call('HGET', KEYS[4], id)
+  if not m then return nil end
+  local seq, due, n, max = string.match(m, '^(%d+) (%d+) (%d+) (%d+)$')
+  if not seq then return nil end
+  return {seq = seq, due = tonumber(due), deliveries = tonumber(n), max = tonumber(max)}
+end
+
+local function write_meta(id, m)
+  redis.call('HSET', KEYS[4], id,
+    string.format('%s %.0f %d %d', m.seq, m.due, m.deliveries, m.max))
+end
+
+local function member_of(id, m) return m.seq .. ':' .. id end
+
+-- The id inside a scheduled member.
+local function id_of(member) return string.match(member, '^%d+:(.*)$') end
+
+-- The main hash goes when the last item does.
+local function drop_main_if_empty()
+  if redis.call('HLEN', KEYS[4]) == 0 then redis.call('DEL', KEYS[1]) end
+end
+
+-- Forgets item `id` entirely (acknowledged, popped without a lease, or read off the dead list).
+local function drop_item(id, member)
+  if member then redis.call('ZREM', KEYS[2], member) end
+  redis.call('ZREM', KEYS[5], id)
+  redis.call('HDEL', KEYS[6], id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[4], id)
+  drop_main_if_empty()
+end
+
+local function earliest(key)
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if #first == 0 then return nil end
+  return tonumber(first[2])
+end
+
+-- Schedules item `id` (its lease, if any, is gone) for `due`, or moves it to the dead
+-- letters when it has had its maximum of deliveries. Wakes the consumers when it is now
+-- the earliest item.
+local function reschedule(id, m, due, channel)
+  redis.call('ZREM', KEYS[5], id)
+  redis.call('HDEL', KEYS[6], id)
+  if m.max > 0 and m.deliveries >= m.max then
+    redis.call('RPUSH', KEYS[7], id)
+    return
+  end
+  local first = earliest(KEYS[2])
+  redis.call('ZADD', KEYS[2], due, member_of(id, m))
+  if not first or due < first then redis.call('PUBLISH', channel, 'due') end
+end
+
+-- Items whose lease ran out (their consumer crashed, stalled or was cut off) are due
+-- again from their lease expiry on. Every script that looks at leases starts with it.
+local function reclaim(now_ms, channel)
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now_ms, 'WITHSCORES', 'LIMIT', 0,
+    RECLAIM_BATCH)
+  for i = 1, #expired, 2 do
+    local id = expired[i]
+    local m = read_meta(id)
+    if m then
+      reschedule(id, m, tonumber(expired[i + 1]), channel)
+    else
+      redis.call('ZREM', KEYS[5], id)
+      redis.call('HDEL', KEYS[6], id)
+    end
+  end
+end
+
+-- The lease of `id` iff it is `token`'s (after reclaim: an expired lease is nobody's).
+local function lease_is(id, token)
+  local l = redis.call('HGET', KEYS[6], id)
+  return l ~= false and string.sub(l, 1, #token + 1) == token .. ' '
+end

@@ -1,0 +1,19 @@
+-- Takes items off the dead-letter list, oldest first, and forgets them.
+-- KEYS: see queue_common.lua.
+-- ARGV[1] queue channel, ARGV[2] most items to take.
+-- Reply: {now_ms, id, payload, due_ms, deliveries, ...};
+--        error "BADTYPE <type> <key>" and no change otherwise.
+-- @include common.lua
+-- @include queue_common.lua
+local err = check_queue_keys(ARGV[1])
+if err then return err end
+local out = {server_time().ms}
+for _ = 1, tonumber(ARGV[2]) do
+  local id = redis.call('LPOP', KEYS[7])
+  if not id then break end
+  local m = read_meta(id) or {due = 0, deliveries = 0}
+  local payload = redis.call('HGET', KEYS[3], id) or ''
+  for _, v in ipairs({id, payload, m.due, m.deliveries}) do out[#out + 1] = v end
+  drop_item(id, nil)
+end
+return out

@@ -1,0 +1,25 @@
+-- Ends a delivery iff its lease is still this delivery's (token): 'ack' deletes the item,
+-- 'nack' makes it due again after a pause (or moves it to the dead letters when it has
+-- had its maximum of deliveries). A consumer whose lease ran out is refused: the item may
+-- be with another consumer now, and completes only once.
+-- KEYS: see queue_common.lua.
+-- ARGV[1] queue channel, ARGV[2] item id, ARGV[3] lease token, ARGV[4] 'ack' | 'nack',
+-- ARGV[5] nack: ms until the item is due again.
+-- Reply: {1} done; {0} the lease is not this delivery's: nothing changed;
+--        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- @include common.lua
+-- @include queue_common.lua
+local err = check_queue_keys(ARGV[1])
+if err then return err end
+local now = server_time().ms
+reclaim(now, ARGV[1])
+local id = ARGV[2]
+if not lease_is(id, ARGV[3]) then return {0} end
+local m = read_meta(id)
+if not m then return redis.error_reply('MALFORMED ' .. KEYS[4]) end
+if ARGV[4] == 'ack' then
+  drop_item(id, nil)
+else
+  reschedule(id, m, now + tonumber(ARGV[5]), ARGV[1])
+end
+return {1}

@@ -1,0 +1,58 @@
+-- Takes the due items, in due order (push order within a millisecond), after making the
+-- items of expired leases due again: promotion and claim in one script, so that no crash
+-- of anybody loses an item. 'take' removes the items (at-most-once); 'lease' moves one to
+-- the in-flight set under a lease of its own (token), counting the delivery. An item that
+-- has had --max-deliveries deliveries goes to the dead letters instead of out.
+-- KEYS: see queue_common.lua.
+-- ARGV[1] queue channel, ARGV[2] 'take' | 'lease', ARGV[3] most items to take,
+-- ARGV[4] visibility (lease) ms, ARGV[5] max deliveries (0 = none), ARGV[6] lease token,
+-- ARGV[7] consumer (for inspect).
+-- Reply: {1, now_ms, id, payload, due_ms, lateness_ms, deliveries, ...} items taken;
+--        {0, now_ms, ms until the next item or lease expiry (-1: none)} nothing due;
+--        error "BADTYPE <type> <key>" and no change otherwise.
+-- @include common.lua
+-- @include queue_common.lua
+local err = check_queue_keys(ARGV[1])
+if err then return err end
+local now = server_time().ms
+reclaim(now, ARGV[1])
+local lease = ARGV[2] == 'lease'
+local want = tonumber(ARGV[3])
+local max = tonumber(ARGV[5])
+local out = {1, now}
+while #out == 2 do
+  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'WITHSCORES', 'LIMIT', 0, want)
+  if #due == 0 then break end
+  for i = 1, #due, 2 do
+    local member, became_due = due[i], tonumber(due[i + 1])
+    local id = id_of(member)
+    local m = id and read_meta(id)
+    if not m then
+      redis.call('ZREM', KEYS[2], member)  -- no metadata: nothing to deliver
+    elseif lease and max > 0 and m.deliveries >= max then
+      redis.call('ZREM', KEYS[2], member)
+      redis.call('RPUSH', KEYS[7], id)
+    else
+      m.deliveries = m.deliveries + 1
+      local payload = redis.call('HGET', KEYS[3], id) or ''
+      if lease then
+        redis.call('ZREM', KEYS[2], member)
+        redis.call('ZADD', KEYS[5], now + tonumber(ARGV[4]), id)
+        redis.call('HSET', KEYS[6], id, ARGV[6] .. ' ' .. ARGV[7])
+        m.max = max
+        write_meta(id, m)
+      else
+        drop_item(id, member)
+      end
+      for _, v in ipairs({id, payload, m.due, math.max(now - became_due, 0), m.deliveries}) do
+        out[#out + 1] = v
+      end
+    end
+  end
+end
+if #out > 2 then return out end
+local next_at = earliest(KEYS[2])
+local expiry = earliest(KEYS[5])
+if expiry and (not next_at or expiry < next_at) then next_at = expiry end
+if not next_at then return {0, now, -1} end
+return {0, now, math.max(next_at - now, 0)}

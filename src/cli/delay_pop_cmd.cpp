@@ -1,0 +1,330 @@
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "cli/command.hpp"
+#include "cli/console.hpp"
+#include "cli/supervised.hpp"
+#include "exec/signals.hpp"
+#include "prim/delay_queue.hpp"
+#include "util/duration.hpp"
+#include "util/error.hpp"
+#include "util/name.hpp"
+#include "util/owner.hpp"
+#include "util/timestamp.hpp"
+
+namespace rlock::cli {
+namespace {
+
+constexpr long long kMaxCount = 1000;
+// A --forever consumer that lost Redis tries again after this long.
+constexpr Millis kForeverRetry{1000};
+
+struct PopFlags {
+  std::string queue;
+  std::string wait;
+  std::optional<long long> count;
+  std::optional<std::string> visibility;
+  std::optional<long long> max_deliveries;
+  bool forever = false;
+  bool dead = false;
+  int conflict_exit_code = kExitNotNow;
+  SuperviseFlags supervise;
+};
+
+struct PopRequest {
+  long long count = 1;
+  Millis wait{0};
+  Millis visibility{30'000};
+  long long max_deliveries = 0;  // 0: no limit
+};
+
+// One item as one JSON line. The payload is printed as a JSON string when it is valid
+// UTF-8; otherwise "payload" is null and "payload_base64" holds the bytes, so that no
+// byte is ever lost or replaced.
+std::string item_line(const std::string& queue, const prim::QueueItem& it, bool dead) {
+  Json j = {{"queue", queue}, {"id", it.id}};
+  if (invalid_utf8_at(it.payload) == std::string::npos) {
+    j["payload"] = it.payload;
+  } else {
+    j["payload"] = nullptr;
+    j["payload_base64"] = base64(it.payload);
+  }
+  j["due_ms"] = it.due_ms;
+  if (!dead) j["lateness_ms"] = it.lateness_ms;
+  j["deliveries"] = it.deliveries;
+  j[dead ? "read_ms" : "delivered_ms"] = it.now_ms;
+  return j.dump() + "\n";
+}
+
+// Items are data taken off the queue: printed whatever -q says, and flushed at once so
+// that a pipe reader sees each as it comes.
+void print_items(const std::string& queue, const std::vector<prim::QueueItem>& items, bool dead) {
+  std::string text;
+  for (const auto& it : items) text += item_line(queue, it, dead);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+PopRequest resolve(const PopFlags& f, bool with_command) {
+  validate_name(f.queue);
+  PopRequest r;
+  if (f.count) {
+    if (*f.count < 1 || *f.count > kMaxCount)
+      throw UsageError("--count must be from 1 to " + std::to_string(kMaxCount) + ", not " +
+                       std::to_string(*f.count));
+    if (with_command && *f.count != 1)
+      throw UsageError("--count: with -- CMD one run handles one item");
+    r.count = *f.count;
+  }
+  if (!with_command && !f.dead && (f.visibility || f.max_deliveries))
+    throw UsageError("--visibility and --max-deliveries are for reliable consumption (-- CMD)");
+  if (f.dead && (with_command || f.forever || !f.wait.empty() || f.visibility || f.max_deliveries))
+    throw UsageError(
+        "--dead reads the dead letters once: no -- CMD, --forever, --wait, "
+        "--visibility or --max-deliveries");
+  if (f.forever && !f.wait.empty()) throw UsageError("--forever waits for ever: no --wait");
+  if (!f.wait.empty()) r.wait = parse_duration(f.wait, "--wait", /*allow_forever=*/true);
+  if (f.visibility) {
+    r.visibility = parse_duration(*f.visibility, "--visibility");
+    if (r.visibility.count() < 1) throw UsageError("--visibility must be at least 1ms, not 0");
+  }
+  if (f.max_deliveries) {
+    if (*f.max_deliveries < 1)
+      throw UsageError("--max-deliveries must be at least 1, not " +
+                       std::to_string(*f.max_deliveries));
+    r.max_deliveries = *f.max_deliveries;
+  }
+  return r;
+}
+
+std::string nothing_due(const std::string& queue, Millis wait) {
+  return "queue '" + queue + "': no item was due" +
+         (wait.count() > 0 ? " within --wait " + format_duration(wait) : std::string());
+}
+
+// Waits on `signals` for `d` (a --forever consumer's pause after losing Redis); true when a
+// stop signal came.
+bool pause_unless_stopped(exec::SignalFd& signals, Millis d) {
+  Deadline end = SteadyClock::now() + d;
+  while (SteadyClock::now() < end) {
+    while (auto s = signals.next()) {
+      if (exec::is_forwarded(*s)) return true;
+    }
+    std::this_thread::sleep_for(std::min(Millis(50), d));
+  }
+  return false;
+}
+
+// Without -- CMD: items are removed as they are printed (at-most-once).
+int run_take(const PopFlags& f, const PopRequest& r, const Settings& settings) {
+  Console console(settings);
+  exec::SignalFd signals;
+  int stop = 0;
+  prim::WaitHooks hooks;
+  hooks.interrupt_fd = signals.fd();
+  hooks.should_stop = [&signals, &stop] {
+    while (auto s = signals.next()) {
+      if (exec::is_forwarded(*s)) stop = *s;
+    }
+    return stop != 0;
+  };
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::DelayQueue q(topology, layout, f.queue);
+  do {
+    bool interrupted = false;
+    Deadline until = SteadyClock::now() + (f.forever ? kMaxDuration : r.wait);
+    std::vector<prim::QueueItem> items;
+    try {
+      items = q.take(r.count, until, hooks, &interrupted);
+    } catch (const Error& e) {
+      if (!f.forever || e.exit_code() != kExitUnavailable) throw;
+      console.notice(std::string(e.what()) + "; trying again in " + format_duration(kForeverRetry));
+      if (pause_unless_stopped(signals, kForeverRetry)) return 0;
+      continue;
+    }
+    if (interrupted) return f.forever ? 0 : 128 + stop;
+    if (items.empty()) {
+      console.notice(nothing_due(f.queue, r.wait));
+      return f.conflict_exit_code;
+    }
+    print_items(f.queue, items, false);
+    if (f.forever && hooks.should_stop()) return 0;
+  } while (f.forever);
+  return 0;
+}
+
+// The payload becomes the command's stdin: a memfd (no pipe to feed while the command
+// runs, so no size can deadlock it) put on rlock's own fd 0, which the command inherits.
+// rlock never reads its stdin in this mode.
+void payload_as_stdin(const std::string& payload) {
+  int fd = memfd_create("rlock-item", MFD_CLOEXEC);
+  if (fd < 0) throw Error(kExitInternal, std::string("memfd_create: ") + std::strerror(errno));
+  size_t done = 0;
+  while (done < payload.size()) {
+    ssize_t n = write(fd, payload.data() + done, payload.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      close(fd);
+      throw Error(kExitInternal, std::string("writing the payload: ") + std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  lseek(fd, 0, SEEK_SET);
+  if (dup2(fd, STDIN_FILENO) < 0) {
+    close(fd);
+    throw Error(kExitInternal, std::string("dup2: ") + std::strerror(errno));
+  }
+  close(fd);
+}
+
+struct Outcome {
+  int code = 0;
+  bool stop = false;  // a stop signal ended the wait (no item taken)
+  bool none = false;  // nothing was due in time
+};
+
+// One item under -- CMD: leased, run, acknowledged on exit 0, given back otherwise.
+Outcome run_one(const PopFlags& f, const PopRequest& r, const std::vector<std::string>& command,
+                const Settings& settings, const std::string& consumer) {
+  Console console(settings);
+  Supervision supervision(f.supervise, r.visibility, console);
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::DelayQueue q(topology, layout, f.queue);
+  Deadline until = SteadyClock::now() + (f.forever ? kMaxDuration : r.wait);
+  auto leased =
+      q.lease(r.visibility, r.max_deliveries, consumer, until, supervision.wait_hooks({}));
+  if (int signo = supervision.stop_signal()) {
+    if (leased) q.give_back(*leased);
+    if (!f.forever)
+      console.notice("interrupted by signal " + std::to_string(signo) +
+                     " while waiting on queue '" + f.queue + "'; the command did not run");
+    return {128 + signo, true, false};
+  }
+  if (!leased) return {f.conflict_exit_code, false, true};
+  const prim::QueueItem& it = leased->item;
+  console.explain("leased item '" + it.id + "' of queue '" + f.queue + "' (delivery " +
+                  std::to_string(it.deliveries) + ", visibility " + format_duration(r.visibility) +
+                  ", renewed every " + format_duration(supervision.renew_interval()) + ")");
+  payload_as_stdin(it.payload);
+  int code = supervision.run(command,
+                             {{"RLOCK_QUEUE", f.queue},
+                              {"RLOCK_ITEM_ID", it.id},
+                              {"RLOCK_DELIVERIES", std::to_string(it.deliveries)},
+                              {"RLOCK_DUE_MS", std::to_string(it.due_ms)},
+                              {"RLOCK_LEASE_MS", std::to_string(r.visibility.count())}},
+                             q.hold(*leased), topology);
+  return {code, false, false};
+}
+
+int run_command(const PopFlags& f, const PopRequest& r, const std::vector<std::string>& command,
+                const Settings& settings) {
+  Console console(settings);
+  std::string consumer = default_owner();
+  while (true) {
+    Outcome o;
+    try {
+      o = run_one(f, r, command, settings, consumer);
+    } catch (const Error& e) {
+      if (!f.forever || e.exit_code() != kExitUnavailable) throw;
+      console.notice(std::string(e.what()) + "; trying again in " + format_duration(kForeverRetry));
+      std::this_thread::sleep_for(kForeverRetry);
+      continue;
+    }
+    if (!f.forever) {
+      if (o.none) console.notice(nothing_due(f.queue, r.wait));
+      return o.code;
+    }
+    if (o.stop) return 0;
+    // systemd stops a unit by signalling its whole cgroup: the command's death by a stop
+    // signal ends the service too.
+    if (o.code > 128 && exec::is_forwarded(o.code - 128)) return 0;
+  }
+}
+
+int run_dead(const PopFlags& f, const PopRequest& r, const Settings& settings) {
+  Console console(settings);
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::DelayQueue q(topology, layout, f.queue);
+  auto items = q.take_dead(r.count);
+  if (items.empty()) {
+    console.notice("queue '" + f.queue + "' has no dead letters");
+    return f.conflict_exit_code;
+  }
+  print_items(f.queue, items, true);
+  return 0;
+}
+
+}  // namespace
+
+Runner define_delay_pop_command(CLI::App& app, std::vector<std::string>& command) {
+  auto f = std::make_shared<PopFlags>();
+  app.add_option("queue", f->queue, "queue name; then optionally -- CMD [ARGS...]")
+      ->required()
+      ->type_name("QUEUE");
+  app.add_option("-w,--wait", f->wait,
+                 "wait up to DUR for a due item, inf: forever (default: don't)")
+      ->type_name("DUR");
+  app.add_option("--count", f->count, "take up to N due items at once (default 1; without CMD)")
+      ->type_name("N");
+  app.add_option("--visibility", f->visibility,
+                 "-- CMD: lease of the item while CMD runs, renewed (default 30s)")
+      ->type_name("DUR");
+  app.add_option("--max-deliveries", f->max_deliveries,
+                 "-- CMD: after N deliveries an item goes to the dead letters (default: never)")
+      ->type_name("N");
+  app.add_flag("--forever", f->forever, "keep serving the queue until INT/TERM (exit 0)");
+  app.add_flag("--dead", f->dead, "read (and remove) up to --count dead letters instead");
+  app.add_option("-E,--conflict-exit-code", f->conflict_exit_code,
+                 "exit code when no item was due in time (default 75)")
+      ->check(CLI::Range(0, 255))
+      ->type_name("N");
+  add_supervise_flags(app, f->supervise);
+  app.footer(R"(Takes due items of a delayed queue. Consumers do not poll: they sleep until the
+earliest due time, or until a push of an earlier item wakes them (pub/sub); a lost wake-up
+delays an item by at most 5s. Items due in the same millisecond come out in push order.
+Each item prints as one JSON line {"queue","id","payload","due_ms","lateness_ms",
+"deliveries","delivered_ms"} (times in server Unix ms; lateness_ms: how long it had been
+due). A payload that is not valid UTF-8 prints as "payload":null plus "payload_base64".
+Items print even with -q. Nothing due within --wait: exit 75 (or -E).
+
+Without CMD an item is removed as it is taken: at-most-once (a crash between the
+take and the print loses it). With -- CMD (no shell) the item is leased to this consumer
+for --visibility, renewed while CMD runs (as exec renews a lock); CMD gets the payload on
+stdin and RLOCK_QUEUE, RLOCK_ITEM_ID, RLOCK_DELIVERIES (1 on the first delivery),
+RLOCK_DUE_MS and RLOCK_LEASE_MS. Exit 0 of CMD acknowledges (deletes) the item; any other
+status gives it back, due again after --visibility; a crash of CMD or rlock, or a lost
+lease, makes it due again when the lease runs out. rlock exits with CMD's status; 76 when
+the lease was lost (CMD is stopped as exec stops a job) or the acknowledgement was
+refused because the item went to another consumer meanwhile: an item completes once.
+After --max-deliveries deliveries an item goes to the dead letters; --dead prints and
+removes them ({"queue","id","payload","due_ms","deliveries","read_ms"}).
+--forever serves one item at a time with CMD (streams lines without) until INT/TERM,
+then exits 0; with CMD it also ends after a run that INT/TERM/HUP/QUIT ended (systemd
+signals the whole unit); Redis unavailable: retried every second.
+
+Examples:
+  rlock delay-pop reminders --wait 1m
+  rlock delay-pop reminders --forever --count 100 >> due.jsonl
+  rlock delay-pop jobs --forever --visibility 2m --max-deliveries 5 -- ./handle.sh
+  rlock delay-pop jobs --dead --count 100)");
+  return {[f, &command](const Settings& settings) {
+    PopRequest r = resolve(*f, !command.empty());
+    if (f->dead) return run_dead(*f, r, settings);
+    if (command.empty()) return run_take(*f, r, settings);
+    return run_command(*f, r, command, settings);
+  }};
+}
+
+}  // namespace rlock::cli

@@ -1,0 +1,221 @@
+#include "prim/delay_queue.hpp"
+
+#include <algorithm>
+
+#include "prim/object_script.hpp"
+#include "redis/errors.hpp"
+#include "redis/reply.hpp"
+#include "redis/script.hpp"
+#include "util/owner.hpp"
+
+namespace rlock::prim {
+namespace {
+
+constexpr std::string_view kKind = "delayed queue";
+constexpr size_t kPushFields = 5;  // id, payload, due, lateness, deliveries
+
+std::vector<std::string_view> views(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
+}
+
+// The items of a pop reply {1, now, id, payload, due, lateness, deliveries, ...}.
+std::vector<QueueItem> items_of(const redis::ReplyView& r) {
+  std::vector<QueueItem> out;
+  long long now = r.at(1).integer();
+  for (size_t i = 2; i + kPushFields <= r.size(); i += kPushFields) {
+    out.push_back({r.at(i).str(), r.at(i + 1).str(), r.at(i + 2).integer(), r.at(i + 3).integer(),
+                   r.at(i + 4).integer(), now});
+  }
+  return out;
+}
+
+}  // namespace
+
+// One pop as the shared waiting loop sees it: there is no queue of consumers and nothing
+// to claim; the "holders' expiry" is the time until the earliest item is due (or a lease
+// runs out), capped at kQueueRecheck, and a push of an earlier item publishes a wake-up.
+class QueuePop : public Waitable {
+ public:
+  QueuePop(DelayQueue& q, long long count, bool lease, Millis visibility, long long max,
+           std::string token, std::string consumer)
+      : q_(q),
+        count_(count),
+        lease_(lease),
+        visibility_(visibility),
+        max_(max),
+        token_(std::move(token)),
+        consumer_(std::move(consumer)) {}
+
+  Step attempt(Mode /*mode*/, Millis /*wait_left*/) override {
+    sent_ = SteadyClock::now();
+    auto reply = q_.run(redis::scripts::queue_pop,
+                        {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_),
+                         millis_arg(visibility_), std::to_string(max_), token_, consumer_},
+                        redis::Retry::kNever);
+    if (reply.at(0).integer() == 1) {
+      items_ = items_of(reply);
+      return {true, Millis(0), {}};
+    }
+    long long next = reply.at(2).integer();
+    Millis ttl = next < 0 ? kQueueRecheck : std::min(Millis(next), kQueueRecheck);
+    return {false, ttl, next < 0 ? "empty" : "next item due in " + format_duration(Millis(next))};
+  }
+
+  std::vector<std::string> channels() const override { return {q_.channel_}; }
+
+  // Nothing to give back: a taken item is the caller's, and a lease whose reply was lost
+  // runs out by itself, after which the item is due again.
+  void give_up() noexcept override {}
+
+  std::vector<QueueItem>& items() { return items_; }
+  Deadline sent() const { return sent_; }
+
+ private:
+  DelayQueue& q_;
+  long long count_;
+  bool lease_;
+  Millis visibility_;
+  long long max_;
+  std::string token_;
+  std::string consumer_;
+  std::vector<QueueItem> items_;
+  Deadline sent_{};
+};
+
+// A leased item, supervised like a lock: renewals extend the lease while this delivery
+// still has it; release acknowledges (job ended with 0) or gives the item back.
+class QueueLease : public Hold {
+ public:
+  QueueLease(DelayQueue& q, LeasedItem leased)
+      : Hold(leased.visibility, 0, leased.deadline), q_(q), leased_(std::move(leased)) {}
+
+  Renewed renew() override {
+    Deadline sent = SteadyClock::now();
+    auto reply = q_.run(redis::scripts::queue_renew,
+                        {q_.channel_, leased_.item.id, leased_.token, millis_arg(lease_)},
+                        redis::Retry::kIdempotent);
+    if (reply.at(0).integer() == 1) {
+      deadline_ = sent + lease_;
+      return Renewed::kHeld;
+    }
+    return Renewed::kLost;
+  }
+
+  void job_ended(int exit_code) override { succeeded_ = exit_code == 0; }
+
+  Released release(Millis /*keep*/) override {
+    return q_.finish(leased_, succeeded_, lease_) ? Released::kReleased : Released::kNotHeld;
+  }
+
+  std::string lost_reason() const override {
+    return "the lease on item '" + leased_.item.id + "' of queue '" + q_.name() +
+           "' ran out (visibility " + format_duration(lease_) +
+           "); the item may be with another consumer now, so it was not " +
+           (succeeded_ ? "acknowledged" : "given back");
+  }
+
+ private:
+  DelayQueue& q_;
+  LeasedItem leased_;
+  bool succeeded_ = false;  // until told otherwise (the job never started, or failed)
+};
+
+DelayQueue::DelayQueue(redis::Topology& topology, const KeyLayout& layout, std::string name)
+    : topology_(topology),
+      name_(std::move(name)),
+      keys_{layout.queue_key(name_),          layout.queue_scheduled_key(name_),
+            layout.queue_items_key(name_),    layout.queue_meta_key(name_),
+            layout.queue_inflight_key(name_), layout.queue_leases_key(name_),
+            layout.queue_dead_key(name_)},
+      channel_(layout.queue_channel(name_)) {}
+
+std::vector<std::string_view> DelayQueue::keys() const { return views(keys_); }
+
+redis::Reply DelayQueue::run(const redis::Script& script, const std::vector<std::string>& args,
+                             redis::Retry retry) {
+  return run_object_script(topology_, script, keys(), views(args), kKind, retry);
+}
+
+std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTime due) {
+  const redis::Script& script = redis::scripts::queue_push;
+  std::vector<std::string> prefix = {"EVALSHA", script.sha1, std::to_string(keys_.size())};
+  prefix.insert(prefix.end(), keys_.begin(), keys_.end());
+  std::string mode = due.absolute ? "at" : "delay";
+  std::string due_arg = std::to_string(due.ms);
+  std::vector<std::vector<std::string>> cmds;
+  cmds.reserve(items.size());
+  for (const auto& it : items) {
+    auto cmd = prefix;
+    for (auto a : {channel_, mode, due_arg, it.id, it.payload}) cmd.push_back(std::move(a));
+    cmds.push_back(std::move(cmd));
+  }
+  auto replies = topology_.pipeline(cmds);
+  std::vector<Pushed> out;
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const redis::Reply* r = &replies[i];
+    std::optional<redis::Reply> again;
+    if (r->is_error()) {
+      // NOSCRIPT (the server had not cached it: EVAL below caches it) or a refusal, which
+      // the script made before writing anything and which run() reports as it should.
+      again.emplace(run(script, {channel_, mode, due_arg, items[i].id, items[i].payload},
+                        redis::Retry::kNever));
+      r = &*again;
+    }
+    out.push_back({items[i].id, r->at(1).integer(), r->at(0).integer() == 0});
+  }
+  return out;
+}
+
+std::vector<QueueItem> DelayQueue::take(long long count, Deadline until, const WaitHooks& hooks,
+                                        bool* interrupted) {
+  QueuePop pop(*this, count, false, Millis(0), 0, "", "");
+  WaitOutcome outcome = wait_for(topology_, pop, until, hooks);
+  if (interrupted) *interrupted = outcome == WaitOutcome::kInterrupted;
+  if (outcome != WaitOutcome::kAcquired) return {};
+  return std::move(pop.items());
+}
+
+std::optional<LeasedItem> DelayQueue::lease(Millis visibility, long long max_deliveries,
+                                            const std::string& consumer, Deadline until,
+                                            const WaitHooks& hooks, bool* interrupted) {
+  std::string token = random_hex(16);
+  QueuePop pop(*this, 1, true, visibility, max_deliveries, token, consumer);
+  WaitOutcome outcome = wait_for(topology_, pop, until, hooks);
+  if (interrupted) *interrupted = outcome == WaitOutcome::kInterrupted;
+  if (outcome != WaitOutcome::kAcquired || pop.items().empty()) return std::nullopt;
+  LeasedItem l;
+  l.item = std::move(pop.items().front());
+  l.token = std::move(token);
+  l.visibility = visibility;
+  l.deadline = pop.sent() + visibility;
+  return l;
+}
+
+std::unique_ptr<Hold> DelayQueue::hold(const LeasedItem& leased) {
+  return std::make_unique<QueueLease>(*this, leased);
+}
+
+bool DelayQueue::finish(const LeasedItem& leased, bool ack, Millis retry_after) {
+  auto reply =
+      run(redis::scripts::queue_finish,
+          {channel_, leased.item.id, leased.token, ack ? "ack" : "nack", millis_arg(retry_after)},
+          redis::Retry::kIdempotent);
+  return reply.at(0).integer() == 1;
+}
+
+bool DelayQueue::give_back(const LeasedItem& leased) { return finish(leased, false, Millis(0)); }
+
+std::vector<QueueItem> DelayQueue::take_dead(long long count) {
+  auto reply =
+      run(redis::scripts::queue_dead_pop, {channel_, std::to_string(count)}, redis::Retry::kNever);
+  std::vector<QueueItem> out;
+  long long now = reply.at(0).integer();
+  for (size_t i = 1; i + 4 <= reply.size(); i += 4) {
+    out.push_back({reply.at(i).str(), reply.at(i + 1).str(), reply.at(i + 2).integer(), 0,
+                   reply.at(i + 3).integer(), now});
+  }
+  return out;
+}
+
+}  // namespace rlock::prim
