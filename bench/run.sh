@@ -124,6 +124,7 @@ cleanup() {
     local rc=$? pid
     set +e
     trap - EXIT INT TERM
+    [[ -n ${GUARD:-} ]] && kill -TERM "$GUARD" 2>/dev/null
     for pid in "${JOB_PIDS[@]}"; do
         kill -0 "$pid" 2>/dev/null && kill -TERM -- "-$pid" 2>/dev/null
     done
@@ -334,6 +335,32 @@ wait_pid() {
     wait "$pid" 2>/dev/null
 }
 # until_true SECONDS CMD...: poll CMD every 10 ms
+# While a hand-off is measured the harness starts no process (a fork and exec here take a
+# CPU from the 2 the hand-off needs): arm_guard, before it, starts the timer that kills a
+# job that hangs; await_pid then blocks in `wait`, and go_fifo writes with a builtin.
+# arm_guard PID SECONDS: kill PID's process group after SECONDS (GUARD: the timer's pid).
+arm_guard() {
+    (
+        trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+        sleep "$2" &
+        sp=$!
+        wait "$sp"
+        kill -TERM -- "-$1" 2>/dev/null
+        sleep 0.2
+        kill -KILL -- "-$1" 2>/dev/null
+    ) &
+    GUARD=$!
+}
+# await_pid PID: PID's exit status, once it has exited; disarms the guard.
+await_pid() {
+    local s=0
+    wait "$1" 2>/dev/null || s=$?
+    kill -TERM "$GUARD" 2>/dev/null
+    wait "$GUARD" 2>/dev/null
+    return "$s"
+}
+# go_fifo FIFO: write "go" to a FIFO whose reader waits (an O_RDWR open never blocks).
+go_fifo() { { printf 'go\n' >&9; } 9<>"$1"; }
 until_true() {
     local deadline=$((SECONDS + $1))
     shift
@@ -395,6 +422,7 @@ handoff() {
         setsid "${waiter[@]}" >"$r/start" 2>"$r/waiter.err" &
         wp=$!
         JOB_PIDS+=("$wp")
+        arm_guard "$wp" 40
         # make sure the waiter is really blocked before the holder lets go
         case $tool in
         rlock | shared) if until_true 10 rlock_subscribed "$name"; then sleep 0.05; else sleep 0.2; fi ;;
@@ -405,8 +433,8 @@ handoff() {
         if [[ -s $r/start ]] || ! alive "$wp"; then
             unblocked=$((unblocked + 1)) # the waiter got in while the lock was held, or died
         fi
-        timeout 10 sh -c 'printf "go\n" > "$1"' sh "$r/go"
-        wait_pid "$wp" 40
+        go_fifo "$r/go"
+        await_pid "$wp"
         ws=$?
         wait_pid "$hp" 10
         hs=$?
@@ -544,13 +572,14 @@ latch_wake() {
         setsid sh -c "$AWAIT_SH" sh "$RLOCK" "$name" "$STAMP" >"$r/start" 2>"$r/waiter.err" &
         wp=$!
         JOB_PIDS=("$wp")
+        arm_guard "$wp" 40
         if until_true 10 latch_subscribed "$name"; then sleep 0.05; else sleep 0.2; fi
         if [[ -s $r/start ]] || ! alive "$wp"; then
             unblocked=$((unblocked + 1)) # released before the count reached zero, or died
         fi
         "$RLOCK" -q latch count-down "$name" 2>>"$LOG"
         cs=$?
-        wait_pid "$wp" 40
+        await_pid "$wp"
         ws=$?
         JOB_PIDS=()
         start=$(head -n1 "$r/start" 2>/dev/null)
