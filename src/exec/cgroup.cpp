@@ -92,15 +92,23 @@ std::optional<JobCgroup> JobCgroup::create(std::string* why) {
 }
 
 JobCgroup::JobCgroup(std::string dir)
-    : dir_(std::move(dir)), dir_fd_(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
+    : dir_(std::move(dir)),
+      dir_fd_(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)),
+      events_fd_(dir_fd_ < 0 ? -1 : openat(dir_fd_, "cgroup.events", O_RDONLY | O_CLOEXEC)) {}
 
-// Read with plain system calls: it is on the path from the job's exit to the release.
+// Read again through a descriptor opened with the cgroup: it is on the path from the job's
+// exit to the release.
 bool JobCgroup::populated() const {
-  int fd = open((dir_ + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
   char buf[256];
-  ssize_t n = read(fd, buf, sizeof buf);
-  close(fd);
+  ssize_t n = -1;
+  if (events_fd_ >= 0) {
+    n = pread(events_fd_, buf, sizeof buf, 0);
+  } else {
+    int fd = open((dir_ + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    n = read(fd, buf, sizeof buf);
+    close(fd);
+  }
   return n > 0 && events_say_populated(buf, n);
 }
 
@@ -121,8 +129,10 @@ std::vector<pid_t> JobCgroup::pids() const {
 }
 
 bool JobCgroup::remove() {
-  if (dir_fd_ >= 0) close(dir_fd_);
-  dir_fd_ = -1;
+  for (int* fd : {&events_fd_, &dir_fd_}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
   if (dir_.empty()) return false;
   if (rmdir(dir_.c_str()) != 0 && errno != ENOENT) return false;
   dir_.clear();

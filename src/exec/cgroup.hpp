@@ -21,9 +21,11 @@ class JobCgroup {
   // permission, RLOCK_CGROUP=off in the environment).
   static std::optional<JobCgroup> create(std::string* why);
 
-  JobCgroup(JobCgroup&& o) noexcept : dir_(std::move(o.dir_)), dir_fd_(o.dir_fd_) {
+  JobCgroup(JobCgroup&& o) noexcept
+      : dir_(std::move(o.dir_)), dir_fd_(o.dir_fd_), events_fd_(o.events_fd_) {
     o.dir_.clear();
     o.dir_fd_ = -1;
+    o.events_fd_ = -1;
   }
   JobCgroup& operator=(JobCgroup&&) = delete;
   ~JobCgroup() { remove(); }
@@ -47,6 +49,7 @@ class JobCgroup {
   explicit JobCgroup(std::string dir);
   std::string dir_;
   int dir_fd_ = -1;
+  int events_fd_ = -1;  // cgroup.events, read again from offset 0 by populated()
 };
 
 }  // namespace rlock::exec

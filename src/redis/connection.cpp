@@ -63,7 +63,10 @@ void Connection::authenticate() {
 }
 
 void Connection::set_timeout(Millis timeout) {
+  // Two system calls each time; every renewal and release asks for the same timeout.
+  if (timeout_applied_ && timeout == timeout_) return;
   timeout_ = timeout;
+  timeout_applied_ = true;
   if (redisSetTimeout(ctx_.get(), to_timeval(timeout)) != REDIS_OK)
     throw_io_error("setting a timeout");
 }

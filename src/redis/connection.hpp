@@ -75,6 +75,7 @@ class Connection {
   ConnectOptions options_;
   bool broken_ = false;
   Millis timeout_{5000};
+  bool timeout_applied_ = false;  // the socket has timeout_
 };
 
 }  // namespace rlock::redis
