@@ -35,11 +35,16 @@ local function first_denied(needs)
   end
 end
 
--- Server time as {ms = ..., us = ...} since the epoch.
+-- Server time as {ms = ..., us = ...} since the epoch, read once per script run: a run is
+-- atomic, so one instant serves all of it (and TIME is a call less each time it is asked).
+local now_of_run
 local function server_time()
-  local t = redis.call('TIME')
-  local s, us = tonumber(t[1]), tonumber(t[2])
-  return {ms = s * 1000 + math.floor(us / 1000), us = s * 1000000 + us}
+  if not now_of_run then
+    local t = redis.call('TIME')
+    local s, us = tonumber(t[1]), tonumber(t[2])
+    now_of_run = {ms = s * 1000 + math.floor(us / 1000), us = s * 1000000 + us}
+  end
+  return now_of_run
 end
 
 -- Sets the expiry of `key` to `ms` unless it already lasts longer: a re-entry or a
