@@ -275,15 +275,17 @@ int run(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const CLI::App* parsed = parsed_subcommand(commands);
     const Subcommand* entry = parsed ? find_subcommand(parsed->get_name()) : nullptr;
-    if (parsed && runs_command(parsed, entry) && !args.has_dashes &&
-        dynamic_cast<const CLI::ExtrasError*>(&e)) {
-      throw UsageError(std::string(entry->name) + ": missing '--' before the command (" +
-                       entry->command_usage + ")");
-    }
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
       // remaining() lists the unexpected words in command-line order (the error's own text
       // joins them last-first).
       std::vector<std::string> extras = app.remaining(true);
+      // A word where the command would go is a command without its `--`; an unknown
+      // option is named as such.
+      bool option = !extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-';
+      if (parsed && runs_command(parsed, entry) && !args.has_dashes && !option) {
+        throw UsageError(std::string(entry->name) + ": missing '--' before the command (" +
+                         entry->command_usage + ")");
+      }
       if (!extras.empty()) throw unexpected_argument(extras.front(), parsed, app);
     }
     throw UsageError(std::string(e.what()) + see_help(parsed ? parsed->get_name() : std::string()));

@@ -127,6 +127,19 @@ TEST_CASE("exec's missing -- is named") {
   CHECK(message.find("missing command after '--'") != std::string::npos);
 }
 
+TEST_CASE("an unknown option where a command may go is named as an option, not a missing --") {
+  for (std::vector<std::string> args : {std::vector<std::string>{"exec", "a", "--bogus"},
+                                        {"delay-pop", "q", "-n"},
+                                        {"limit", "a", "--rate", "1", "--per", "1s", "--bogus"}}) {
+    std::string message;
+    CHECK(usage_exit(args, &message) == rlock::kExitUsage);
+    CHECK(message == "unknown option '" + args.back() + "'; see rlock help " + args.front());
+  }
+  std::string message;
+  CHECK(usage_exit({"delay-pop", "q", "cat"}, &message) == rlock::kExitUsage);
+  CHECK(message.find("delay-pop: missing '--' before the command") == 0);
+}
+
 TEST_CASE("signals by name or number") {
   CHECK(rlock::exec::parse_signal("TERM") == SIGTERM);
   CHECK(rlock::exec::parse_signal("sigkill") == SIGKILL);
