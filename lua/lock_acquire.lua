@@ -30,17 +30,29 @@ local rid_key = reader_id(kind, owner, rid)
 local first = mode == 'try' or mode == 'wait'
 local req = redis.call('GET', KEYS[7])
 if req == '0' then return {-1} end
-local now = server_time()
-drop_expired(now.ms)
-local readers, soonest = purge_readers(now.ms)
-local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
-local exec_hold = redis.call('GET', KEYS[6])
 
 local function held_reply(c, fence, pttl, fresh)
   remember('1')
   leave_queue(member)
   return {1, c, fence, pttl, fresh}
 end
+
+-- The claim of an exclusive reservation for this very wait (the handoff's second half)
+-- needs nothing else read first.
+if not shared and redis.call('GET', KEYS[5]) == member then
+  local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
+  local fence = next_fence()
+  redis.call('DEL', KEYS[5])
+  redis.call('PEXPIRE', KEYS[1], lease)
+  if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
+  return held_reply(count, fence, redis.call('PTTL', KEYS[1]), 1)
+end
+
+local now = server_time()
+drop_expired(now.ms)
+local readers, soonest = purge_readers(now.ms)
+local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
+local exec_hold = redis.call('GET', KEYS[6])
 
 -- A shared hold for this request: the claim of a reservation (which already counts it), a
 -- new hold or a re-entry (one more level). Its own lease starts now; never shortened.
@@ -52,20 +64,12 @@ local function take_shared(claim, fresh)
   return held_reply(c, last_fence(), lease, fresh and 1 or 0)
 end
 
--- Claimed (a reservation for this very wait), or taken by an earlier try of this same
+-- Claimed (a shared reservation for this very wait), or taken by an earlier try of this same
 -- request whose reply was lost (a retry).
 if shared then
   if redis.call('HEXISTS', KEYS[9], member) == 1 and reader_get(rid_key) then return take_shared(true, true) end
   if req == '1' and reader_get(rid_key) then return {1, reader_get(rid_key), last_fence(), lease, 0} end
 else
-  local granted = redis.call('GET', KEYS[5]) == member
-  if granted then
-    local fence = next_fence()
-    redis.call('DEL', KEYS[5])
-    redis.call('PEXPIRE', KEYS[1], lease)
-    if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-    return held_reply(count, fence, redis.call('PTTL', KEYS[1]), 1)
-  end
   if req == '1' and count >= 1 and (kind ~= 'exec' or exec_hold == rid) then
     return {1, count, last_fence(), redis.call('PTTL', KEYS[1]), 0}
   end
