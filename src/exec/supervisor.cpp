@@ -239,6 +239,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
     watchdog.release(Millis(0), nullptr);
     throw;
   }
+  if (options.started) options.started();
   const JobCgroup* cgroup = job.in_cgroup ? options.cgroup : nullptr;
   if (options.cgroup && !cgroup) {
     if (options.verbose) {

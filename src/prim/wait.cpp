@@ -55,7 +55,7 @@ class Loop {
       if (!sleep()) return finish_interrupted();
       step = attempt_resilient(Waitable::Mode::kQueued);
     }
-    return WaitOutcome::kAcquired;
+    return acquired();
   }
 
  private:
@@ -133,7 +133,14 @@ class Loop {
   }
 
   WaitOutcome finish(Waitable::Mode mode) {
-    return w_.attempt(mode, Millis(0)).acquired ? WaitOutcome::kAcquired : WaitOutcome::kTimedOut;
+    return w_.attempt(mode, Millis(0)).acquired ? acquired() : WaitOutcome::kTimedOut;
+  }
+
+  // The subscription is closed later (Topology::retire), off the way to the job's start.
+  WaitOutcome acquired() {
+    if (sub_) topology_.retire(std::move(*sub_));
+    sub_.reset();
+    return WaitOutcome::kAcquired;
   }
 
   WaitOutcome finish_interrupted() {

@@ -67,6 +67,10 @@ Connection& Topology::connection() {
   return *conn_;
 }
 
+void Topology::retire(Subscriber subscriber) { retired_.push_back(std::move(subscriber)); }
+
+void Topology::close_retired() { retired_.clear(); }
+
 void Topology::limit_timeout(Millis timeout) {
   timeout_limit_ = timeout;
   Millis effective =

@@ -52,6 +52,12 @@ class Topology {
   bool send_cleanup(const Script& script, const std::vector<std::string>& keys,
                     const std::vector<std::string>& args, Millis patience) const noexcept;
 
+  // Keeps a subscriber that is no longer needed open until close_retired() (or the end of
+  // the topology): closing it wakes the server at once, just when the hold it waited for
+  // is handed to a job that should start first.
+  void retire(Subscriber subscriber);
+  void close_retired();
+
   // Bounds the command timeout of the next requests (renewals near the lease deadline).
   void limit_timeout(Millis timeout);
 
@@ -63,6 +69,7 @@ class Topology {
   ConnectOptions options_;
   std::optional<Connection> conn_;
   Millis timeout_limit_{0};
+  std::vector<Subscriber> retired_;
 };
 
 }  // namespace rlock::redis
