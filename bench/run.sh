@@ -781,20 +781,11 @@ qkeys() {
 }
 # shellcheck disable=SC2046
 qdel() { rcli DEL $(qkeys "$1") >/dev/null; }
-# h_until SECS CMD...: until CMD succeeds, at most SECS seconds
-h_until() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        ((SECONDS < deadline)) || return 1
-        sleep 0.01
-    done
-}
 
 log "H: delay-push --lines of $QUEUE_ITEMS items, and the redis-benchmark ceiling"
 timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR >"$TMP/monitor" 2>/dev/null &
 MON=$!
-h_until 5 grep -q OK "$TMP/monitor"
+until_true 5 grep -q OK "$TMP/monitor"
 "$RLOCK" -q delay-push bench-sha x --delay 1h >>"$LOG" 2>&1
 sleep 0.2
 kill "$MON" 2>/dev/null
@@ -835,7 +826,7 @@ for i in range(10000):
 "$RLOCK" delay-pop bench-late --forever --count 100 >"$TMP/late.out" 2>>"$LOG" &
 POP=$!
 rcli --pipe <"$TMP/late.resp" >>"$LOG" 2>&1
-h_until 60 test "$(wc -l <"$TMP/late.out")" -ge 10000
+until_true 60 test "$(wc -l <"$TMP/late.out")" -ge 10000
 kill -TERM "$POP" 2>/dev/null
 wait "$POP" 2>/dev/null
 read -r LATE_N LATE_P50 LATE_P99 LATE_MAX < <(python3 -c 'import json, sys
