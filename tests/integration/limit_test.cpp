@@ -242,6 +242,46 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("limit: --reconfigure converts every client's bucket too: no free burst") {
+  RedisServer redis;
+  auto with = [&](const std::string& rate, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"pc",      "--rate", rate,       "--per", "1h",
+                                  "--burst", "10",     "--client", "a"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  for (int i = 0; i < 10; ++i) decide(redis, with("100"));
+  decide(redis, with("100"), 75);
+  // Its burst used up at 100/h, client a has none left at 10/h either (the per-client
+  // bucket keeps its used fraction as the overall one does) ...
+  auto slower = decide(redis, with("10", {"--reconfigure"}), 75);
+  CHECK(slower.at("remaining") == 0);
+  CHECK(slower.at("retry_after_ms").get<long long>() > 350'000);  // one token at 10/h
+  CHECK(slower.at("retry_after_ms").get<long long>() <= 360'000);
+  // ... and back at 100/h it waits one token of 100/h, not more (no lock-out).
+  auto faster = decide(redis, with("100", {"--reconfigure"}), 75);
+  CHECK(faster.at("retry_after_ms").get<long long>() > 35'000);
+  CHECK(faster.at("retry_after_ms").get<long long>() <= 36'000);
+  CHECK(redis.cmd_int({"ZCARD", clients_key("pc")}) == 1);
+}
+
+TEST_CASE("limit: a limited call reports when its buckets are full again, as they are") {
+  RedisServer redis;
+  // The overall bucket (10 per 10s, burst 2) is full; client a's (5 per 10s) refills in 1s.
+  auto time = redis.cmd({"TIME"});
+  long long now_us = std::stoll(time.at(0)) * 1'000'000 + std::stoll(time.at(1));
+  redis.cmd({"HSET", limiter_key("rs"), "rate", "10", "per_ms", "10000", "burst", "2", "per_client",
+             "1", "client_rate", "5"});
+  redis.cmd({"ZADD", clients_key("rs"), std::to_string(now_us + 1'000'000), "a"});
+  auto j = decide(redis,
+                  {"rs", "--rate", "10", "--per", "10s", "--burst", "2", "--cost", "2", "--client",
+                   "a", "--client-rate", "5"},
+                  75);
+  // Nothing was consumed: the overall bucket stays full, so all is full when a's is.
+  CHECK(j.at("retry_after_ms").get<long long>() <= 1000);
+  CHECK(j.at("reset_after_ms") == j.at("retry_after_ms"));
+}
+
 TEST_CASE("limit: --wait wakes within 20ms (median) of the reported retry time") {
   RedisServer redis;
   std::vector<long long> late;
@@ -393,6 +433,22 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
   redis.cmd({"SET", clients_key("zs"), "x"});                           // clients: not a zset
   redis.cmd({"HSET", limiter_key("junk"), "rate", "ten", "tat", "1"});  // malformed
   redis.cmd({"HSET", limiter_key("lockish"), "o1", "1"});               // a lock-shaped hash
+  // Stored fields no rlock writes: a TAT that is no finite number, a rate of 0, a
+  // per_client other than 0/1, a client's TAT of +inf.
+  const std::string cfg[] = {"rate", "10",         "per_ms", "3600000",     "burst",
+                             "2",    "per_client", "0",      "client_rate", "0"};
+  auto stored = [&](const std::string& name, std::vector<std::string> fields) {
+    std::vector<std::string> c = {"HSET", limiter_key(name)};
+    c.insert(c.end(), std::begin(cfg), std::end(cfg));
+    c.insert(c.end(), fields.begin(), fields.end());
+    redis.cmd(c);
+  };
+  stored("nan", {"tat", "nan"});
+  stored("inf", {"tat", "inf"});
+  stored("rate0", {"rate", "0"});
+  stored("pc2", {"per_client", "2"});
+  stored("cinf", {"per_client", "1"});
+  redis.cmd({"ZADD", clients_key("cinf"), "+inf", "a"});
 
   struct Case {
     std::vector<std::string> args;
@@ -445,6 +501,12 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
       {with("zs", {"--client", "a"}), 65},
       {with("junk", {}), 65},
       {with("lockish", {}), 65},
+      {with("nan", {}), 65},
+      {with("nan", {"--reconfigure"}), 65},
+      {with("inf", {}), 65},
+      {with("rate0", {"--reconfigure"}), 65},
+      {with("pc2", {"--reconfigure"}), 65},
+      {with("cinf", {"--client", "b"}), 65},
   };
   const auto before = snapshot(redis);
   for (const auto& c : cases) {
