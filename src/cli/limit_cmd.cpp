@@ -290,12 +290,13 @@ Runner define_limit_command(CLI::App& app, std::vector<std::string>& command) {
   app.add_flag("--fail-open", f->fail_open,
                "when Redis is unreachable, let the call through (default: exit 69)");
   app.add_flag("--reset", f->reset, "clear the limiter's state and config");
-  for (const char* o : {"--rate", "--per", "--burst", "--cost", "--client", "--client-rate",
-                        "--wait", "--peek", "--reconfigure", "--fail-open"}) {
-    f->decision_options.push_back(app.get_option(o));
-  }
   add_conflict_exit_code_flag(app, f->conflict_exit_code,
                               "exit code when the call is limited (default 75)");
+  for (const char* o :
+       {"--rate", "--per", "--burst", "--cost", "--client", "--client-rate", "--wait", "--peek",
+        "--reconfigure", "--fail-open", "--conflict-exit-code"}) {
+    f->decision_options.push_back(app.get_option(o));
+  }
 
   app.footer(
       R"(Decides one call with GCRA (a theoretical arrival time per bucket) on the Redis server's

@@ -487,6 +487,8 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
       {with("live", {"-E", "300"}), 64},
       {{"limit", "live", "--reset", "--rate", "1"}, 64},
       {{"limit", "live", "--reset", "--", "true"}, 64},
+      {{"limit", "live", "--reset", "-E", "3"}, 64},
+      {{"limit", "live", "--reset", "--client", "a"}, 64},
       {{"limit", "", "--rate", "1", "--per", "1s"}, 64},
       {{"limit", "live", "--rate", "11", "--per", "1h", "--burst", "2"}, 65},
       {{"limit", "live", "--rate", "10", "--per", "1m", "--burst", "2"}, 65},
