@@ -425,6 +425,31 @@ TEST_CASE("limit: Redis unreachable exits 69; --fail-open lets the call through,
   CHECK(line_count(r.err) == 1);
 }
 
+TEST_CASE("limit: a stalled server: 69 at --timeout; --fail-open runs the command once") {
+  RedisServer redis;
+  TempDir dir;
+  decide(redis, {"st", "--rate", "3", "--per", "1h", "--burst", "3"});
+  redis.freeze();
+  auto r = rlock(
+      redis, {"--timeout", "300ms", "limit", "st", "--rate", "3", "--per", "1h", "--burst", "3"});
+  CHECK(r.status == 69);
+  CHECK(r.out.empty());
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.elapsed < 3s);
+  r = rlock(redis, {"--timeout", "300ms", "limit", "st", "--rate", "3", "--per", "1h", "--burst",
+                    "3", "--fail-open", "--", "sh", "-c", "echo ran >> \"$1\"", "sh", dir / "ran"});
+  redis.thaw();
+  CHECK(r.status == 0);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("--fail-open") != std::string::npos);
+  CHECK(read_file(dir / "ran") == "ran\n");
+  // Both timed-out decisions were queued in the server, which applies them when it runs
+  // again (rlock(1) says so); rlock never repeats one, so each counts once: 1 + 2 = burst.
+  auto left = decide(redis, {"st", "--rate", "3", "--per", "1h", "--burst", "3", "--peek"},
+                     /*status=*/75);
+  CHECK(left.at("remaining") == 0);
+}
+
 TEST_CASE("limit: bad input is one stderr line with its code and changes nothing") {
   RedisServer redis;
   decide(redis, {"live", "--rate", "10", "--per", "1h", "--burst", "2"});
