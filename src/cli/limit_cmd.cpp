@@ -156,7 +156,14 @@ prim::LimitDecision decide_once(prim::Limiter& limiter, const Call& c) {
 Outcome decide(prim::Limiter& limiter, const Call& c, bool fail_open, const Console& console,
                const Interrupts* interrupts) {
   Deadline until = SteadyClock::now() + c.wait;
+  std::optional<prim::LimitDecision> slept_on;  // the limited decision the last sleep followed
   for (;;) {
+    // A sleep ends at the retry time, which was within --wait; a process stopped (SIGSTOP)
+    // past the end of --wait wakes later and must not get a call through after it.
+    if (slept_on && SteadyClock::now() > until) {
+      console.explain("--wait ran out while this process was stopped: giving up");
+      return {slept_on, 0};
+    }
     prim::LimitDecision d;
     try {
       d = decide_once(limiter, c);
@@ -176,6 +183,7 @@ Outcome decide(prim::Limiter& limiter, const Call& c, bool fail_open, const Cons
     }
     console.explain("limited; retrying in " + format_duration(Millis(ceil_ms(d.retry_after))));
     if (int s = sleep_or_stop(d.retry_after, *interrupts)) return {d, s};
+    slept_on = d;
   }
 }
 

@@ -335,6 +335,29 @@ TEST_CASE("limit: INT or TERM during --wait ends it with 128+N") {
   }
 }
 
+TEST_CASE("limit: stopped past the end of --wait, rlock gives up: the command does not run") {
+  RedisServer redis;
+  TempDir dir;
+  decide(redis, {"stop", "--rate", "1", "--per", "1s"});
+  auto p = spawn_rlock(redis, {"-v", "limit", "stop", "--rate", "1", "--per", "1s", "--wait",
+                               "1500ms", "--", "touch", dir / "ran"});
+  bool waiting = false;
+  while (auto line = p.read_err_line(deadline(5s))) {
+    if (line->find("retrying in") != std::string::npos) {
+      waiting = true;
+      break;
+    }
+  }
+  REQUIRE(waiting);
+  p.kill(SIGSTOP);
+  std::this_thread::sleep_for(2s);  // past the end of --wait: what is tested, not a sync
+  p.kill(SIGCONT);
+  CHECK(p.wait(deadline(5s)).value_or(kStillRunning) == 75);
+  CHECK(!std::filesystem::exists(dir / "ran"));
+  // Nothing was consumed by the wait: the limiter is full again a second after the first call.
+  CHECK(decide(redis, {"stop", "--rate", "1", "--per", "1s", "--peek"}).at("remaining") == 1);
+}
+
 TEST_CASE("limit: -- CMD runs when allowed and exits with its status; limited: not run, 75") {
   RedisServer redis;
   TempDir dir;
