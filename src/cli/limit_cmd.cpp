@@ -161,7 +161,8 @@ Outcome decide(prim::Limiter& limiter, const Call& c, bool fail_open, const Cons
     // A sleep ends at the retry time, which was within --wait; a process stopped (SIGSTOP)
     // past the end of --wait wakes later and must not get a call through after it.
     if (slept_on && SteadyClock::now() > until) {
-      console.explain("--wait ran out while this process was stopped: giving up");
+      console.explain(
+          "--wait ran out while this process did not run (stopped, suspended): giving up");
       return {slept_on, 0};
     }
     prim::LimitDecision d;

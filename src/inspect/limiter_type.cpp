@@ -85,8 +85,9 @@ class LimiterType final : public ObjectType {
   static void decode_config(const redis::Reply* r, const BatchClock& clock, Json& j) {
     long long rate = r[0].at(0).integer(), per_ms = r[0].at(1).integer(),
               burst = r[0].at(2).integer(), client_rate = r[0].at(4).integer();
-    bool per_client = r[0].at(3).integer() == 1;
-    if (rate < 1 || per_ms < 1 || burst < 1 || r[0].at(3).integer() > 1)
+    long long per_client_flag = r[0].at(3).integer();
+    bool per_client = per_client_flag == 1;
+    if (rate < 1 || per_ms < 1 || burst < 1 || (per_client_flag != 0 && !per_client))
       throw DataError("bad config");
     j["rate"] = rate;
     j["per_ms"] = per_ms;

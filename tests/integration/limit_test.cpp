@@ -568,6 +568,13 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
     CHECK(line_count(r.err) == 1);
     CHECK(snapshot(redis) == before);
   }
+  // inspect shows such data as not well-formed rather than a count made of it.
+  for (const char* name : {"nan", "inf", "rate0", "pc2"}) {
+    CAPTURE(name);
+    auto rows = parse_json(rlock(redis, {"inspect", "--type", "limiter", name}).out);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at("error") == "config is not well-formed");
+  }
   // The mismatch line names both configs.
   auto r = rlock(redis, {"limit", "live", "--rate", "11", "--per", "1h", "--burst", "2"});
   CHECK(r.err.find("--rate 10 --per 1h --burst 2") != std::string::npos);
