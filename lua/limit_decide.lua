@@ -17,7 +17,8 @@
 -- Per-client buckets are a zset rather than hash fields: Redis 7.0 has no expiry per hash
 -- field, and ordered by TAT the full (stale) buckets are the lowest scores, so each write
 -- drops them with one ZREMRANGEBYSCORE (O(log n + removed)) and the largest score says
--- when everything is full again, which is when both keys expire.
+-- when everything is full again, which is when both keys expire. A decision that stores a
+-- new config (--reconfigure) converts every live client bucket: O(clients), once per change.
 -- @include common.lua
 -- Allows for the rounding of doubles (a quarter of a microsecond near 2^51).
 local EPS = 1
@@ -104,8 +105,8 @@ if differs then
 end
 
 -- The decision of one bucket (emission interval t, burst b) whose TAT is `tat` (nil: full).
--- A TAT beyond now + t*b (a client bucket after --reconfigure, or a server clock that went
--- back) is capped there: the wait never exceeds what the config in force allows.
+-- A TAT beyond now + t*b (written before the server clock went back) is capped there: the
+-- wait never exceeds what the config in force allows.
 local function decide(tat, t)
   local dvt = t * burst
   tat = math.min(math.max(tat or now, now), now + dvt)
