@@ -17,7 +17,8 @@
 -- Per-client buckets are a zset rather than hash fields: Redis 7.0 has no expiry per hash
 -- field, and ordered by TAT the full (stale) buckets are the lowest scores, so each write
 -- drops them with one ZREMRANGEBYSCORE (O(log n + removed)) and the largest score says
--- when everything is full again, which is when both keys expire.
+-- when everything is full again, which is when both keys expire. A decision that stores a
+-- new config (--reconfigure) converts every live client bucket: O(clients), once per change.
 -- @include common.lua
 -- Allows for the rounding of doubles (a quarter of a microsecond near 2^51).
 local EPS = 1
@@ -33,17 +34,29 @@ end
 local err = first_bad_type({'hash', 'zset'})
 if err then return err end
 
+-- A finite number (tonumber also takes "nan" and "inf", which no TAT may be).
+local function finite(s)
+  local v = tonumber(s)
+  if v and v == v and v > -math.huge and v < math.huge then return v end
+end
+
 local stored = redis.call('HMGET', KEYS[1], 'rate', 'per_ms', 'burst', 'per_client',
                           'client_rate', 'tat')
 local exists = redis.call('EXISTS', KEYS[1]) == 1
 if exists then
+  -- Whole numbers of at most 15 digits (exact in doubles); rate, per and burst >= 1.
   for i = 1, 5 do
-    if not stored[i] or not string.match(stored[i], '^%d+$') then
+    if not stored[i] or not string.match(stored[i], '^%d+$') or #stored[i] > 15
+        or (i <= 3 and tonumber(stored[i]) < 1) then
       return redis.error_reply('MALFORMED ' .. KEYS[1])
     end
   end
-  if stored[6] and not tonumber(stored[6]) then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+  if stored[4] ~= '0' and stored[4] ~= '1' then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+  if stored[6] and not finite(stored[6]) then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
 end
+-- The largest client TAT decides the expiry: an infinite one (no rlock writes it) is refused.
+local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if top[2] and not finite(top[2]) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
 
 local now = server_time().us
 local rate, per_us, burst = tonumber(ARGV[1]), tonumber(ARGV[2]) * 1000, tonumber(ARGV[3])
@@ -60,18 +73,40 @@ if differs and ARGV[9] ~= '1' then
           tonumber(stored[4]), tonumber(stored[5])}
 end
 
-local tat = exists and tonumber(stored[6]) or nil
-if differs and tat then
-  -- The overall bucket keeps the fraction of its burst that is used, so that the new
-  -- config neither hands out a burst of free tokens nor locks callers out.
-  local old_dvt = tonumber(stored[2]) * 1000 / tonumber(stored[1]) * tonumber(stored[3])
-  local used = math.min(math.max(tat - now, 0), old_dvt) / old_dvt
-  tat = now + used * per_us / rate * burst
+-- A bucket's TAT (nil: full) under the stored config whose burst lasts old_dvt, as the TAT
+-- that uses the same fraction of the burst under the new config (new_dvt): a new config
+-- neither hands out a burst of free tokens nor locks callers out.
+local function rescale(t, old_dvt, new_dvt)
+  if not t or t <= now then return nil end
+  return now + math.min(t - now, old_dvt) / old_dvt * new_dvt
+end
+
+-- The emission intervals (us) of the overall bucket and of a client's, for config c.
+local function intervals(c_rate, c_per_ms, c_client_rate)
+  local per = c_per_ms * 1000
+  return per / c_rate, per / (c_client_rate > 0 and c_client_rate or c_rate)
+end
+
+local tat = exists and finite(stored[6]) or nil
+if differs then
+  local old_t, old_ct = intervals(tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[5]))
+  local new_t, new_ct = intervals(rate, per_us / 1000, client_rate)
+  local old_b = tonumber(stored[3])
+  tat = rescale(tat, old_t * old_b, new_t * burst)
+  -- Every live client bucket too (one pass over them; a reconfigure is rare). When the
+  -- clients' buckets are dropped (no more --client), the write below deletes them.
+  if per_client and stored[4] == '1' then
+    local live = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+    for i = 1, #live, 2 do
+      local t = rescale(tonumber(live[i + 1]), old_ct * old_b, new_ct * burst)
+      if t then redis.call('ZADD', KEYS[2], string.format('%.17g', t), live[i]) end
+    end
+  end
 end
 
 -- The decision of one bucket (emission interval t, burst b) whose TAT is `tat` (nil: full).
--- A TAT beyond now + t*b (a client bucket after --reconfigure, or a server clock that went
--- back) is capped there: the wait never exceeds what the config in force allows.
+-- A TAT beyond now + t*b (written before the server clock went back) is capped there: the
+-- wait never exceeds what the config in force allows.
 local function decide(tat, t)
   local dvt = t * burst
   tat = math.min(math.max(tat or now, now), now + dvt)
@@ -81,9 +116,9 @@ local function decide(tat, t)
   local left = math.floor((now - (tat - dvt)) / t + 1e-9)
   if allow_at <= now + EPS then
     if not peek then left = math.floor((now - allow_at) / t + 1e-9) end
-    return {ok = true, tat = new_tat, remaining = left, retry = 0, reset = new_tat - now}
+    return {ok = true, tat = new_tat, held = tat, remaining = left, retry = 0}
   end
-  return {ok = false, tat = tat, remaining = left, retry = allow_at - now, reset = tat - now}
+  return {ok = false, tat = tat, held = tat, remaining = left, retry = allow_at - now}
 end
 
 local outcomes = {}
@@ -103,8 +138,10 @@ for _, o in ipairs(outcomes) do
   remaining = math.min(remaining, math.max(o.remaining, 0))
   retry = math.max(retry, o.retry)
 end
+-- Limited: nothing is consumed, so a bucket that would have passed is full again when
+-- its TAT before the decision comes.
 for _, o in ipairs(outcomes) do
-  reset = math.max(reset, allowed and o.reset or (o.tat - now))
+  reset = math.max(reset, (allowed and o.tat or o.held) - now)
 end
 local reply = {1, allowed and 1 or 0, remaining, math.ceil(retry), math.ceil(reset), now}
 if peek or (not allowed and not differs) then return reply end
@@ -131,7 +168,7 @@ end
 
 -- Both keys live until every bucket is full again.
 local last = tonumber(redis.call('HGET', KEYS[1], 'tat') or now)
-local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 if top[2] then last = math.max(last, tonumber(top[2])) end
 local ttl = math.ceil((last - now) / 1000)
 if ttl < 1 then

@@ -156,7 +156,15 @@ prim::LimitDecision decide_once(prim::Limiter& limiter, const Call& c) {
 Outcome decide(prim::Limiter& limiter, const Call& c, bool fail_open, const Console& console,
                const Interrupts* interrupts) {
   Deadline until = SteadyClock::now() + c.wait;
+  std::optional<prim::LimitDecision> slept_on;  // the limited decision the last sleep followed
   for (;;) {
+    // A sleep ends at the retry time, which was within --wait; a process stopped (SIGSTOP)
+    // past the end of --wait wakes later and must not get a call through after it.
+    if (slept_on && SteadyClock::now() > until) {
+      console.explain(
+          "--wait ran out while this process did not run (stopped, suspended): giving up");
+      return {slept_on, 0};
+    }
     prim::LimitDecision d;
     try {
       d = decide_once(limiter, c);
@@ -176,6 +184,7 @@ Outcome decide(prim::Limiter& limiter, const Call& c, bool fail_open, const Cons
     }
     console.explain("limited; retrying in " + format_duration(Millis(ceil_ms(d.retry_after))));
     if (int s = sleep_or_stop(d.retry_after, *interrupts)) return {d, s};
+    slept_on = d;
   }
 }
 
@@ -290,12 +299,13 @@ Runner define_limit_command(CLI::App& app, std::vector<std::string>& command) {
   app.add_flag("--fail-open", f->fail_open,
                "when Redis is unreachable, let the call through (default: exit 69)");
   app.add_flag("--reset", f->reset, "clear the limiter's state and config");
-  for (const char* o : {"--rate", "--per", "--burst", "--cost", "--client", "--client-rate",
-                        "--wait", "--peek", "--reconfigure", "--fail-open"}) {
-    f->decision_options.push_back(app.get_option(o));
-  }
   add_conflict_exit_code_flag(app, f->conflict_exit_code,
                               "exit code when the call is limited (default 75)");
+  for (const char* o :
+       {"--rate", "--per", "--burst", "--cost", "--client", "--client-rate", "--wait", "--peek",
+        "--reconfigure", "--fail-open", "--conflict-exit-code"}) {
+    f->decision_options.push_back(app.get_option(o));
+  }
 
   app.footer(
       R"(Decides one call with GCRA (a theoretical arrival time per bucket) on the Redis server's

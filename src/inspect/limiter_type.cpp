@@ -85,8 +85,10 @@ class LimiterType final : public ObjectType {
   static void decode_config(const redis::Reply* r, const BatchClock& clock, Json& j) {
     long long rate = r[0].at(0).integer(), per_ms = r[0].at(1).integer(),
               burst = r[0].at(2).integer(), client_rate = r[0].at(4).integer();
-    bool per_client = r[0].at(3).integer() == 1;
-    if (rate < 1 || per_ms < 1 || burst < 1) throw DataError("bad config");
+    long long per_client_flag = r[0].at(3).integer();
+    bool per_client = per_client_flag == 1;
+    if (rate < 1 || per_ms < 1 || burst < 1 || (per_client_flag != 0 && !per_client))
+      throw DataError("bad config");
     j["rate"] = rate;
     j["per_ms"] = per_ms;
     j["burst"] = burst;
@@ -97,6 +99,7 @@ class LimiterType final : public ObjectType {
     if (!per_client || client_rate > 0) {  // the overall bucket is in use
       double t = static_cast<double>(per_ms) * 1000 / static_cast<double>(rate);
       double tat = r[0].at(5).is_nil() ? now : std::stod(r[0].at(5).str());
+      if (!std::isfinite(tat)) throw DataError("bad TAT");  // "nan", "inf": no rlock wrote it
       double used = std::clamp(tat - now, 0.0, t * static_cast<double>(burst));
       j["tokens"] = static_cast<long long>(std::floor((t * burst - used) / t + 1e-9));
     }

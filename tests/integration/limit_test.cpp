@@ -242,6 +242,46 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("limit: --reconfigure converts every client's bucket too: no free burst") {
+  RedisServer redis;
+  auto with = [&](const std::string& rate, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"pc",      "--rate", rate,       "--per", "1h",
+                                  "--burst", "10",     "--client", "a"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  for (int i = 0; i < 10; ++i) decide(redis, with("100"));
+  decide(redis, with("100"), 75);
+  // Its burst used up at 100/h, client a has none left at 10/h either (the per-client
+  // bucket keeps its used fraction as the overall one does) ...
+  auto slower = decide(redis, with("10", {"--reconfigure"}), 75);
+  CHECK(slower.at("remaining") == 0);
+  CHECK(slower.at("retry_after_ms").get<long long>() > 350'000);  // one token at 10/h
+  CHECK(slower.at("retry_after_ms").get<long long>() <= 360'000);
+  // ... and back at 100/h it waits one token of 100/h, not more (no lock-out).
+  auto faster = decide(redis, with("100", {"--reconfigure"}), 75);
+  CHECK(faster.at("retry_after_ms").get<long long>() > 35'000);
+  CHECK(faster.at("retry_after_ms").get<long long>() <= 36'000);
+  CHECK(redis.cmd_int({"ZCARD", clients_key("pc")}) == 1);
+}
+
+TEST_CASE("limit: a limited call reports when its buckets are full again, as they are") {
+  RedisServer redis;
+  // The overall bucket (10 per 10s, burst 2) is full; client a's (5 per 10s) refills in 1s.
+  auto time = redis.cmd({"TIME"});
+  long long now_us = std::stoll(time.at(0)) * 1'000'000 + std::stoll(time.at(1));
+  redis.cmd({"HSET", limiter_key("rs"), "rate", "10", "per_ms", "10000", "burst", "2", "per_client",
+             "1", "client_rate", "5"});
+  redis.cmd({"ZADD", clients_key("rs"), std::to_string(now_us + 1'000'000), "a"});
+  auto j = decide(redis,
+                  {"rs", "--rate", "10", "--per", "10s", "--burst", "2", "--cost", "2", "--client",
+                   "a", "--client-rate", "5"},
+                  75);
+  // Nothing was consumed: the overall bucket stays full, so all is full when a's is.
+  CHECK(j.at("retry_after_ms").get<long long>() <= 1000);
+  CHECK(j.at("reset_after_ms") == j.at("retry_after_ms"));
+}
+
 TEST_CASE("limit: --wait wakes within 20ms (median) of the reported retry time") {
   RedisServer redis;
   std::vector<long long> late;
@@ -293,6 +333,29 @@ TEST_CASE("limit: INT or TERM during --wait ends it with 128+N") {
     }
     rlock(redis, {"limit", "s", "--reset"});
   }
+}
+
+TEST_CASE("limit: stopped past the end of --wait, rlock gives up: the command does not run") {
+  RedisServer redis;
+  TempDir dir;
+  decide(redis, {"stop", "--rate", "1", "--per", "1s"});
+  auto p = spawn_rlock(redis, {"-v", "limit", "stop", "--rate", "1", "--per", "1s", "--wait",
+                               "1500ms", "--", "touch", dir / "ran"});
+  bool waiting = false;
+  while (auto line = p.read_err_line(deadline(5s))) {
+    if (line->find("retrying in") != std::string::npos) {
+      waiting = true;
+      break;
+    }
+  }
+  REQUIRE(waiting);
+  p.kill(SIGSTOP);
+  std::this_thread::sleep_for(2s);  // past the end of --wait: what is tested, not a sync
+  p.kill(SIGCONT);
+  CHECK(p.wait(deadline(5s)).value_or(kStillRunning) == 75);
+  CHECK(!std::filesystem::exists(dir / "ran"));
+  // Nothing was consumed by the wait: the limiter is full again a second after the first call.
+  CHECK(decide(redis, {"stop", "--rate", "1", "--per", "1s", "--peek"}).at("remaining") == 1);
 }
 
 TEST_CASE("limit: -- CMD runs when allowed and exits with its status; limited: not run, 75") {
@@ -385,6 +448,31 @@ TEST_CASE("limit: Redis unreachable exits 69; --fail-open lets the call through,
   CHECK(line_count(r.err) == 1);
 }
 
+TEST_CASE("limit: a stalled server: 69 at --timeout; --fail-open runs the command once") {
+  RedisServer redis;
+  TempDir dir;
+  decide(redis, {"st", "--rate", "3", "--per", "1h", "--burst", "3"});
+  redis.freeze();
+  auto r = rlock(
+      redis, {"--timeout", "300ms", "limit", "st", "--rate", "3", "--per", "1h", "--burst", "3"});
+  CHECK(r.status == 69);
+  CHECK(r.out.empty());
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.elapsed < 3s);
+  r = rlock(redis, {"--timeout", "300ms", "limit", "st", "--rate", "3", "--per", "1h", "--burst",
+                    "3", "--fail-open", "--", "sh", "-c", "echo ran >> \"$1\"", "sh", dir / "ran"});
+  redis.thaw();
+  CHECK(r.status == 0);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("--fail-open") != std::string::npos);
+  CHECK(read_file(dir / "ran") == "ran\n");
+  // Both timed-out decisions were queued in the server, which applies them when it runs
+  // again (rlock(1) says so); rlock never repeats one, so each counts once: 1 + 2 = burst.
+  auto left = decide(redis, {"st", "--rate", "3", "--per", "1h", "--burst", "3", "--peek"},
+                     /*status=*/75);
+  CHECK(left.at("remaining") == 0);
+}
+
 TEST_CASE("limit: bad input is one stderr line with its code and changes nothing") {
   RedisServer redis;
   decide(redis, {"live", "--rate", "10", "--per", "1h", "--burst", "2"});
@@ -393,6 +481,22 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
   redis.cmd({"SET", clients_key("zs"), "x"});                           // clients: not a zset
   redis.cmd({"HSET", limiter_key("junk"), "rate", "ten", "tat", "1"});  // malformed
   redis.cmd({"HSET", limiter_key("lockish"), "o1", "1"});               // a lock-shaped hash
+  // Stored fields no rlock writes: a TAT that is no finite number, a rate of 0, a
+  // per_client other than 0/1, a client's TAT of +inf.
+  const std::string cfg[] = {"rate", "10",         "per_ms", "3600000",     "burst",
+                             "2",    "per_client", "0",      "client_rate", "0"};
+  auto stored = [&](const std::string& name, std::vector<std::string> fields) {
+    std::vector<std::string> c = {"HSET", limiter_key(name)};
+    c.insert(c.end(), std::begin(cfg), std::end(cfg));
+    c.insert(c.end(), fields.begin(), fields.end());
+    redis.cmd(c);
+  };
+  stored("nan", {"tat", "nan"});
+  stored("inf", {"tat", "inf"});
+  stored("rate0", {"rate", "0"});
+  stored("pc2", {"per_client", "2"});
+  stored("cinf", {"per_client", "1"});
+  redis.cmd({"ZADD", clients_key("cinf"), "+inf", "a"});
 
   struct Case {
     std::vector<std::string> args;
@@ -431,6 +535,8 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
       {with("live", {"-E", "300"}), 64},
       {{"limit", "live", "--reset", "--rate", "1"}, 64},
       {{"limit", "live", "--reset", "--", "true"}, 64},
+      {{"limit", "live", "--reset", "-E", "3"}, 64},
+      {{"limit", "live", "--reset", "--client", "a"}, 64},
       {{"limit", "", "--rate", "1", "--per", "1s"}, 64},
       {{"limit", "live", "--rate", "11", "--per", "1h", "--burst", "2"}, 65},
       {{"limit", "live", "--rate", "10", "--per", "1m", "--burst", "2"}, 65},
@@ -445,6 +551,12 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
       {with("zs", {"--client", "a"}), 65},
       {with("junk", {}), 65},
       {with("lockish", {}), 65},
+      {with("nan", {}), 65},
+      {with("nan", {"--reconfigure"}), 65},
+      {with("inf", {}), 65},
+      {with("rate0", {"--reconfigure"}), 65},
+      {with("pc2", {"--reconfigure"}), 65},
+      {with("cinf", {"--client", "b"}), 65},
   };
   const auto before = snapshot(redis);
   for (const auto& c : cases) {
@@ -455,6 +567,13 @@ TEST_CASE("limit: bad input is one stderr line with its code and changes nothing
     CHECK(r.out.empty());
     CHECK(line_count(r.err) == 1);
     CHECK(snapshot(redis) == before);
+  }
+  // inspect shows such data as not well-formed rather than a count made of it.
+  for (const char* name : {"nan", "inf", "rate0", "pc2"}) {
+    CAPTURE(name);
+    auto rows = parse_json(rlock(redis, {"inspect", "--type", "limiter", name}).out);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at("error") == "config is not well-formed");
   }
   // The mismatch line names both configs.
   auto r = rlock(redis, {"limit", "live", "--rate", "11", "--per", "1h", "--burst", "2"});
