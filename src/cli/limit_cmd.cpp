@@ -168,8 +168,10 @@ Outcome decide(prim::Limiter& limiter, const Call& c, bool fail_open, const Cons
     prim::LimitDecision d;
     try {
       d = decide_once(limiter, c);
-    } catch (const UnavailableError& e) {
-      if (!fail_open) throw;
+    } catch (const Error& e) {
+      // Unreachable, timed out, or a server that cannot serve now (a read-only replica,
+      // LOADING, OOM, ...): all exit 69, and all are what --fail-open is for.
+      if (!fail_open || e.exit_code() != kExitUnavailable) throw;
       console.warning(std::string(e.what()) + "; --fail-open: allowing the call undecided");
       return {};
     }
@@ -324,8 +326,9 @@ client (both consume or neither does). --cost above --burst: exit 64.
 --wait DUR: when limited, sleep until the reported retry time and try again, giving up at
 once (75) when that is past DUR. -- CMD: run CMD (no shell, signals forwarded, as exec
 does) when allowed and exit with its status; limited: CMD does not run, exit 75 (the JSON
-is printed only then). Redis unreachable: exit 69, or with --fail-open the call passes
-({"allowed":true,...,"failed_open":true} and one line on stderr). --reset clears the
+is printed only then). Redis unreachable or unable to serve (a read-only replica): exit
+69, or with --fail-open the call passes ({"allowed":true,...,"failed_open":true} and one
+line on stderr). --reset clears the
 limiter: prints {"name","reset","client_buckets"}.
 
 Examples:

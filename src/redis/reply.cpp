@@ -11,6 +11,11 @@ namespace {
 
 // Replies that say the stored data is not what rlock expects.
 const char* kData[] = {"WRONGTYPE", "BADTYPE", "MALFORMED", "UPGRADE"};
+// Replies that say this server cannot serve rlock now or here, also when a command inside
+// one of rlock's scripts gets them (a write on a read-only replica, a full memory, ...).
+const char* kUnavailable[] = {"READONLY", "OOM",        "MISCONF",     "LOADING",
+                              "BUSY",     "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN",
+                              "MOVED",    "ASK",        "CROSSSLOT",   "NOREPLICAS"};
 
 std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
 
@@ -25,6 +30,7 @@ int exit_code_for(const std::string& message) {
   std::string code = first_word(message);
   if (code == "NOPERM") return kExitNoPerm;
   if (one_of(code, kData)) return kExitData;
+  if (one_of(code, kUnavailable)) return kExitUnavailable;
   // A runtime error inside one of rlock's own scripts is a bug in rlock.
   if (message.find("user_script:") != std::string::npos ||
       message.find("Error running script") != std::string::npos) {
@@ -47,6 +53,8 @@ std::string hint(const std::string& message) {
     return " (the server needs a password: RLOCK_PASSWORD or --password-file)";
   if (first_word(message) == "NOPERM")
     return " (the ACL user lacks a right rlock needs; see ACL in rlock(1))";
+  if (first_word(message) == "READONLY")
+    return " (this is a replica: point --url at the primary, or at Sentinel's current one)";
   return "";
 }
 

@@ -275,5 +275,32 @@ TEST_CASE("an ACL user missing any one right changes nothing and exits 77 naming
   }
 }
 
+TEST_CASE(
+    "a read-only replica is Redis unavailable for every primitive; limit --fail-open lets the call "
+    "through") {
+  RedisServer redis;
+  redis.cmd({"REPLICAOF", "127.0.0.1", "1"});  // a replica of nothing: read-only, empty
+  const std::vector<std::vector<std::string>> calls = {
+      {"lock", "a"},
+      {"exec", "a", "--", "true"},
+      {"sem", "acquire", "s", "--permits", "1"},
+      {"latch", "set", "l", "1"},
+      {"limit", "x", "--rate", "1", "--per", "1s"},
+      {"delay-push", "q", "p", "--delay", "0"},
+  };
+  for (const auto& args : calls) {
+    CAPTURE(args.front());
+    auto r = rlock(redis, args);
+    CHECK(r.status == 69);
+    CHECK(line_count(r.err) == 1);
+    CHECK(r.err.find("READONLY") != std::string::npos);
+    CHECK(r.err.find("point --url at the primary") != std::string::npos);
+  }
+  auto r = rlock(redis, {"limit", "x", "--rate", "1", "--per", "1s", "--fail-open"});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("\"failed_open\":true") != std::string::npos);
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+}
+
 }  // namespace
 }  // namespace rlock::test
