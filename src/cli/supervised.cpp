@@ -128,6 +128,7 @@ int Supervision::run(const std::vector<std::string>& command,
   options_.acquired_at = SteadyClock::now();
   options_.verbose = [this](const std::string& m) { console_.explain(m); };
   options_.warn = [this](const std::string& m) { console_.notice(m); };
+  options_.forwarded = [this](int s) { stop_signal_ = s; };
   return exec::supervise(job, watchdog, signals_, guardian_, options_);
 }
 

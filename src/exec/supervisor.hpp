@@ -21,6 +21,7 @@ struct SuperviseOptions {
   const JobCgroup* cgroup = nullptr;                // the job's cgroup, if one could be created
   std::function<void(const std::string&)> verbose;  // -v explanations
   std::function<void(const std::string&)> warn;     // notices unless -q
+  std::function<void(int)> forwarded;               // a stop signal was passed on to the job
 };
 
 // Runs the job while `watchdog` keeps its lock, forwards INT/TERM/HUP/QUIT to the job's
