@@ -220,5 +220,23 @@ TEST_CASE("delay: names that are not names, and a payload exactly at the limit")
   CHECK(redis.cmd_int({"HLEN", queue_key("q") + ":meta"}) == 1);
 }
 
+TEST_CASE("delay: inspect counts every due item, beyond the ones it lists") {
+  RedisServer redis;
+  TempDir dir;
+  std::string lines;
+  for (int i = 0; i < 150; ++i) lines += "x\n";
+  write_file(dir / "lines", lines);
+  auto pushed =
+      run({"sh", "-c", "exec \"$RL\" --url \"$URL\" delay-push q - --lines --delay 0 < \"$IN\""},
+          {{"RL", rlock_binary()}, {"URL", redis.url()}, {"IN", dir / "lines"}});
+  REQUIRE(pushed.status == 0);
+  auto later = rlock(redis, {"delay-push", "q", "later", "--delay", "1h"});
+  REQUIRE(later.status == 0);
+  auto q = parse_json(rlock(redis, {"inspect", "--type", "queue"}).out);
+  REQUIRE(q.size() == 1);
+  CHECK(q[0].at("scheduled") == 151);
+  CHECK(q[0].at("due") == 150);
+}
+
 }  // namespace
 }  // namespace rlock::test
