@@ -24,6 +24,12 @@ std::string queue_key(const std::string& name) {
   return key;
 }
 
+std::string cat_path(pid_t pid) {
+  std::string path = "/proc/";
+  path.append(std::to_string(pid)).append("/status");
+  return path;
+}
+
 std::vector<json> lines_of(const std::string& text) {
   std::vector<json> out;
   std::istringstream in(text);
@@ -236,6 +242,39 @@ TEST_CASE("delay: inspect counts every due item, beyond the ones it lists") {
   REQUIRE(q.size() == 1);
   CHECK(q[0].at("scheduled") == 151);
   CHECK(q[0].at("due") == 150);
+}
+
+// Resident anonymous memory of process `pid`, in kB.
+long long rss_anon_kb(pid_t pid) {
+  std::istringstream in(read_file(cat_path(pid)));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoll(line.substr(8));
+  }
+  return -1;
+}
+
+TEST_CASE("delay: --forever -- CMD memory stays bounded over many items") {
+  RedisServer redis;
+  TempDir dir;
+  std::string lines;
+  for (int i = 0; i < 1500; ++i) lines += "x\n";
+  write_file(dir / "lines", lines);
+  auto pushed =
+      run({"sh", "-c", "exec \"$RL\" --url \"$URL\" delay-push q - --lines --delay 0 < \"$IN\""},
+          {{"RL", rlock_binary()}, {"URL", redis.url()}, {"IN", dir / "lines"}});
+  REQUIRE(pushed.status == 0);
+  auto c = spawn_rlock(redis, {"delay-pop", "q", "--forever", "--", "true"});
+  auto left = [&] { return redis.cmd_int({"HLEN", queue_key("q") + ":meta"}); };
+  REQUIRE(poll_until([&] { return left() <= 1200; }, 60s, 5ms));
+  long long early = rss_anon_kb(c.pid());
+  REQUIRE(poll_until([&] { return left() == 0; }, 60s, 20ms));
+  long long late = rss_anon_kb(c.pid());
+  MESSAGE("RssAnon after ~300 items " << early << " kB, after 1500 " << late << " kB");
+  CHECK(early > 0);
+  CHECK(late < early + 1024);  // a leak of a guardian stack per item was ~8 kB each
+  c.kill(SIGTERM);
+  CHECK(c.wait(deadline(10s)).value_or(kStillRunning) == 0);
 }
 
 }  // namespace
