@@ -1,7 +1,8 @@
 -- Ends a delivery iff its lease is still this delivery's (token): 'ack' deletes the item,
 -- 'nack' makes it due again after a pause (or moves it to the dead letters when it has
 -- had its maximum of deliveries). A consumer whose lease ran out is refused: the item may
--- be with another consumer now, and completes only once.
+-- be with another consumer now, and completes only once. A retry of a finish that was
+-- applied (its reply lost) finds the token among the finished deliveries and is told done.
 -- KEYS: see queue_common.lua.
 -- ARGV[1] queue channel, ARGV[2] item id, ARGV[3] lease token, ARGV[4] 'ack' | 'nack',
 -- ARGV[5] nack: ms until the item is due again.
@@ -14,7 +15,13 @@ if err then return err end
 local now = server_time().ms
 reclaim(now, ARGV[1])
 local id = ARGV[2]
-if not lease_is(id, ARGV[3]) then return {0} end
+if not lease_is(id, ARGV[3]) then
+  if redis.call('ZSCORE', KEYS[8], ARGV[3]) then
+    redis.call('ZREM', KEYS[8], ARGV[3])
+    return {1}
+  end
+  return {0}
+end
 local m = read_meta(id)
 if not m then return redis.error_reply('MALFORMED ' .. KEYS[4]) end
 if ARGV[4] == 'ack' then
@@ -22,4 +29,5 @@ if ARGV[4] == 'ack' then
 else
   reschedule(id, m, now + tonumber(ARGV[5]), ARGV[1])
 end
+remember_finished(ARGV[3], now)
 return {1}

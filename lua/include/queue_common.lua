@@ -9,9 +9,16 @@
 --   KEYS[5] in flight (zset id -> lease expiry, server ms)
 --   KEYS[6] leases (hash id -> "<token> <consumer>")
 --   KEYS[7] dead letters (list of ids, oldest first; payload and metadata stay)
+--   KEYS[8] finished deliveries (zset lease token -> server ms): a delivery's ack or nack
+--           whose reply was lost is retried with its token and finds it here, so that it
+--           is told "done", not "lease lost"; the consumer forgets its token once it has
+--           the reply, and the key expires FINISHED_KEEP_MS after the last finish
 
 -- Expired leases re-promoted per script call: bounds one call's work.
 local RECLAIM_BATCH = 100
+-- How long a finished delivery's token is kept for a retry whose consumer died before
+-- forgetting it (a retry comes within one connect timeout).
+local FINISHED_KEEP_MS = 60000
 
 -- The checks every queue script starts with (rights, then types): nothing is written
 -- before they pass.
@@ -21,11 +28,12 @@ local function check_queue_keys(channel)
     {'ZREM', KEYS[2], 'm'}, {'HSET', KEYS[3], 'f', 'v'}, {'HDEL', KEYS[3], 'f'},
     {'HSET', KEYS[4], 'f', 'v'}, {'HDEL', KEYS[4], 'f'}, {'ZADD', KEYS[5], '1', 'm'},
     {'ZREM', KEYS[5], 'm'}, {'HSET', KEYS[6], 'f', 'v'}, {'HDEL', KEYS[6], 'f'},
-    {'RPUSH', KEYS[7], 'x'}, {'LPOP', KEYS[7]}, {'PUBLISH', channel, 'x'},
+    {'RPUSH', KEYS[7], 'x'}, {'LPOP', KEYS[7]}, {'ZADD', KEYS[8], '1', 'm'},
+    {'ZREM', KEYS[8], 'm'}, {'PEXPIRE', KEYS[8], '1'}, {'PUBLISH', channel, 'x'},
   }
   local denied = first_denied(needs)
   if denied then return denied end
-  return first_bad_type({'hash', 'zset', 'hash', 'hash', 'zset', 'hash', 'list'})
+  return first_bad_type({'hash', 'zset', 'hash', 'hash', 'zset', 'hash', 'list', 'zset'})
 end
 
 -- The metadata of item `id` as a table, or nil when the item is unknown or its metadata
@@ -105,4 +113,14 @@ end
 local function lease_is(id, token)
   local l = redis.call('HGET', KEYS[6], id)
   return l ~= false and string.sub(l, 1, #token + 1) == token .. ' '
+end
+
+-- Records that the delivery of lease `token` was finished (acknowledged or given back),
+-- dropping up to a batch of records older than FINISHED_KEEP_MS.
+local function remember_finished(token, now_ms)
+  local old = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now_ms - FINISHED_KEEP_MS, 'LIMIT', 0,
+    RECLAIM_BATCH)
+  if #old > 0 then redis.call('ZREM', KEYS[8], unpack(old)) end
+  redis.call('ZADD', KEYS[8], now_ms, token)
+  redis.call('PEXPIRE', KEYS[8], FINISHED_KEEP_MS)
 end

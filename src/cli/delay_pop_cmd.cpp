@@ -189,7 +189,7 @@ void payload_as_stdin(const std::string& payload) {
 
 struct Outcome {
   int code = 0;
-  bool stop = false;  // a stop signal ended the wait (no item taken)
+  bool stop = false;  // a stop signal came: it ended the wait, or CMD had it forwarded
   bool none = false;  // nothing was due in time
 };
 
@@ -224,13 +224,24 @@ Outcome run_one(const PopFlags& f, const PopRequest& r, const std::vector<std::s
                               {"RLOCK_DUE_MS", std::to_string(it.due_ms)},
                               {"RLOCK_LEASE_MS", std::to_string(r.visibility.count())}},
                              q.hold(*leased), topology);
-  return {code, false, false};
+  // The item is settled (acknowledged or given back) when run() returns.
+  return {code, supervision.stop_signal() != 0, false};
 }
 
 int run_command(const PopFlags& f, const PopRequest& r, const std::vector<std::string>& command,
                 const Settings& settings) {
   Console console(settings);
   std::string consumer = default_owner();
+  // Each item's Supervision diverts the stop signals only while it lives: between items
+  // (and in the pause after losing Redis) --forever keeps them diverted here, so that one
+  // arriving then ends the service cleanly instead of killing rlock.
+  std::optional<exec::SignalFd> between;
+  if (f.forever) between.emplace();
+  auto stopped = [&between] {
+    bool stop = false;
+    while (auto s = between->next()) stop = stop || exec::is_forwarded(*s);
+    return stop;
+  };
   while (true) {
     Outcome o;
     try {
@@ -238,16 +249,16 @@ int run_command(const PopFlags& f, const PopRequest& r, const std::vector<std::s
     } catch (const Error& e) {
       if (!f.forever || e.exit_code() != kExitUnavailable) throw;
       console.notice(std::string(e.what()) + "; trying again in " + format_duration(kForeverRetry));
-      std::this_thread::sleep_for(kForeverRetry);
+      if (pause_unless_stopped(*between, kForeverRetry)) return 0;
       continue;
     }
     if (!f.forever) {
       if (o.none) console.notice(nothing_due(f.queue, r.wait));
       return o.code;
     }
-    if (o.stop) return 0;
-    // systemd stops a unit by signalling its whole cgroup: the command's death by a stop
-    // signal ends the service too.
+    // A stop signal during the wait, or forwarded to CMD (systemd signals the whole unit),
+    // or after the item was settled: the service ends.
+    if (o.stop || stopped()) return 0;
     if (o.code > 128 && exec::is_forwarded(o.code - 128)) return 0;
   }
 }
@@ -300,19 +311,21 @@ due). A payload that is not valid UTF-8 prints as "payload":null plus "payload_b
 Items print even with -q. Nothing due within --wait: exit 75 (or -E).
 
 Without CMD an item is removed as it is taken: at-most-once (a crash between the
-take and the print loses it). With -- CMD (no shell) the item is leased to this consumer
+take and the print, or a reply lost to a dropped connection or --timeout, loses it). With -- CMD (no shell) the item is leased to this consumer
 for --visibility, renewed while CMD runs (as exec renews a lock); CMD gets the payload on
 stdin and RLOCK_QUEUE, RLOCK_ITEM_ID, RLOCK_DELIVERIES (1 on the first delivery),
 RLOCK_DUE_MS and RLOCK_LEASE_MS. Exit 0 of CMD acknowledges (deletes) the item; any other
 status gives it back, due again after --visibility; a crash of CMD or rlock, or a lost
 lease, makes it due again when the lease runs out. rlock exits with CMD's status; 76 when
 the lease was lost (CMD is stopped as exec stops a job) or the acknowledgement was
-refused because the item went to another consumer meanwhile: an item completes once.
+refused because the item went to another consumer meanwhile: an item completes once
+(a retried acknowledgement whose reply was lost is told it went through).
 After --max-deliveries deliveries an item goes to the dead letters; --dead prints and
 removes them ({"queue","id","payload","due_ms","deliveries","read_ms"}).
---forever serves one item at a time with CMD (streams lines without) until INT/TERM,
-then exits 0; with CMD it also ends after a run that INT/TERM/HUP/QUIT ended (systemd
-signals the whole unit); Redis unavailable: retried every second.
+--forever serves one item at a time with CMD (streams lines without) until
+INT/TERM/HUP/QUIT, whenever it comes, then exits 0; with CMD a signal during a run is
+forwarded to CMD and the service ends once that item is settled (systemd signals the
+whole unit); Redis unavailable: retried every second.
 
 Examples:
   rlock delay-pop reminders --wait 1m

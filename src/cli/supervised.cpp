@@ -129,6 +129,7 @@ int Supervision::run(const std::vector<std::string>& command,
   options_.verbose = [this](const std::string& m) { console_.explain(m); };
   options_.warn = [this](const std::string& m) { console_.notice(m); };
   options_.started = [&topology] { topology.close_retired(); };
+  options_.forwarded = [this](int s) { stop_signal_ = s; };
   return exec::supervise(job, watchdog, signals_, guardian_, options_);
 }
 

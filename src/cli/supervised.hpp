@@ -50,7 +50,8 @@ class Supervision {
 
   // Hooks for the acquisition's wait: only INT, TERM, HUP and QUIT end it.
   prim::WaitHooks wait_hooks(prim::WaitHooks base);
-  // The stop signal that came while connecting or waiting (0: none); drains the fd.
+  // The stop signal that came while connecting or waiting, or that run() forwarded to the
+  // command (0: none); drains the fd.
   int stop_signal();
 
   // Runs `command` (no shell) with `env` added, while `watchdog` keeps the hold. Returns

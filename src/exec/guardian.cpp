@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 #include "exec/cgroup.hpp"
 #include "exec/cgroup_events.hpp"
@@ -305,6 +306,31 @@ int guardian_entry(void* raw) {
 
 constexpr size_t kGuardianStack = 64 * 1024;
 
+// The stacks of the guardians this process started (rlock's main thread only). A
+// guardian told to finish leaves with rlock's end of its socket kept open: its own end
+// closes when it exits (hang-up), and then its stack, which it shared (CLONE_VM), can be
+// unmapped. That is done when the next guardian starts, so that a --forever consumer,
+// which starts one per item, stays bounded.
+struct GuardianStack {
+  pid_t pid;
+  void* stack;
+  Fd life;  // rlock's end, once the guardian was told to finish
+};
+std::vector<GuardianStack>& guardian_stacks() {
+  static std::vector<GuardianStack> stacks;
+  return stacks;
+}
+
+void unmap_exited_guardians() {
+  std::erase_if(guardian_stacks(), [](const GuardianStack& g) {
+    if (g.life.get() < 0) return false;
+    pollfd p{g.life.get(), 0, 0};
+    if (poll(&p, 1, 0) != 1 || !(p.revents & (POLLHUP | POLLERR))) return false;
+    munmap(g.stack, kGuardianStack);
+    return true;
+  });
+}
+
 }  // namespace
 
 bool group_alive(pid_t pgid) { return kill(-pgid, 0) == 0 || errno == EPERM; }
@@ -320,7 +346,9 @@ Guardian Guardian::start(int signo, Millis kill_after, Millis margin,
   Fd life_r(fds[0]), life_w(fds[1]);
   // clone(CLONE_VM) rather than fork: a fork would make every page rlock writes afterwards
   // a copy-on-write fault (about 0.4 ms per exec here), and an exec would cost a start-up.
-  // The stack is never unmapped: the guardian may outlive rlock.
+  // The stack is unmapped only once the guardian has exited (see guardian_stacks): it may
+  // outlive rlock.
+  unmap_exited_guardians();
   void* stack = mmap(nullptr, kGuardianStack, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) throw Error(71, std::string("mmap: ") + std::strerror(errno));
@@ -336,7 +364,11 @@ Guardian Guardian::start(int signo, Millis kill_after, Millis margin,
     std::memcpy(args->cgroup, cgroup_dir.c_str(), cgroup_dir.size() + 1);
   pid_t pid =
       clone(guardian_entry, static_cast<char*>(stack) + kGuardianStack, CLONE_VM | SIGCHLD, args);
-  if (pid < 0) throw Error(71, std::string("clone: ") + std::strerror(errno));
+  if (pid < 0) {
+    munmap(stack, kGuardianStack);
+    throw Error(71, std::string("clone: ") + std::strerror(errno));
+  }
+  guardian_stacks().push_back({pid, stack, Fd()});
   setpgid(pid, pid);  // also done by the guardian: whichever runs first
   Guardian g;
   g.pid_ = pid;
@@ -354,6 +386,9 @@ void Guardian::finish() {
   if (life_.get() < 0) return;
   GuardianMessage m{kGuardianDone, 0, 0};
   (void)!send(life_.get(), &m, sizeof m, MSG_NOSIGNAL);
+  for (auto& g : guardian_stacks()) {
+    if (g.pid == pid_ && g.life.get() < 0) g.life = std::move(life_);
+  }
   life_.reset();
 }
 

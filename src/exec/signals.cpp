@@ -25,6 +25,11 @@ constexpr NamedSignal kNames[] = {
     {"ABRT", SIGABRT}, {"STOP", SIGSTOP}, {"CONT", SIGCONT}, {"WINCH", SIGWINCH},
 };
 
+// SignalFds live on the main thread only, nested at most: the outermost one records the
+// mask rlock started with.
+int live_signal_fds = 0;
+sigset_t started_with{};
+
 }  // namespace
 
 SignalFd::SignalFd() {
@@ -39,13 +44,20 @@ SignalFd::SignalFd() {
   sigaction(SIGCHLD, &dfl, nullptr);
   sigprocmask(SIG_BLOCK, &set, &original_);
   fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd_ < 0) throw Error(kExitUnavailable, std::string("signalfd: ") + std::strerror(errno));
+  if (fd_ < 0) {
+    sigprocmask(SIG_SETMASK, &original_, nullptr);
+    throw Error(kExitUnavailable, std::string("signalfd: ") + std::strerror(errno));
+  }
+  if (live_signal_fds++ == 0) started_with = original_;
 }
 
 SignalFd::~SignalFd() {
+  --live_signal_fds;
   close(fd_);
   sigprocmask(SIG_SETMASK, &original_, nullptr);
 }
+
+const sigset_t& SignalFd::original_mask() const { return started_with; }
 
 std::optional<int> SignalFd::next() {
   signalfd_siginfo info;

@@ -19,12 +19,14 @@ class SignalFd {
   int fd() const { return fd_; }
   // The next pending signal number, or nullopt when none is pending.
   std::optional<int> next();
-  // The mask rlock started with: what the child must get back before exec.
-  const sigset_t& original_mask() const { return original_; }
+  // The mask rlock started with, before the outermost live SignalFd: what the child must
+  // get back before exec (a SignalFd made while another lives, as a --forever consumer
+  // keeps one between its items, would otherwise hand the child a blocked mask).
+  const sigset_t& original_mask() const;
 
  private:
   int fd_ = -1;
-  sigset_t original_{};
+  sigset_t original_{};  // restored when destroyed
 };
 
 // The signals forwarded to the job's process group.

@@ -88,6 +88,7 @@ class Run {
         if (o_.verbose)
           o_.verbose("forwarding signal " + std::to_string(*s) + " to the job's process group");
         kill(-job_.pid, *s);
+        if (o_.forwarded) o_.forwarded(*s);
       }
     }
   }

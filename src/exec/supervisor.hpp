@@ -22,6 +22,7 @@ struct SuperviseOptions {
   std::function<void(const std::string&)> verbose;  // -v explanations
   std::function<void(const std::string&)> warn;     // notices unless -q
   std::function<void()> started;                    // the job is running (its exec succeeded)
+  std::function<void(int)> forwarded;               // a stop signal was passed on to the job
 };
 
 // Runs the job while `watchdog` keeps its lock, forwards INT/TERM/HUP/QUIT to the job's

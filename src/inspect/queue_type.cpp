@@ -6,6 +6,7 @@
 #include <string>
 
 #include "inspect/types.hpp"
+#include "redis/script.hpp"
 
 namespace rlock::inspect {
 namespace {
@@ -35,7 +36,8 @@ class QueueType final : public ObjectType {
   }
 
   // HLEN main (its type), ZCARD + the first scheduled WITHSCORES, ZCARD + the first in
-  // flight WITHSCORES, HGETALL leases (one per item in flight), LLEN dead letters.
+  // flight WITHSCORES, the due count and the listed items' leases (a read-only script:
+  // "due" needs the server's now), LLEN dead letters.
   std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
                                               const Found& o) const override {
     auto sched = layout.queue_scheduled_key(o.name);
@@ -46,7 +48,8 @@ class QueueType final : public ObjectType {
             {"ZRANGE", sched, "0", last, "WITHSCORES"},
             {"ZCARD", inflight},
             {"ZRANGE", inflight, "0", last, "WITHSCORES"},
-            {"HGETALL", layout.queue_leases_key(o.name)},
+            {"EVAL", redis::scripts::queue_inspect.source, "3", sched, inflight,
+             layout.queue_leases_key(o.name), std::to_string(kMaxListed)},
             {"LLEN", layout.queue_dead_key(o.name)}};
   }
   size_t read_count() const override { return 7; }
@@ -67,18 +70,16 @@ class QueueType final : public ObjectType {
     if (error.empty()) {
       long long now_ms = clock.now_us ? *clock.now_us / 1000 : -1;
       scheduled = r[1].integer();
-      for (size_t i = 0; i + 1 < r[2].size(); i += 2) {
-        long long at = score_of(r[2].at(i + 1));
-        if (i == 0) next_due = at;
-        if (now_ms >= 0 && at <= now_ms) ++due;
-      }
+      if (r[2].size() >= 2) next_due = score_of(r[2].at(1));
+      due = r[5].at(0).integer();
+      redis::ReplyView leases = r[5].at(1);
       in_flight_total = r[3].integer();
       for (size_t i = 0; i + 1 < r[4].size(); i += 2) {
         std::string id = r[4].at(i).str();
         Json item = {{"id", id}, {"consumer", nullptr}, {"lease_ms", nullptr}};
-        for (size_t k = 0; k + 1 < r[5].size(); k += 2) {
-          if (r[5].at(k).str() != id) continue;
-          std::string lease = r[5].at(k + 1).str();
+        for (size_t k = 0; k + 1 < leases.size(); k += 2) {
+          if (leases.at(k).str() != id) continue;
+          std::string lease = leases.at(k + 1).str();
           size_t space = lease.find(' ');
           if (space != std::string::npos) item["consumer"] = lease.substr(space + 1);
         }

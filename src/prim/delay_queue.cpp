@@ -6,6 +6,7 @@
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "util/error.hpp"
 #include "util/owner.hpp"
 
 namespace rlock::prim {
@@ -126,7 +127,7 @@ DelayQueue::DelayQueue(redis::Topology& topology, const KeyLayout& layout, std::
       keys_{layout.queue_key(name_),          layout.queue_scheduled_key(name_),
             layout.queue_items_key(name_),    layout.queue_meta_key(name_),
             layout.queue_inflight_key(name_), layout.queue_leases_key(name_),
-            layout.queue_dead_key(name_)},
+            layout.queue_dead_key(name_),     layout.queue_finished_key(name_)},
       channel_(layout.queue_channel(name_)) {}
 
 std::vector<std::string_view> DelayQueue::keys() const { return views(keys_); }
@@ -201,7 +202,16 @@ bool DelayQueue::finish(const LeasedItem& leased, bool ack, Millis retry_after) 
       run(redis::scripts::queue_finish,
           {channel_, leased.item.id, leased.token, ack ? "ack" : "nack", millis_arg(retry_after)},
           redis::Retry::kIdempotent);
-  return reply.at(0).integer() == 1;
+  bool done = reply.at(0).integer() == 1;
+  // The reply came: no retry needs the finish's record any more. Best effort: a record
+  // left behind expires (queue_common.lua).
+  if (done) {
+    try {
+      run(redis::scripts::queue_forget, {channel_, leased.token}, redis::Retry::kIdempotent);
+    } catch (const Error&) {
+    }
+  }
+  return done;
 }
 
 bool DelayQueue::give_back(const LeasedItem& leased) { return finish(leased, false, Millis(0)); }

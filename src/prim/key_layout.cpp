@@ -178,6 +178,9 @@ std::string KeyLayout::queue_leases_key(std::string_view name) const {
 std::string KeyLayout::queue_dead_key(std::string_view name) const {
   return queue_key(name) + ":dead";
 }
+std::string KeyLayout::queue_finished_key(std::string_view name) const {
+  return queue_key(name) + ":finished";
+}
 std::string KeyLayout::queue_channel(std::string_view name) const {
   return prefix_ + "chan:" + tag(name) + ":queue";
 }

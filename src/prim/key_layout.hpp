@@ -58,7 +58,8 @@ class KeyLayout {
   // A delayed queue (lua/include/queue_common.lua): its main hash (the push sequence;
   // present while the queue holds any item, so that inspect finds it), the scheduled zset
   // ("<seq>:<id>" -> due server ms), payloads (id -> bytes), item metadata, the in-flight
-  // zset (id -> lease expiry), the leases (id -> token and consumer) and the dead letters.
+  // zset (id -> lease expiry), the leases (id -> token and consumer), the dead letters and
+  // the finished deliveries (tokens kept for a retried acknowledgement).
   virtual std::string queue_key(std::string_view name) const;
   virtual std::string queue_scheduled_key(std::string_view name) const;
   virtual std::string queue_items_key(std::string_view name) const;
@@ -66,6 +67,7 @@ class KeyLayout {
   virtual std::string queue_inflight_key(std::string_view name) const;
   virtual std::string queue_leases_key(std::string_view name) const;
   virtual std::string queue_dead_key(std::string_view name) const;
+  virtual std::string queue_finished_key(std::string_view name) const;  // retried finishes
   virtual std::string queue_channel(std::string_view name) const;  // an earlier item was pushed
 
   // SCAN MATCH pattern for the lock hashes and readers hashes whose names match

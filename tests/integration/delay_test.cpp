@@ -480,7 +480,7 @@ const std::string kQueueAcl =
     "+unsubscribe +ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time "
     "+zrangebyscore +zrem +zrange +pubsub|numsub +hset +pexpire +set +publish +del +hget "
     "+hincrby +zscore +zadd +exists +hexists +hdel +hkeys +decrby +sadd +sismember +smembers "
-    "+scard +srandmember +hlen +llen +rpush +lpop";
+    "+scard +srandmember +hlen +llen +rpush +lpop +zcount";
 
 TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and changes nothing") {
   {
