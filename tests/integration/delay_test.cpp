@@ -32,13 +32,6 @@ std::string queue_key(const std::string& name) {
   return key;
 }
 
-std::map<std::string, std::string> snapshot(const RedisServer& redis) {
-  std::map<std::string, std::string> all;
-  for (const auto& key : redis.cmd({"KEYS", "*"}))
-    all[key] = redis.cmd_str({"TYPE", key}) + ":" + redis.cmd_str({"DUMP", key});
-  return all;
-}
-
 RunResult ok(const RedisServer& redis, const std::vector<std::string>& args) {
   auto r = rlock(redis, args);
   INFO("args: " << json(args).dump() << "\nstderr: " << r.err);

@@ -876,6 +876,15 @@ json keys_of(const json& object) {
   return names;
 }
 
+std::map<std::string, std::string> snapshot(const RedisServer& redis) {
+  std::map<std::string, std::string> all;
+  for (const auto& key : redis.cmd({"KEYS", "*"}))
+    all[key] = redis.cmd_str({"TYPE", key}) +
+               (redis.cmd_int({"PTTL", key}) == -1 ? ":persistent:" : ":expiring:") +
+               redis.cmd_str({"DUMP", key});
+  return all;
+}
+
 int line_count(std::string_view text) {
   int n = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
   if (!text.empty() && text.back() != '\n') ++n;

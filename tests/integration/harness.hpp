@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -300,6 +301,9 @@ long long subscribers(const RedisServer& server, const std::string& channel);
 json parse_json(const std::string& text);
 // The sorted member names of a JSON object, as a JSON array (readable in failure output).
 json keys_of(const json& object);
+// Every key with its type, whether it expires and its serialized value: what "nothing
+// changed in Redis" compares.
+std::map<std::string, std::string> snapshot(const RedisServer& redis);
 // Number of lines in `text`: its '\n' count, plus one for an unterminated last line.
 int line_count(std::string_view text);
 

@@ -18,20 +18,6 @@ std::string latch_key(const std::string& name) { return "rlock:latch:{" + name +
 std::string ids_key(const std::string& name) { return latch_key(name) + ":ids"; }
 std::string latch_channel(const std::string& name) { return "rlock:chan:{" + name + "}:latch"; }
 
-// Everything in the database: each key with its type, its DUMP and whether it expires.
-std::vector<std::string> snapshot(const RedisServer& redis) {
-  auto keys = redis.cmd({"KEYS", "*"});
-  std::sort(keys.begin(), keys.end());
-  std::vector<std::string> out;
-  for (const auto& k : keys) {
-    out.push_back(k);
-    out.push_back(redis.cmd_str({"TYPE", k}));
-    out.push_back(redis.cmd_str({"DUMP", k}));
-    out.push_back(redis.cmd_int({"PTTL", k}) == -1 ? "persistent" : "expiring");
-  }
-  return out;
-}
-
 json ok_json(const RedisServer& redis, const std::vector<std::string>& args) {
   auto r = rlock(redis, args);
   INFO("args: " << json(args).dump() << " stderr: " << r.err);

@@ -18,14 +18,6 @@ namespace {
 std::string limiter_key(const std::string& name) { return "rlock:limit:{" + name + "}"; }
 std::string clients_key(const std::string& name) { return limiter_key(name) + ":clients"; }
 
-// Every key with its type and serialized value: what "nothing changed" compares.
-std::map<std::string, std::string> snapshot(const RedisServer& redis) {
-  std::map<std::string, std::string> all;
-  for (const auto& key : redis.cmd({"KEYS", "*"}))
-    all[key] = redis.cmd_str({"TYPE", key}) + ":" + redis.cmd_str({"DUMP", key});
-  return all;
-}
-
 // One decision; `status` is what it must exit with.
 json decide(const RedisServer& redis, const std::vector<std::string>& args, int status = 0) {
   std::vector<std::string> argv = {"limit"};

@@ -12,14 +12,6 @@ namespace {
 
 std::string sem_key(const std::string& name) { return "rlock:sem:{" + name + "}"; }
 
-// Every key with its type and serialized value: what "nothing changed" compares.
-std::map<std::string, std::string> snapshot(const RedisServer& redis) {
-  std::map<std::string, std::string> all;
-  for (const auto& key : redis.cmd({"KEYS", "*"}))
-    all[key] = redis.cmd_str({"TYPE", key}) + ":" + redis.cmd_str({"DUMP", key});
-  return all;
-}
-
 json sem_ok(const RedisServer& redis, const std::vector<std::string>& args) {
   auto r = rlock(redis, args);
   INFO("args: " << json(args).dump() << "\nstderr: " << r.err);
