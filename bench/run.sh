@@ -196,6 +196,15 @@ set +e
 
 : >"$REPORT"
 say() { printf '%s\n' "$*" | tee -a "$REPORT"; }
+# until_true SECONDS CMD...: until CMD succeeds, at most SECONDS (parts C, E and H)
+until_true() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.01
+    done
+}
 
 # ---------------------------------------------------------------- helpers
 q() { printf '%q' "$1"; } # quote a word for hyperfine's shell-word splitting
@@ -361,14 +370,6 @@ await_pid() {
 }
 # go_fifo FIFO: write "go" to a FIFO whose reader waits (an O_RDWR open never blocks).
 go_fifo() { { printf 'go\n' >&9; } 9<>"$1"; }
-until_true() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        ((SECONDS < deadline)) || return 1
-        sleep 0.01
-    done
-}
 rlock_subscribed() { [[ $(rcli PUBSUB NUMSUB "rlock:chan:{$1}:${2:-lock}" 2>/dev/null | sed -n 2p) == 1 ]]; }
 etcd_queued() { (($(ectl get --prefix --keys-only "$1/" 2>/dev/null | grep -c .) >= 2)); }
 
@@ -774,16 +775,20 @@ fi
 if part H; then
 QUEUE_ITEMS=$(knob BENCH_QUEUE_ITEMS 100000 1000 1000000)
 seq -f 'item-%06g' "$QUEUE_ITEMS" >"$TMP/lines"
+# qkeys QUEUE: the KEYS every queue script takes (lua/include/queue_common.lua), in order
 qkeys() {
     local t="{$1}"
     echo "rlock:queue:$t rlock:queue:$t:sched rlock:queue:$t:items rlock:queue:$t:meta" \
-        "rlock:queue:$t:inflight rlock:queue:$t:leases rlock:queue:$t:dead"
+        "rlock:queue:$t:inflight rlock:queue:$t:leases rlock:queue:$t:dead" \
+        "rlock:queue:$t:finished"
 }
+QKEYS_N=8
 # shellcheck disable=SC2046
 qdel() { rcli DEL $(qkeys "$1") >/dev/null; }
 
 log "H: delay-push --lines of $QUEUE_ITEMS items, and the redis-benchmark ceiling"
-timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR >"$TMP/monitor" 2>/dev/null &
+# line-buffered: the TERM below ends redis-cli before it would flush a full buffer
+timeout 5 stdbuf -oL redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR >"$TMP/monitor" 2>/dev/null &
 MON=$!
 until_true 5 grep -q OK "$TMP/monitor"
 "$RLOCK" -q delay-push bench-sha x --delay 1h >>"$LOG" 2>&1
@@ -804,7 +809,7 @@ CEIL_RATE=error CEIL_ITEMS=0
 if [[ -n $PUSH_SHA ]]; then
     # shellcheck disable=SC2046
     CEIL_RATE=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -P 64 -n "$QUEUE_ITEMS" \
-        -r 1000000000 --csv EVALSHA "$PUSH_SHA" 7 $(qkeys bench-ceil) \
+        -r 1000000000 --csv EVALSHA "$PUSH_SHA" "$QKEYS_N" $(qkeys bench-ceil) \
         "rlock:chan:{bench-ceil}:queue" delay 3600000 'id-__rand_int__' item-000000 \
         2>>"$LOG" | tail -n1 | cut -d'"' -f4)
     CEIL_ITEMS=$(rcli HLEN "rlock:queue:{bench-ceil}:meta")
@@ -819,7 +824,7 @@ first_due=$((now_s * 1000 + now_us / 1000 + 3000))
 python3 -c 'import sys
 sha, first, keys = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 for i in range(10000):
-    args = ["EVALSHA", sha, "7", *keys, "rlock:chan:{bench-late}:queue", "at",
+    args = ["EVALSHA", sha, str(len(keys)), *keys, "rlock:chan:{bench-late}:queue", "at",
             str(first + i), "late-%05d" % i, "x"]
     sys.stdout.write("*%d\r\n" % len(args) + "".join("$%d\r\n%s\r\n" % (len(a), a) for a in args))' \
     "$PUSH_SHA" "$first_due" $(qkeys bench-late) >"$TMP/late.resp"
