@@ -30,14 +30,6 @@ std::string cat_path(pid_t pid) {
   return path;
 }
 
-std::vector<json> lines_of(const std::string& text) {
-  std::vector<json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(parse_json(line));
-  return out;
-}
-
 void push_now(const RedisServer& redis, const std::string& id) {
   auto r = rlock(redis, {"delay-push", "q", id, "--delay", "0", "--id", id});
   INFO(r.err);

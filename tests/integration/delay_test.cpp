@@ -39,15 +39,6 @@ RunResult ok(const RedisServer& redis, const std::vector<std::string>& args) {
   return r;
 }
 
-// The JSON lines of `text`.
-std::vector<json> lines_of(const std::string& text) {
-  std::vector<json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(parse_json(line));
-  return out;
-}
-
 json push(const RedisServer& redis, const std::string& queue,
           const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"delay-push", queue};

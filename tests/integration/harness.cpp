@@ -885,6 +885,14 @@ std::map<std::string, std::string> snapshot(const RedisServer& redis) {
   return all;
 }
 
+std::vector<json> lines_of(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(parse_json(line));
+  return out;
+}
+
 int line_count(std::string_view text) {
   int n = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
   if (!text.empty() && text.back() != '\n') ++n;

@@ -299,6 +299,8 @@ long long subscribers(const RedisServer& server, const std::string& channel);
 
 // Parses `text` as one JSON document; FAILs the test with the text if it is not JSON.
 json parse_json(const std::string& text);
+// The JSON object on each line of `text` (JSON-lines output such as delay-pop's).
+std::vector<json> lines_of(const std::string& text);
 // The sorted member names of a JSON object, as a JSON array (readable in failure output).
 json keys_of(const json& object);
 // Every key with its type, whether it expires and its serialized value: what "nothing
