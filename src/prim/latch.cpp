@@ -5,6 +5,7 @@
 #include "prim/object_script.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "util/yield_to_server.hpp"
 
 namespace rlock::prim {
 namespace {
@@ -60,6 +61,7 @@ LatchSet Latch::set(long long count, Millis expire, bool force) {
 LatchCountDown Latch::count_down(long long amount, const std::string& id) {
   std::string by = std::to_string(amount), keep = std::to_string(kLatchReachedRetention.count());
   // Not repeated after a lost reply: without an id a repeat would count twice.
+  YieldToServer yield;  // the count may reach 0 and open the latch with the reply
   auto reply = run_object_script(topology_, redis::scripts::latch_count_down, {key_, ids_key_},
                                  {by, id, channel_, keep}, kKind,
                                  id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);

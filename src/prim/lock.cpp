@@ -8,6 +8,7 @@
 #include "redis/script.hpp"
 #include "util/error.hpp"
 #include "util/owner.hpp"
+#include "util/yield_to_server.hpp"
 
 namespace rlock::prim {
 namespace {
@@ -217,6 +218,7 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
   // A plain unlock is not idempotent (it counts down), so it is never repeated; an exec
   // hold's release is, by its id.
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
+  YieldToServer yield;  // the lock may go to a waiter with the reply
   auto reply = run_object_script(
       topology_, redis::scripts::lock_release, keys(request_key),
       {owner, channel_, millis_arg(keep), hold_id, millis_arg(kClaimWindow), "release", "",

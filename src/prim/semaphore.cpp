@@ -10,6 +10,7 @@
 #include "redis/script.hpp"
 #include "util/error.hpp"
 #include "util/owner.hpp"
+#include "util/yield_to_server.hpp"
 
 namespace rlock::prim {
 namespace {
@@ -213,6 +214,7 @@ PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
 
 redis::Reply Semaphore::release_script(const std::string& request_key,
                                        std::vector<std::string> args, redis::Retry retry) {
+  YieldToServer yield;  // permits may go to waiters with the reply
   return run_sem_script(topology_, redis::scripts::sem_release, keys(request_key), args, name_,
                         retry);
 }
