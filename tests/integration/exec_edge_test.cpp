@@ -84,3 +84,22 @@ TEST_CASE("exec: a hold kept by --min-hold is busy for its own owner too") {
   CHECK(server.cmd_str({"GET", "rlock:lock:{once}:fence"}) == fence);
   CHECK(t::hash_of(server, "rlock:lock:{once}") == t::json{{"cron", "0"}});
 }
+
+TEST_CASE("exec: the job may run on every CPU rlock may, though it starts on rlock's own") {
+  t::RedisServer server;
+  const std::string allowed = "grep Cpus_allowed_list /proc/self/status";
+  auto direct = t::run({"sh", "-c", allowed});
+  REQUIRE(direct.status == 0);
+  for (const t::Env& env : {t::Env{}, t::Env{{"RLOCK_CGROUP", "off"}}}) {
+    INFO("RLOCK_CGROUP=" << (env.empty() ? "" : env[0].second));
+    auto r = t::rlock(server, {"exec", "cpus", "--", "sh", "-c", allowed}, env);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == direct.out);
+    // Under a narrower affinity the job gets exactly that one.
+    auto argv = t::rlock_argv(server, {"exec", "cpus", "--", "sh", "-c", allowed});
+    argv.insert(argv.begin(), {"taskset", "-c", "0"});
+    r = t::run(argv, env);
+    REQUIRE(r.status == 0);
+    CHECK(r.out == "Cpus_allowed_list:\t0\n");
+  }
+}
