@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -300,6 +301,47 @@ TEST_CASE(
   CHECK(r.status == 0);
   CHECK(r.out.find("\"failed_open\":true") != std::string::npos);
   CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+}
+
+// The claim of a grant checks only what it touches (the release that granted checked the
+// rest): a key broken, or a right taken away, between the grant and the claim is caught there.
+TEST_CASE("a granted waiter whose claim meets a broken key or a lost right changes nothing") {
+  struct Breakage {
+    const char* what;
+    std::vector<std::vector<std::string>> commands;  // run between the grant and the claim
+    int code;
+    const char* says;
+  };
+  for (const Breakage& b :
+       {Breakage{"fence", {{"SET", "rlock:lock:{c}:fence", "x"}}, 65, "malformed data"},
+        Breakage{"exec",
+                 {{"DEL", "rlock:lock:{c}:exec"}, {"HSET", "rlock:lock:{c}:exec", "f", "v"}},
+                 65,
+                 "hash"},
+        Breakage{"right", {{"ACL", "SETUSER", "rl", "-zrem"}}, 77, "NOPERM rlock needs ZREM"}}) {
+    std::string what = b.what;
+    CAPTURE(what);
+    RedisServer redis(RedisOptions{.config = {kMinimalAcl}});
+    const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+    REQUIRE(rlock(redis, {"lock", "c", "--owner", "holder", "--lease", "60s"}).status == 0);
+    Spawned waiter({rlock_binary(), "exec", "--wait", "30s", "c", "--", "echo", "ran"}, as_rl);
+    REQUIRE(poll_until(
+        [&] {
+          return redis.cmd_int({"ZCARD", lock_key("c") + ":waiters"}) == 1;
+        },
+        10s));
+    waiter.kill(SIGSTOP);
+    REQUIRE(rlock(redis, {"unlock", "c", "--owner", "holder"}).status == 0);
+    REQUIRE(redis.cmd_int({"EXISTS", lock_key("c") + ":grant"}) == 1);  // granted, unclaimed
+    for (const auto& c : b.commands) redis.cmd(c);
+    auto before = snapshot(redis);
+    waiter.kill(SIGCONT);
+    CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == b.code);
+    CHECK(snapshot(redis) == before);
+    CHECK(waiter.out().empty());
+    CHECK(line_count(waiter.err()) == 1);
+    CHECK(waiter.err().find(b.says) != std::string::npos);
+  }
 }
 
 }  // namespace
