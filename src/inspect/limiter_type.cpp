@@ -101,7 +101,8 @@ class LimiterType final : public ObjectType {
       double tat = r[0].at(5).is_nil() ? now : std::stod(r[0].at(5).str());
       if (!std::isfinite(tat)) throw DataError("bad TAT");  // "nan", "inf": no rlock wrote it
       double used = std::clamp(tat - now, 0.0, t * static_cast<double>(burst));
-      j["tokens"] = static_cast<long long>(std::floor((t * burst - used) / t + 1e-9));
+      // Not negative (used <= t * burst): truncation is the floor.
+      j["tokens"] = static_cast<long long>((t * burst - used) / t + 1e-9);
     }
     if (per_client && r[2].is_integer() && r[3].is_array()) {
       long long stale = 0;

@@ -61,7 +61,8 @@ Millis parse_duration(std::string_view text, std::string_view what, bool allow_f
         std::strtod(std::string(text.substr(start, unit_start - start)).c_str(), nullptr) * unit;
     if (!std::isfinite(total) || total > kMaxMillis) throw bad("too large; at most 36500d");
   }
-  return Millis(std::llround(total));
+  // total >= 0: rounding half up is llround's, without libm (see CMakeLists.txt).
+  return Millis(static_cast<long long>(total + 0.5));
 }
 
 std::string format_duration(Millis d) {
