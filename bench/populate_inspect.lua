@@ -1,15 +1,17 @@
 -- Creates ARGV[3] objects for the inspect benchmark and test, numbered from ARGV[2],
 -- under prefix ARGV[1], in rlock's layout (src/prim/key_layout.cpp): even numbers are
 -- locks (holder, 10-minute lease, fencing token; every 10th with two queued waiters),
--- odd numbers latches (count 3, one id counted, 1-hour expiry). No KEYS: a benchmark
--- helper for one standalone server, never used by rlock itself.
+-- odd numbers latches (count 3, one id counted, 1-hour expiry); with ARGV[4] = 'locks',
+-- every object is a lock. No KEYS: a benchmark helper for one standalone server, never
+-- used by rlock itself.
 -- Reply: the number of objects created.
 local prefix, first, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local locks_only = ARGV[4] == 'locks'
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 for i = first, first + n - 1 do
   local name = 'obj-' .. i
-  if i % 2 == 0 then
+  if locks_only or i % 2 == 0 then
     local key = prefix .. 'lock:{' .. name .. '}'
     redis.call('HSET', key, 'owner-' .. i, 1)
     redis.call('PEXPIRE', key, 600000)

@@ -659,14 +659,14 @@ inspect_fill() {
     done
 }
 
-# inspect_runs FORMAT: INSPECT_RUNS runs -> "median-s max-MiB runs listed"
+# inspect_runs FORMAT [BINARY [URL]]: INSPECT_RUNS runs -> "median-s max-MiB runs listed"
 # (listed: objects in the last run's output, one per line)
 inspect_runs() {
-    local fmt=$1 i s k listed=0
+    local fmt=$1 bin=${2:-$RLOCK} url=${3:-$INSPECT_URL} i s k listed=0
     local -a secs=() kibs=()
     for ((i = 0; i < INSPECT_RUNS; i++)); do
         if /usr/bin/time -f '%e %M' -o "$TMP/inspect.time" \
-            "$RLOCK" --url "$INSPECT_URL" --format "$fmt" inspect >"$TMP/inspect.out" 2>>"$LOG"; then
+            "$bin" --url "$url" --format "$fmt" inspect >"$TMP/inspect.out" 2>>"$LOG"; then
             read -r s k < <(tail -n1 "$TMP/inspect.time")
             secs+=("$s") kibs+=("$k")
         else
@@ -674,8 +674,9 @@ inspect_runs() {
         fi
     done
     if [[ $fmt == json ]]; then
-        # a complete document ends with "]"; a truncated one does not count
-        [[ $(tail -n1 "$TMP/inspect.out") == ']' ]] && listed=$(grep -c '^{' "$TMP/inspect.out")
+        # a complete document ends with "]" (today's puts it on a line of its own, the old
+        # listing's array was one line); a truncated one does not count
+        [[ $(tail -c 2 "$TMP/inspect.out") == *']'* ]] && listed=$(grep -o '{"type"' "$TMP/inspect.out" | wc -l)
     else
         listed=$(($(wc -l <"$TMP/inspect.out") - 1))
     fi
@@ -695,7 +696,7 @@ say "of \`rlock inspect\` writing to a file; *listed* counts the objects printed
 say ""
 say "| objects | format | median s | peak RSS MiB | runs | listed |"
 say "|---:|---|---:|---:|---:|---:|"
-declare -A INSPECT_S INSPECT_RSS
+declare -A INSPECT_RSS
 filled=0
 for count in 100000 "$INSPECT_MAX"; do
     if ! inspect_fill "$filled" "$count"; then
@@ -705,11 +706,55 @@ for count in 100000 "$INSPECT_MAX"; do
     filled=$count
     for fmt in json table; do
         read -r sec mib n listed <<<"$(inspect_runs "$fmt")"
-        INSPECT_S[$count.$fmt]=$sec INSPECT_RSS[$count.$fmt]=$mib
+        INSPECT_RSS[$count.$fmt]=$mib
         say "| $count | $fmt | $sec | $mib | $n | $listed |"
     done
 done
 rcli -n "$INSPECT_DB" FLUSHDB >/dev/null 2>&1
+say ""
+
+# Issue 7's "at least as fast as today", side by side: the listing inspect replaced (the
+# commit before d910bba, which built the whole JSON array before printing a byte), built
+# from this repository's history into $TMP, and today's, on the same 100,000 locks (the
+# only type it knew) in database 2; JSON, runs alternating.
+OLD_INSPECT_REV=d910bba^
+old_inspect_build() {
+    git -C "$ROOT" cat-file -e "$OLD_INSPECT_REV^{commit}" 2>>"$LOG" || return 1
+    mkdir -p "$TMP/old-src" || return 1
+    git -C "$ROOT" archive "$OLD_INSPECT_REV" | tar -x -C "$TMP/old-src" || return 1
+    cmake -S "$TMP/old-src" -B "$TMP/old-build" -DCMAKE_BUILD_TYPE=Release >>"$LOG" 2>&1 &&
+        timeout 900 cmake --build "$TMP/old-build" -j"$(nproc)" --target rlock >>"$LOG" 2>&1
+}
+log "F: the old listing, side by side"
+say "The listing \`inspect\` replaced ($OLD_INSPECT_REV, built from this repository) and"
+say "today's, side by side on the same 100,000 locks, JSON, runs alternating:"
+say ""
+say "| listing | median s | peak RSS MiB | runs | listed |"
+say "|---|---:|---:|---:|---:|"
+OLD_URL=redis://127.0.0.1:$REDIS_PORT/2
+if ! old_inspect_build; then
+    say "| old ($OLD_INSPECT_REV) | not built (no git history or build tools; see bench.log) | | | |"
+elif ! rcli -n 2 EVAL "$POPULATE" 0 rlock: 0 100000 locks >/dev/null 2>>"$LOG"; then
+    say "| - | error (populating failed, see bench.log) | | | |"
+else
+    declare -A SIDE_S=() SIDE_RSS=() SIDE_LISTED=()
+    declare -a side_secs_old=() side_secs_new=()
+    for ((round = 0; round < INSPECT_RUNS; round++)); do
+        for who in old new; do
+            bin=$RLOCK
+            [[ $who == old ]] && bin=$TMP/old-build/rlock
+            read -r sec mib n listed <<<"$(INSPECT_RUNS=1 inspect_runs json "$bin" "$OLD_URL")"
+            [[ $who == old ]] && side_secs_old+=("$sec") || side_secs_new+=("$sec")
+            SIDE_RSS[$who]=$(calc '%.2f' "max(${SIDE_RSS[$who]:-0}, $mib)")
+            SIDE_LISTED[$who]=$listed
+        done
+    done
+    SIDE_S[old]=$(python3 -c 'import statistics, sys; print("%.2f" % statistics.median(map(float, sys.argv[1:])))' "${side_secs_old[@]}")
+    SIDE_S[new]=$(python3 -c 'import statistics, sys; print("%.2f" % statistics.median(map(float, sys.argv[1:])))' "${side_secs_new[@]}")
+    say "| old ($OLD_INSPECT_REV): one array, built whole | ${SIDE_S[old]} | ${SIDE_RSS[old]} | $INSPECT_RUNS | ${SIDE_LISTED[old]} |"
+    say "| today: streamed | ${SIDE_S[new]} | ${SIDE_RSS[new]} | $INSPECT_RUNS | ${SIDE_LISTED[new]} |"
+fi
+rcli -n 2 FLUSHDB >/dev/null 2>&1
 say ""
 fi
 
@@ -898,8 +943,8 @@ if part F; then
             "max(${INSPECT_RSS[$count.json]:-x}, ${INSPECT_RSS[$count.table]:-x})" 16 \
             "${INSPECT_RSS[$count.json]:-?} / ${INSPECT_RSS[$count.table]:-?} MiB"
     done
-    verdict 'rlock inspect 100,000 objects <= 0.63 s (the old listing of 100,000 locks)' \
-        "${INSPECT_S[100000.json]:-x}" 0.63 "${INSPECT_S[100000.json]:-?} s"
+    verdict 'rlock inspect of 100,000 locks <= the old listing, side by side' \
+        "${SIDE_S[new]:-x}" "${SIDE_S[old]:-x}" "${SIDE_S[new]:-?} s vs ${SIDE_S[old]:-?} s"
 fi
 part H && verdict 'delay-push --lines >= 0.5x redis-benchmark -P 64 of its script' \
     "0.5" "$PUSH_RATIO" "${PUSH_RATIO:-?}x"
