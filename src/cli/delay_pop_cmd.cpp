@@ -202,6 +202,7 @@ Outcome run_one(const PopFlags& f, const PopRequest& r, const std::vector<std::s
   prim::KeyLayout layout(settings.prefix);
   prim::DelayQueue q(topology, layout, f.queue);
   Deadline until = SteadyClock::now() + (f.forever ? kMaxDuration : r.wait);
+  supervision.prepare_during_next_script(topology);
   auto leased =
       q.lease(r.visibility, r.max_deliveries, consumer, until, supervision.wait_hooks({}));
   if (int signo = supervision.stop_signal()) {

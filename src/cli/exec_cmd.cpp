@@ -36,6 +36,7 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
   redis::Topology topology(settings.connect);
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(topology, layout, req.name);
+  supervision.prepare_during_next_script(topology);
   auto a = lock.acquire(req.owner, req.lease, req.wait_until,
                         supervision.wait_hooks(wait_hooks(console, req.name)),
                         prim::HoldKind::kExec, req.mode);

@@ -242,6 +242,7 @@ int run_limit(const LimitFlags& f, const std::vector<std::string>& command, cons
   redis::Topology topology(s.connect);
   prim::KeyLayout layout(s.prefix);
   prim::Limiter limiter(topology, layout, f.name);
+  if (supervision) supervision->prepare_during_next_script(topology);
   Outcome o = decide(limiter, c, f.fail_open, console, &interrupts);
   if (o.stopped_by) {
     console.notice("interrupted by signal " + std::to_string(o.stopped_by) +

@@ -141,6 +141,7 @@ int run_exec(const SemFlags& f, const std::vector<std::string>& command, const S
   redis::Topology topology(settings.connect);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
+  supervision.prepare_during_next_script(topology);
   auto a = sem.acquire(t.permits, t.lock.wait_until,
                        supervision.wait_hooks(permit_wait_hooks(console, t.lock.name)));
   if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant

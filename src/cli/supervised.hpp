@@ -1,5 +1,6 @@
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,14 +40,21 @@ void add_supervise_flags(CLI::App& sub, SuperviseFlags& flags);
 // The "lease" of a command run with nothing held (run_unheld): longer than any job.
 inline constexpr Millis kNoLease = kMaxDuration;
 
-// Running a command under a hold, in two steps around the acquisition: the constructor
-// does what must come before it (stop timing checked against the lease, signals diverted
-// to a signal fd, the job's cgroup and the guardian started off the handoff path), and
-// run() starts and supervises the command once the hold is taken.
+// Running a command under a hold, in steps around the acquisition: the constructor does
+// what must come before it (stop timing checked against the lease, signals diverted to a
+// signal fd), prepare_during_next_script() has the job's cgroup and guardian made while the
+// acquisition's first request is with the server (off the hand-off path, and in a round
+// trip's time rather than before it), and run() starts and supervises the command once
+// the hold is taken.
 class Supervision {
  public:
   // Throws UsageError for bad flags (a --kill-after that does not fit `lease`, ...).
   Supervision(const SuperviseFlags& flags, Millis lease, const Console& console);
+
+  // Makes the cgroup and starts the guardian while `topology`'s next script runs on the
+  // server (run() does it if that never happened). A failure there comes out of run(),
+  // after the hold is given back.
+  void prepare_during_next_script(redis::Topology& topology);
 
   // Hooks for the acquisition's wait: only INT, TERM, HUP and QUIT end it.
   prim::WaitHooks wait_hooks(prim::WaitHooks base);
@@ -69,13 +77,18 @@ class Supervision {
   Millis renew_interval() const;
 
  private:
+  // The cgroup and the guardian, once; never throws (a failure is kept for run()).
+  void prepare() noexcept;
+
   const Console& console_;
   std::vector<std::string> secret_names_;  // removed from the job's environment
   Millis lease_;
   exec::SuperviseOptions options_;
   exec::SignalFd signals_;
+  bool prepared_ = false;
+  std::exception_ptr prepare_error_;
   std::optional<exec::JobCgroup> cgroup_;
-  exec::Guardian guardian_;
+  std::optional<exec::Guardian> guardian_;
   int stop_signal_ = 0;
 };
 

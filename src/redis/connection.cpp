@@ -114,11 +114,13 @@ void Connection::await_fd(short events, Deadline until, std::string_view during)
   }
 }
 
-std::vector<ReplyPtr> Connection::exchange(size_t replies, std::string_view during) {
+std::vector<ReplyPtr> Connection::exchange(size_t replies, std::string_view during,
+                                           const std::function<void()>& in_flight) {
   // One deadline for the whole request: a server that drips its reply byte by byte must not
   // stretch a command past --timeout one read at a time.
   Deadline until = SteadyClock::now() + timeout_;
   write_all(until, during);
+  if (in_flight) in_flight();
   return read_replies(replies, until, during);
 }
 
@@ -147,10 +149,11 @@ std::vector<ReplyPtr> Connection::read_replies(size_t replies, Deadline until,
   return out;
 }
 
-ReplyPtr Connection::command(const std::vector<std::string_view>& argv) {
+ReplyPtr Connection::command(const std::vector<std::string_view>& argv,
+                             const std::function<void()>& in_flight) {
   if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
   append(ctx_.get(), argv);
-  auto replies = exchange(1, std::string("during ") + std::string(argv.front()));
+  auto replies = exchange(1, std::string("during ") + std::string(argv.front()), in_flight);
   ReplyPtr reply = std::move(replies.front());
   if (reply->type == REDIS_REPLY_ERROR) throw ReplyError(std::string(reply->str, reply->len));
   return reply;

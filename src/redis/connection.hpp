@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -38,7 +39,9 @@ class Connection {
 
   // Sends one command and returns its reply. Error replies throw ReplyError; I/O problems
   // throw IoError or TimeoutError and leave the connection broken.
-  ReplyPtr command(const std::vector<std::string_view>& argv);
+  // `in_flight`, if any, runs after the command is written and before its reply is read.
+  ReplyPtr command(const std::vector<std::string_view>& argv,
+                   const std::function<void()>& in_flight = {});
   ReplyPtr command(std::initializer_list<std::string_view> argv);
 
   // Sends all commands in one write and reads all replies: one round trip. Error replies
@@ -66,7 +69,8 @@ class Connection {
       : ctx_(std::move(ctx)), options_(std::move(options)) {}
   void authenticate();
   // Writes what is appended and reads `replies` replies, all within the command timeout.
-  std::vector<ReplyPtr> exchange(size_t replies, std::string_view during);
+  std::vector<ReplyPtr> exchange(size_t replies, std::string_view during,
+                                 const std::function<void()>& in_flight = {});
   void write_all(Deadline until, std::string_view during);
   std::vector<ReplyPtr> read_replies(size_t replies, Deadline until, std::string_view during);
   void await_fd(short events, Deadline until, std::string_view during);

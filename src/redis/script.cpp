@@ -8,8 +8,8 @@ namespace rlock::redis {
 namespace {
 
 ReplyPtr send(Connection& conn, std::string_view verb, std::string_view body,
-              const std::vector<std::string_view>& keys,
-              const std::vector<std::string_view>& args) {
+              const std::vector<std::string_view>& keys, const std::vector<std::string_view>& args,
+              const std::function<void()>& in_flight = {}) {
   std::string numkeys = std::to_string(keys.size());
   std::vector<std::string_view> argv;
   argv.reserve(3 + keys.size() + args.size());
@@ -18,16 +18,17 @@ ReplyPtr send(Connection& conn, std::string_view verb, std::string_view body,
   argv.push_back(numkeys);
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  return conn.command(argv);
+  return conn.command(argv, in_flight);
 }
 
 }  // namespace
 
 ReplyPtr run_script(Connection& conn, const Script& script,
                     const std::vector<std::string_view>& keys,
-                    const std::vector<std::string_view>& args) {
+                    const std::vector<std::string_view>& args,
+                    const std::function<void()>& in_flight) {
   try {
-    return send(conn, "EVALSHA", script.sha1, keys, args);
+    return send(conn, "EVALSHA", script.sha1, keys, args, in_flight);
   } catch (const ReplyError& e) {
     if (e.code() != "NOSCRIPT") throw;
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,10 +18,11 @@ struct Script {
 
 // Runs `script` with EVALSHA; when the server has not cached it (NOSCRIPT, e.g. after a
 // restart or SCRIPT FLUSH) falls back to EVAL, which also caches it. One round trip in the
-// common case.
+// common case. `in_flight`, if any, runs while the first request is with the server.
 ReplyPtr run_script(Connection& conn, const Script& script,
                     const std::vector<std::string_view>& keys,
-                    const std::vector<std::string_view>& args);
+                    const std::vector<std::string_view>& args,
+                    const std::function<void()>& in_flight = {});
 
 }  // namespace rlock::redis
 

@@ -5,6 +5,7 @@
 #include <sys/time.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "redis/errors.hpp"
 
@@ -81,7 +82,9 @@ void Topology::limit_timeout(Millis timeout) {
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry) {
   return Reply(with_retry(
-      retry, [&] { return run_script(connection(), script, keys, args); }, conn_));
+      retry,
+      [&] { return run_script(connection(), script, keys, args, std::exchange(in_flight_, {})); },
+      conn_));
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +62,13 @@ class Topology {
   // Bounds the command timeout of the next requests (renewals near the lease deadline).
   void limit_timeout(Millis timeout);
 
+  // `work` runs once, while the next script sent is with the server (after its request is
+  // written, before its reply is read): what a caller needs later but not before that
+  // reply, done in the round trip's time. It must not throw and must not use this
+  // topology. A request that fails before it is written leaves it for later: whoever
+  // needs its result calls it if it has not run (see cli::Supervision::prepare).
+  void while_next_script_runs(std::function<void()> work) { in_flight_ = std::move(work); }
+
   const ConnectOptions& options() const { return options_; }
 
  private:
@@ -70,6 +78,7 @@ class Topology {
   std::optional<Connection> conn_;
   Millis timeout_limit_{0};
   std::vector<Subscriber> retired_;
+  std::function<void()> in_flight_;
 };
 
 }  // namespace rlock::redis

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -102,4 +103,23 @@ TEST_CASE("exec: the job may run on every CPU rlock may, though it starts on rlo
     REQUIRE(r.status == 0);
     CHECK(r.out == "Cpus_allowed_list:\t0\n");
   }
+}
+
+// The guardian is started while the acquisition is with the server; when it cannot be
+// (here: no process left under RLIMIT_NPROC), the job must not run and the lock goes back.
+TEST_CASE("exec: a guardian that cannot start runs no job and gives the lock back") {
+  if (geteuid() != 0) {
+    MESSAGE("skipped: needs root to run rlock as another user with a process limit");
+    return;
+  }
+  t::RedisServer server;
+  auto argv = t::rlock_argv(server, {"exec", "np", "--", "echo", "ran"});
+  argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             "prlimit", "--nproc=1"});
+  auto r = t::run(argv);
+  CHECK(r.status == 71);
+  CHECK(r.out.empty());
+  CHECK(t::line_count(r.err) == 1);
+  CHECK(server.cmd_int({"EXISTS", "rlock:lock:{np}"}) == 0);
+  CHECK(server.cmd_int({"EXISTS", "rlock:lock:{np}:exec"}) == 0);
 }
