@@ -210,13 +210,14 @@ until_true() {
 q() { printf '%q' "$1"; } # quote a word for hyperfine's shell-word splitting
 RL=$(q "$RLOCK")
 
-HF_ARGS=(--warmup "$WARMUP" --runs "$RUNS" --style basic --time-unit millisecond)
+HF_COMMON=(--style basic --time-unit millisecond)
 if grep -qE -- '^[[:space:]]+-N\b|--shell=none' <<<"$(hyperfine --help 2>&1)"; then
-    HF_ARGS+=(--shell=none)
+    HF_COMMON+=(--shell=none)
     HF_MODE='no shell (-N)'
 else
     HF_MODE='via shell (hyperfine subtracts the shell start-up)'
 fi
+HF_ARGS=(--warmup "$WARMUP" --runs "$RUNS" "${HF_COMMON[@]}")
 
 # bench KEY CMD [PREPARE]: hyperfine one command, export bench/out/KEY.json.
 bench() {
@@ -228,6 +229,48 @@ bench() {
         printf '\n### %s: %s\n' "$key" "$cmd"
         hyperfine "${HF_ARGS[@]}" "${extra[@]}" --export-json "$OUT/$key.json" "$cmd"
     } >>"$LOG" 2>&1 || { rm -f "$OUT/$key.json"; log "  failed, see $LOG"; }
+}
+
+# bench_interleaved KEY CMD [KEY CMD]...: hyperfine each command in PASSES passes of
+# RUNS/PASSES runs, the commands taking turns, and export bench/out/KEY.json with the
+# statistics of all runs of each (as bench() does). A VM's speed drifts from second to
+# second: rows whose ratio is judged are measured in the same seconds, not one after the
+# other (the first row of a run used to come out 5-10% slower than rows doing more work).
+PASSES=4
+bench_interleaved() {
+    local pass key cmd i
+    local -a pairs=("$@")
+    for ((pass = 1; pass <= PASSES; pass++)); do
+        for ((i = 0; i < ${#pairs[@]}; i += 2)); do
+            key=${pairs[i]} cmd=${pairs[i + 1]}
+            log "hyperfine (pass $pass/$PASSES): $cmd"
+            {
+                printf '\n### %s, pass %d: %s\n' "$key" "$pass" "$cmd"
+                hyperfine "${HF_COMMON[@]}" --warmup "$((pass == 1 ? WARMUP : 3))" \
+                    --runs "$(((RUNS + PASSES - 1) / PASSES))" \
+                    --export-json "$OUT/$key.pass$pass.json" "$cmd"
+            } >>"$LOG" 2>&1 || log "  failed, see $LOG"
+        done
+    done
+    for ((i = 0; i < ${#pairs[@]}; i += 2)); do
+        key=${pairs[i]}
+        python3 - "$PASSES" "$OUT/$key.json" "$OUT/$key".pass*.json <<'PY' || rm -f "$OUT/$key.json"
+import json, statistics, sys
+passes, out, parts = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+times, command = [], None
+for p in parts:
+    r = json.load(open(p))["results"][0]
+    times += r["times"]
+    command = r["command"]
+if len(parts) < passes or not times:
+    sys.exit(1)  # a failed pass: no figure rather than a partial one
+json.dump({"results": [{"command": command, "times": times, "mean": statistics.mean(times),
+                        "stddev": statistics.stdev(times) if len(times) > 1 else 0.0,
+                        "median": statistics.median(times), "min": min(times),
+                        "max": max(times)}]}, open(out, "w"))
+PY
+        rm -f "$OUT/$key".pass*.json
+    done
 }
 
 # hstat KEY FIELD: a field of the exported result in ms (median, mean, stddev, min, max)
@@ -274,13 +317,13 @@ say ""
 # ---------------------------------------------------------------- A
 if part A; then
 log "A: one locked run of a trivial command"
-bench a_rlock "$RL exec bench-a -- true"
-bench a_rlock_sem "$RL sem exec --permits 3 bench-a-sem -- true"
-bench a_rlock_shared "$RL exec --shared bench-a-shared -- true"
-bench a_flock "flock $(q "$TMP/a.lock") true"
-bench a_etcd "etcdctl --endpoints=$ETCD_EP lock bench-a true"
-bench a_true "true"
-bench a_rlock_version "$RL --version"
+bench_interleaved a_rlock "$RL exec bench-a -- true" \
+    a_rlock_sem "$RL sem exec --permits 3 bench-a-sem -- true" \
+    a_rlock_shared "$RL exec --shared bench-a-shared -- true" \
+    a_flock "flock $(q "$TMP/a.lock") true" \
+    a_etcd "etcdctl --endpoints=$ETCD_EP lock bench-a true" \
+    a_true "true" \
+    a_rlock_version "$RL --version"
 
 say "## A. Run \`true\` under a lock (one process per run)"
 say ""
