@@ -40,11 +40,9 @@ if not shared then
   if grant == member then
     local err = first_denied({{'SET', KEYS[2], '1'}, {'DEL', KEYS[5]}, {'PEXPIRE', KEYS[1], '1'},
       {'SET', KEYS[6], 'm'}, {'SET', KEYS[7], '1'}, {'ZREM', KEYS[3], 'm'}, {'ZREM', KEYS[4], 'm'}})
-      or first_bad_type({'hash', 'string', 'zset', 'zset', 'string', 'string', 'string'})
+      or first_bad_type(LOCK_KEY_TYPES, 7) or malformed_fence()
     if err then return err end
     if redis.call('GET', KEYS[7]) == '0' then return {-1} end
-    local stored = redis.call('GET', KEYS[2])
-    if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
     local count = redis.call('HGET', KEYS[1], owner)
     if count and not string.match(count, '^%d+$') then
       return redis.error_reply('MALFORMED ' .. KEYS[1])

@@ -15,9 +15,10 @@ local function bad_type(key, want)
   end
 end
 
--- An error reply for the first of KEYS[1..#want] that holds another type than want[i].
-local function first_bad_type(want)
-  for i = 1, #want do
+-- An error reply for the first of KEYS[1..n] (default #want) that holds another type than
+-- want[i].
+local function first_bad_type(want, n)
+  for i = 1, n or #want do
     local err = bad_type(KEYS[i], want[i])
     if err then return err end
   end

@@ -33,19 +33,27 @@ local function check_rights(channel)
   return first_denied(needs)
 end
 
+-- The types of KEYS[1..9].
+local LOCK_KEY_TYPES = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string', 'hash', 'hash'}
+
+-- An error reply when the fencing token is not a number; nil when it is, or is absent.
+local function malformed_fence()
+  local stored = redis.call('GET', KEYS[2])
+  if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+end
+
 -- The checks every lock script starts with (types, well-formed values, ACL rights for
 -- publishing on `channel`): nothing is written before they pass.
 local function check_lock_keys(channel)
   local denied = check_rights(channel)
   if denied then return denied end
-  local want = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string', 'hash', 'hash'}
-  local err = first_bad_type(want)
+  local err = first_bad_type(LOCK_KEY_TYPES)
   if err then return err end
   if redis.call('EXISTS', KEYS[10]) == 1 then
     return redis.error_reply('BADTYPE semaphore ' .. KEYS[10])
   end
-  local stored = redis.call('GET', KEYS[2])
-  if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+  err = malformed_fence()
+  if err then return err end
   for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
     if not string.match(v, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
   end

@@ -98,8 +98,7 @@ void Supervision::prepare_during_next_script(redis::Topology& topology) {
 // while its acquisition is with the server (about 0.15 ms of its run here), a waiter before
 // it waits, so that the guardian's start is never part of a hand-off.
 void Supervision::prepare() noexcept {
-  if (prepared_) return;
-  prepared_ = true;
+  if (guardian_ || prepare_error_) return;  // done, or failed for good
   try {
     if (auto cgroup = job_cgroup(console_)) cgroup_.emplace(std::move(*cgroup));
     options_.cgroup = cgroup_ ? &*cgroup_ : nullptr;

@@ -85,7 +85,6 @@ class Supervision {
   Millis lease_;
   exec::SuperviseOptions options_;
   exec::SignalFd signals_;
-  bool prepared_ = false;
   std::exception_ptr prepare_error_;
   std::optional<exec::JobCgroup> cgroup_;
   std::optional<exec::Guardian> guardian_;

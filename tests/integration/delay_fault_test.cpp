@@ -36,6 +36,19 @@ void push_now(const RedisServer& redis, const std::string& id) {
   REQUIRE(r.status == 0);
 }
 
+// Pushes `n` items "x" to queue q, due now, with one `delay-push - --lines` (plus `flags`).
+void push_lines(const RedisServer& redis, int n, const std::string& flags = "") {
+  TempDir dir;
+  std::string lines;
+  for (int i = 0; i < n; ++i) lines += "x\n";
+  write_file(dir / "lines", lines);
+  auto pushed =
+      run({"sh", "-c",
+           "exec \"$RL\" --url \"$URL\" delay-push q - --lines --delay 0 " + flags + " < \"$IN\""},
+          {{"RL", rlock_binary()}, {"URL", redis.url()}, {"IN", dir / "lines"}});
+  REQUIRE(pushed.status == 0);
+}
+
 // queue_finish as the consumer sends it: the same request twice is a retry after its
 // reply was lost.
 long long finish(LibFixture& f, const prim::LeasedItem& l, const char* how) {
@@ -98,6 +111,15 @@ Spawned trapping_consumer(const RedisServer& redis, const TempDir& dir) {
                              dir.path().string()});
 }
 
+// A trapping consumer that runs item i1, with i2 due behind it.
+Spawned running_first_of_two(const RedisServer& redis, const TempDir& dir) {
+  push_now(redis, "i1");
+  auto c = trapping_consumer(redis, dir);
+  REQUIRE(poll_until([&] { return std::filesystem::exists(dir / "started"); }, 10s));
+  push_now(redis, "i2");  // due, but this consumer serves one item at a time
+  return c;
+}
+
 // One item acknowledged, the other untouched (scheduled, not in flight), nothing else.
 void first_settled_second_waiting(const RedisServer& redis) {
   auto q = parse_json(rlock(redis, {"inspect", "--type", "queue"}).out);
@@ -112,10 +134,7 @@ void first_settled_second_waiting(const RedisServer& redis) {
 TEST_CASE("delay: --forever -- CMD ends cleanly on TERM during the acknowledgement") {
   RedisServer redis;
   TempDir dir;
-  push_now(redis, "i1");
-  auto c = trapping_consumer(redis, dir);
-  REQUIRE(poll_until([&] { return std::filesystem::exists(dir / "started"); }, 10s));
-  push_now(redis, "i2");  // due, but this consumer serves one item at a time
+  auto c = running_first_of_two(redis, dir);
   // The acknowledgement waits on the paused server; TERM comes while it does.
   redis.cmd({"CLIENT", "PAUSE", "1500", "WRITE"});
   write_file(dir / "go", "");
@@ -130,10 +149,7 @@ TEST_CASE("delay: --forever -- CMD ends cleanly on TERM during the acknowledgeme
 TEST_CASE("delay: --forever -- CMD: TERM forwarded to a CMD that ignores it ends the service") {
   RedisServer redis;
   TempDir dir;
-  push_now(redis, "i1");
-  auto c = trapping_consumer(redis, dir);
-  REQUIRE(poll_until([&] { return std::filesystem::exists(dir / "started"); }, 10s));
-  push_now(redis, "i2");
+  auto c = running_first_of_two(redis, dir);
   c.kill(SIGTERM);  // forwarded to the command, which goes on and succeeds
   write_file(dir / "go", "");
   INFO(c.err());
@@ -147,15 +163,8 @@ TEST_CASE("delay: --forever -- CMD: TERM at any point of the cycle exits 0 and l
   // Fast items, TERM at spread-out moments: whichever step it hits (waiting, leasing,
   // running, acknowledging, between items), the service ends with 0 and every item is
   // either done once or still queued, none left in flight.
-  std::string lines;
-  for (int i = 0; i < 400; ++i) lines += "x\n";
+  push_lines(redis, 400, "--id i");
   TempDir dir;
-  write_file(dir / "lines", lines);
-  auto pushed = run({"sh", "-c",
-                     "exec \"$RL\" --url \"$URL\" delay-push q - --lines --delay 0 "
-                     "--id i < \"$IN\""},
-                    {{"RL", rlock_binary()}, {"URL", redis.url()}, {"IN", dir / "lines"}});
-  REQUIRE(pushed.status == 0);
   for (int round = 0; round < 12; ++round) {
     CAPTURE(round);
     auto c = spawn_rlock(redis, {"delay-pop", "q", "--forever", "--", "sh", "-c",
@@ -220,14 +229,7 @@ TEST_CASE("delay: names that are not names, and a payload exactly at the limit")
 
 TEST_CASE("delay: inspect counts every due item, beyond the ones it lists") {
   RedisServer redis;
-  TempDir dir;
-  std::string lines;
-  for (int i = 0; i < 150; ++i) lines += "x\n";
-  write_file(dir / "lines", lines);
-  auto pushed =
-      run({"sh", "-c", "exec \"$RL\" --url \"$URL\" delay-push q - --lines --delay 0 < \"$IN\""},
-          {{"RL", rlock_binary()}, {"URL", redis.url()}, {"IN", dir / "lines"}});
-  REQUIRE(pushed.status == 0);
+  push_lines(redis, 150);
   auto later = rlock(redis, {"delay-push", "q", "later", "--delay", "1h"});
   REQUIRE(later.status == 0);
   auto q = parse_json(rlock(redis, {"inspect", "--type", "queue"}).out);
@@ -248,14 +250,7 @@ long long rss_anon_kb(pid_t pid) {
 
 TEST_CASE("delay: --forever -- CMD memory stays bounded over many items") {
   RedisServer redis;
-  TempDir dir;
-  std::string lines;
-  for (int i = 0; i < 1500; ++i) lines += "x\n";
-  write_file(dir / "lines", lines);
-  auto pushed =
-      run({"sh", "-c", "exec \"$RL\" --url \"$URL\" delay-push q - --lines --delay 0 < \"$IN\""},
-          {{"RL", rlock_binary()}, {"URL", redis.url()}, {"IN", dir / "lines"}});
-  REQUIRE(pushed.status == 0);
+  push_lines(redis, 1500);
   auto c = spawn_rlock(redis, {"delay-pop", "q", "--forever", "--", "true"});
   auto left = [&] { return redis.cmd_int({"HLEN", queue_key("q") + ":meta"}); };
   REQUIRE(poll_until([&] { return left() <= 1200; }, 60s, 5ms));

@@ -29,6 +29,15 @@ json decide(const RedisServer& redis, const std::vector<std::string>& args, int 
 }
 
 // The most of the sorted `times` (ms) inside any window [t, t + width).
+// Reads `-v` stderr lines of `p` until it says it sleeps before retrying; false when it
+// does not within 5s.
+bool saw_retrying(Spawned& p) {
+  while (auto line = p.read_err_line(deadline(5s))) {
+    if (line->find("retrying in") != std::string::npos) return true;
+  }
+  return false;
+}
+
 size_t max_in_window(std::vector<long long> times, long long width) {
   std::sort(times.begin(), times.end());
   size_t most = 0;
@@ -312,14 +321,7 @@ TEST_CASE("limit: INT or TERM during --wait ends it with 128+N") {
                                        "--per", "1h",    "--wait", "inf"};
       if (with_command) args.insert(args.end(), {"--", "true"});
       auto p = spawn_rlock(redis, args);
-      bool waiting = false;
-      while (auto line = p.read_err_line(deadline(5s))) {
-        if (line->find("retrying in") != std::string::npos) {
-          waiting = true;
-          break;
-        }
-      }
-      REQUIRE(waiting);
+      REQUIRE(saw_retrying(p));
       p.kill(sig);
       CHECK(p.wait(deadline(5s)).value_or(kStillRunning) == 128 + sig);
     }
@@ -333,14 +335,7 @@ TEST_CASE("limit: stopped past the end of --wait, rlock gives up: the command do
   decide(redis, {"stop", "--rate", "1", "--per", "1s"});
   auto p = spawn_rlock(redis, {"-v", "limit", "stop", "--rate", "1", "--per", "1s", "--wait",
                                "1500ms", "--", "touch", dir / "ran"});
-  bool waiting = false;
-  while (auto line = p.read_err_line(deadline(5s))) {
-    if (line->find("retrying in") != std::string::npos) {
-      waiting = true;
-      break;
-    }
-  }
-  REQUIRE(waiting);
+  REQUIRE(saw_retrying(p));
   p.kill(SIGSTOP);
   std::this_thread::sleep_for(2s);  // past the end of --wait: what is tested, not a sync
   p.kill(SIGCONT);
