@@ -160,7 +160,7 @@ _rlock()
                     -E --conflict-exit-code' ;;
                 release) opts='--permit --force' ;;
                 renew) opts='--permit --lease' ;;
-                status) opts='' ;;
+                status) opts='--limit --after' ;;
                 exec)
                     opts='--permits --count --resize -w --wait -n --no-wait -E --conflict-exit-code
                         --lease --owner --on-lost --kill-after --min-hold --keep-secrets'
@@ -186,6 +186,7 @@ _rlock()
                 set) opts='--expire --force' ;;
                 count-down) opts='--by --id' ;;
                 await) opts='-w --wait -n --no-wait -E --conflict-exit-code' ;;
+                status) opts='--limit --after' ;;
                 *) opts='' ;;
             esac
             if [[ $cur == -* ]]; then

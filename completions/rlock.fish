@@ -111,7 +111,7 @@ set -l sem_action '__fish_seen_subcommand_from sem; and not __fish_seen_subcomma
 complete -c rlock -n $sem_action -a acquire -d 'Take permits and print their ids'
 complete -c rlock -n $sem_action -a release -d 'Give permits back (--force: all)'
 complete -c rlock -n $sem_action -a renew -d 'Extend the lease of held permits'
-complete -c rlock -n $sem_action -a status -d 'Capacity, permits in use, waiters'
+complete -c rlock -n $sem_action -a status -d 'Capacity, permits in use, waiters (paged)'
 complete -c rlock -n $sem_action -a exec -d 'Run a command while holding permits'
 set -l sem_take '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from acquire exec; and not __rlock_exec_after_dashdash'
 complete -c rlock -n $sem_take -l permits -x -d 'Capacity of the semaphore'
@@ -121,6 +121,8 @@ set -l sem_ids '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from
 complete -c rlock -n $sem_ids -l permit -x -d 'Permit id (repeatable)'
 complete -c rlock -n '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from release' -l force -d 'Free every permit'
 complete -c rlock -n '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from renew' -l lease -x -d 'New lease from now (default 30s)'
+complete -c rlock -n '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from status' -l limit -x -d 'Most permits and waiters listed (default 1000)'
+complete -c rlock -n '__fish_seen_subcommand_from sem; and __fish_seen_subcommand_from status' -l after -x -d 'The page after the one whose next was C'
 
 # lock, exec, sem acquire.
 set -l lock_exec '__fish_seen_subcommand_from lock exec acquire; and not __rlock_exec_after_dashdash'
@@ -157,6 +159,9 @@ set -l latch_await '__fish_seen_subcommand_from latch; and __fish_seen_subcomman
 complete -c rlock -n $latch_await -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'Wait up to DUR for zero (inf: forever)'
 complete -c rlock -n $latch_await -s n -l no-wait -d 'Do not wait (default)'
 complete -c rlock -n $latch_await -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not zero'
+set -l latch_status '__fish_seen_subcommand_from latch; and __fish_seen_subcommand_from status'
+complete -c rlock -n $latch_status -l limit -x -d 'About how many ids to list (default 1000)'
+complete -c rlock -n $latch_status -l after -x -d 'The page after the one whose next was C'
 
 # limit.
 set -l limit_opts '__fish_seen_subcommand_from limit; and not __rlock_exec_after_dashdash'

@@ -1,15 +1,27 @@
--- Reads a latch (KEYS: see latch_common.lua) without changing it.
--- ARGV[1] '1' to include the ids counted, '0' for the count alone
+-- Reads a latch (KEYS: see latch_common.lua) without changing it, at a cost bounded by the
+-- page whatever the number of ids.
+-- ARGV[1] '1' to include a page of the ids counted, '0' for the count alone; ARGV[2] the
+-- SSCAN cursor of the page ('0': the first); ARGV[3] about how many ids a page lists (the
+-- server's cursor steps may add a few).
 -- Reply: {0} no such latch;
---        {1, count, ttl_ms (-1 = no expiry), id1, id2, ...} (ids only when asked);
+--        {1, count, ttl_ms (-1 = no expiry), ids_total, next_cursor ('0': no more), id1, ...}
+--        (ids only when asked);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" when the keys are not a latch.
 -- @include common.lua
 -- @include latch_common.lua
 local err, count = check_latch_keys(nil)
 if err then return err end
 if not count then return {0} end
-local reply = {1, count, redis.call('PTTL', KEYS[1])}
+local reply = {1, count, redis.call('PTTL', KEYS[1]), redis.call('SCARD', KEYS[2]), '0'}
 if ARGV[1] == '1' then
-  for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do reply[#reply + 1] = id end
+  local cursor, want = ARGV[2], tonumber(ARGV[3])
+  -- A few steps at most: a sparse set may give fewer ids than asked for in one step.
+  for _ = 1, 8 do
+    local step = redis.call('SSCAN', KEYS[2], cursor, 'COUNT', want - (#reply - 5))
+    cursor = step[1]
+    for _, id in ipairs(step[2]) do reply[#reply + 1] = id end
+    if cursor == '0' or #reply - 5 >= want then break end
+  end
+  reply[5] = cursor
 end
 return reply

@@ -7,7 +7,8 @@
 -- ARGV[5] client_rate ('0': none), ARGV[6] cost (1..burst), ARGV[7] client id ('' for none),
 -- ARGV[8] '1' to peek (decide without consuming or writing anything),
 -- ARGV[9] '1' to store ARGV[1..5] over a different stored config (--reconfigure)
--- Reply: {1, allowed 0|1, remaining, retry_after_us, reset_after_us, now_us}
+-- Reply: {1, allowed 0|1, remaining, retry_after_us, reset_after_us, now_us}; with a peek,
+--        reset_after_us is that of the state as it is (the peeked call not consumed)
 --        {0, rate, per_ms, burst, per_client, client_rate}: another config is stored;
 --        nothing changed. Errors "BADTYPE <type> <key>" / "MALFORMED <key>" / NOPERM.
 --
@@ -138,10 +139,11 @@ for _, o in ipairs(outcomes) do
   remaining = math.min(remaining, math.max(o.remaining, 0))
   retry = math.max(retry, o.retry)
 end
--- Limited: nothing is consumed, so a bucket that would have passed is full again when
--- its TAT before the decision comes.
+-- Limited or a peek: nothing is consumed, so each bucket is full again when its TAT
+-- before the decision comes (as go-redis/redis_rate reports a call of cost 0).
+local consumed = allowed and not peek
 for _, o in ipairs(outcomes) do
-  reset = math.max(reset, (allowed and o.tat or o.held) - now)
+  reset = math.max(reset, (consumed and o.tat or o.held) - now)
 end
 local reply = {1, allowed and 1 or 0, remaining, math.ceil(retry), math.ceil(reset), now}
 if peek or (not allowed and not differs) then return reply end

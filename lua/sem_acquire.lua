@@ -10,8 +10,10 @@
 -- Reply: {1, lease_ms, id1, id2, ...} taken (also for a retry of a request that took them);
 --        {0, next_expiry_ms, arrival_us, in_use, capacity} busy;
 --        {-1} this request was given up by its own clean-up: nothing changed;
---        error "CAPACITY <stored> <given>" when the stored capacity differs and ARGV[8] is
---        not '1'; "BADTYPE <type> <key>" / "MALFORMED <key>"; no change on an error.
+--        error "CAPACITY <stored> <given>" when the stored capacity differs, ARGV[8] is
+--        not '1' and the request is new (not queued, granted or taken); "CAPACITY <stored>
+--        <given> <count>" when a queued request asks for more than a resize left;
+--        "BADTYPE <type> <key>" / "MALFORMED <key>"; no change on an error.
 -- @include common.lua
 -- @include sem_common.lua
 local err = check_sem_keys(ARGV[9])
@@ -21,12 +23,22 @@ local rid, count, want_cap = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local channel, claim_ms = ARGV[9], ARGV[10]
 local member = count .. ':' .. rid .. ':' .. owner
 
+-- A resize is an administrative act: a request already queued or granted (it was let in
+-- under the capacity of its time) keeps its place and its grant; only a new request must
+-- name the stored capacity. One that asks for more than the new capacity is told so.
 local stored = redis.call('HGET', KEYS[2], 'capacity')
-if stored and tonumber(stored) ~= want_cap and ARGV[8] ~= '1' then
-  return redis.error_reply('CAPACITY ' .. stored .. ' ' .. ARGV[7])
-end
 local req = redis.call('GET', KEYS[7])
 if req == '0' then return {-1} end
+local granted = redis.call('ZSCORE', KEYS[6], member)
+-- A request that brings its arrival back (ARGV[11]) was queued before: its grant lapsed
+-- or its connection dropped, and it keeps its place.
+local admitted = req or granted or ARGV[11] ~= '' or redis.call('ZSCORE', KEYS[4], member)
+if stored and tonumber(stored) ~= want_cap and ARGV[8] ~= '1' and not admitted then
+  return redis.error_reply('CAPACITY ' .. stored .. ' ' .. ARGV[7])
+end
+if stored and ARGV[8] ~= '1' and count > tonumber(stored) and not req and not granted then
+  return redis.error_reply('CAPACITY ' .. stored .. ' ' .. ARGV[7] .. ' ' .. count)
+end
 local now = server_time()
 if req then  -- a retry of a request that took its permits (its reply was lost)
   local ids = recorded_ids(req)
@@ -35,7 +47,9 @@ if req then  -- a retry of a request that took its permits (its reply was lost)
   for _, id in ipairs(ids) do reply[#reply + 1] = id end
   return reply
 end
-if stored ~= ARGV[7] then redis.call('HSET', KEYS[2], 'capacity', ARGV[7]) end
+if not stored or (ARGV[8] == '1' and stored ~= ARGV[7]) then
+  redis.call('HSET', KEYS[2], 'capacity', ARGV[7])
+end
 reclaim(now.ms)
 
 local function taken(ids)

@@ -27,6 +27,10 @@ local function check_latch_keys(channel)
   if err then return err end
   local stored = redis.call('GET', KEYS[1])
   if not stored then return nil, nil end
-  if not string.match(stored, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+  -- Whole numbers a double counts exactly (2^53 - 1 at most): a larger one (another
+  -- program's) is malformed, never rounded or wrapped.
+  if not string.match(stored, '^%d+$') or #stored > 16 or tonumber(stored) > 9007199254740991 then
+    return redis.error_reply('MALFORMED ' .. KEYS[1])
+  end
   return nil, tonumber(stored)
 end

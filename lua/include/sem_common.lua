@@ -39,8 +39,11 @@ local function check_sem_keys(channel)
   if redis.call('EXISTS', KEYS[8]) == 1 then
     return redis.error_reply('BADTYPE lock ' .. KEYS[8])
   end
+  -- At most 15 digits: exact in a double, never rounded or wrapped.
   local cap = redis.call('HGET', KEYS[2], 'capacity')
-  if cap and not string.match(cap, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+  if cap and (not string.match(cap, '^%d+$') or #cap > 15) then
+    return redis.error_reply('MALFORMED ' .. KEYS[2])
+  end
 end
 
 local function capacity()
@@ -97,6 +100,26 @@ local function first_live(channel)
   end
 end
 
+-- The first live waiter that the capacity can serve. One asking for more than the whole
+-- capacity (a --resize shrank it since it queued) is passed over and woken, so that its
+-- next attempt tells it so; it does not hold up the queue.
+local function first_servable(channel, self)
+  local cap, rank = capacity(), 0
+  while true do
+    local head = redis.call('ZRANGE', KEYS[4], rank, rank)[1]
+    if not head then return nil end
+    local wait_id = string.match(head, '^%d+:(%x+):')
+    if not wait_id or redis.call('PUBSUB', 'NUMSUB', channel .. ':' .. wait_id)[2] == 0 then
+      leave_queue(head)
+    elseif member_count(head) > cap then
+      if head ~= self then redis.call('PUBLISH', channel .. ':' .. wait_id, 'resized') end
+      rank = rank + 1
+    else
+      return head
+    end
+  end
+end
+
 -- Reserves free permits for the head waiters, in queue order, as long as the head's whole
 -- request fits (a big request at the head blocks later small ones: no starvation), and
 -- wakes each on its own channel (not `self`, the caller, which claims at once). Waiters
@@ -105,7 +128,7 @@ local function pass_on(channel, claim_ms, now_ms, self)
   local free = free_permits()
   local granted = false
   while free > 0 do
-    local head = first_live(channel)
+    local head = first_servable(channel, self)
     if not head or member_count(head) > free then break end
     leave_queue(head)
     redis.call('ZADD', KEYS[6], now_ms + tonumber(claim_ms), head)

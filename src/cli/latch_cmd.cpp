@@ -13,6 +13,10 @@
 namespace rlock::cli {
 namespace {
 
+// `latch status` lists about this many ids per call by default (--limit), at most kMaxStatusLimit.
+constexpr long long kDefaultStatusLimit = 1000;
+constexpr long long kMaxStatusLimit = 10'000;
+
 struct LatchFlags {
   std::string name;
   std::string count;  // set N
@@ -23,6 +27,8 @@ struct LatchFlags {
   std::string wait;
   bool no_wait = false;
   int conflict_exit_code = kExitNotNow;
+  long long limit = kDefaultStatusLimit;  // status: ids per page
+  std::string after;                      // status: the "next" of the page before
 };
 
 // A whole number in [1, kMaxLatchCount]; `what` names it in the error.
@@ -116,13 +122,21 @@ int run_await(const LatchFlags& f, const Settings& s) {
 
 int run_status(const LatchFlags& f, const Settings& s) {
   validate_name(f.name);
+  if (f.limit < 1 || f.limit > kMaxStatusLimit)
+    throw UsageError("--limit must be from 1 to " + std::to_string(kMaxStatusLimit) + ", not " +
+                     std::to_string(f.limit));
+  // A cursor is what `next` printed: the server's SSCAN cursor, a whole number.
+  if (!f.after.empty() && f.after.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("--after takes the \"next\" value a status printed, not '" + f.after + "'");
   Context c(s, f.name);
-  prim::LatchState st = c.latch.read(true);
+  prim::LatchState st = c.latch.read(true, {f.after, f.limit});
   c.console.result({{"name", f.name},
                     {"exists", st.exists},
                     {"count", st.exists ? Json(st.count) : Json(nullptr)},
                     {"ids", st.ids},
-                    {"ttl_ms", st.exists ? Json(st.ttl_ms) : Json(nullptr)}});
+                    {"ids_total", st.ids_total},
+                    {"ttl_ms", st.exists ? Json(st.ttl_ms) : Json(nullptr)},
+                    {"next", st.next.empty() ? Json(nullptr) : Json(st.next)}});
   return 0;
 }
 
@@ -160,8 +174,15 @@ Runner define_latch_command(CLI::App& app, std::vector<std::string>& /*command_a
       ->check(CLI::Range(0, 255))
       ->type_name("N");
 
-  auto* status = app.add_subcommand("status", "Show a latch: count, ids counted, expiry");
+  auto* status = app.add_subcommand("status", "Show a latch: count, ids counted (paged), expiry");
   add_name(*status, *f);
+  status
+      ->add_option("--limit", f->limit,
+                   "about how many ids to list (default " + std::to_string(kDefaultStatusLimit) +
+                       ", at most " + std::to_string(kMaxStatusLimit) + ")")
+      ->type_name("N");
+  status->add_option("--after", f->after, "list the page of ids after the one whose \"next\" was C")
+      ->type_name("C");
 
   app.footer(R"(Results:
   set NAME N [--expire DUR] [--force]   prints {"name","count","ttl_ms","previous"}; a live
@@ -174,7 +195,10 @@ Runner define_latch_command(CLI::App& app, std::vector<std::string>& /*command_a
   await NAME [-w DUR | -n] [-E N]       exit 0 with {"name","reached":true} once the count
       is 0; {"name","reached":false,"exists","count"} and exit 75 (or -E) when the wait
       runs out. Sleeps on pub/sub; a latch not set yet is waited for.
-  status NAME                           prints {"name","exists","count","ids","ttl_ms"}.
+  status NAME [--limit N] [--after C]   prints {"name","exists","count","ids","ids_total",
+      "ttl_ms","next"}: ids is a page of about N (default 1000) of the ids counted, sorted;
+      next is null when all were listed, else pass it as --after C for the next page
+      (pages come in no order; an id may come twice if the set grows meanwhile).
 A reached latch stays (count 0) until its --expire, or 24h when it has none.
 
 Examples:

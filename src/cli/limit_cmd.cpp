@@ -315,8 +315,8 @@ Runner define_limit_command(CLI::App& app, std::vector<std::string>& command) {
 clock, in one round trip, and prints {"name","allowed","cost","remaining","limit",
 "retry_after_ms","reset_after_ms","now_ms"}: remaining = calls of cost 1 that would pass
 now, limit = --burst, retry_after_ms = when this call would pass (0 when allowed),
-reset_after_ms = when the limiter is idle and full again (its keys expire then), now_ms =
-the server time of the decision. Exit 0 allowed, 75 (or -E) limited.
+reset_after_ms = when the limiter is idle and full again (its keys expire then; --peek:
+as it is, the peeked call not consumed), now_ms = the server time of the decision. Exit 0 allowed, 75 (or -E) limited.
 
 The config (--rate, --per, --burst, --client and --client-rate) is stored with the limiter
 while it has state; a call with another config is refused (exit 65) unless --reconfigure,

@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <memory>
 
 #include "cli/command.hpp"
@@ -16,6 +17,9 @@ namespace {
 // Bounds that keep one script's work small: permits are created one by one in it.
 constexpr long long kMaxCapacity = 1'000'000;
 constexpr long long kMaxCount = 10'000;
+// `sem status` lists at most this many permits and waiters per call by default (--limit).
+constexpr long long kDefaultStatusLimit = 1000;
+constexpr long long kMaxStatusLimit = 10'000;
 
 struct PermitFlags {
   LockFlags lock;
@@ -31,6 +35,8 @@ struct SemFlags {
   std::vector<std::string> ids;
   std::string lease = "30s";
   bool force = false;
+  long long limit = kDefaultStatusLimit;  // status
+  std::string after;                      // status: the "next" of the page before
 };
 
 // The subcommands of `sem`, by the name CLI11 parsed.
@@ -221,16 +227,37 @@ int run_renew(const SemFlags& f, const Settings& settings) {
   return 0;
 }
 
+// The page --after names: "<permit rank>:<waiter rank>" as `next` printed it (-1: that
+// list is done).
+prim::SemaphorePage status_page(const SemFlags& f) {
+  if (f.limit < 1 || f.limit > kMaxStatusLimit)
+    throw UsageError("--limit must be from 1 to " + std::to_string(kMaxStatusLimit) + ", not " +
+                     std::to_string(f.limit));
+  prim::SemaphorePage page;
+  page.limit = f.limit;
+  if (f.after.empty()) return page;
+  auto rank = [&](std::string_view text, long long& out) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return !text.empty() && ec == std::errc() && end == text.data() + text.size() && out >= -1;
+  };
+  size_t colon = f.after.find(':');
+  if (colon == std::string::npos ||
+      !rank(std::string_view(f.after).substr(0, colon), page.permits_from) ||
+      !rank(std::string_view(f.after).substr(colon + 1), page.waiters_from))
+    throw UsageError("--after takes the \"next\" value a status printed (such as 1000:0), not '" +
+                     f.after + "'");
+  return page;
+}
+
 int run_status(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   validate_name(f.name);
+  prim::SemaphorePage page = status_page(f);
   redis::Topology topology(settings.connect);
   prim::KeyLayout layout(settings.prefix);
-  auto s = prim::read_semaphore(topology, layout, f.name);
-  long long reserved = 0;
+  auto s = prim::read_semaphore(topology, layout, f.name, page);
   Json waiters = Json::array();
   for (const auto& w : s.waiters) {
-    if (w.granted) reserved += w.count;
     waiters.push_back({{"owner", w.owner},
                        {"count", w.count},
                        {"waited_ms", w.waited.count()},
@@ -239,13 +266,17 @@ int run_status(const SemFlags& f, const Settings& settings) {
   Json permits = Json::array();
   for (const auto& p : s.permits)
     permits.push_back({{"id", p.id}, {"owner", p.owner}, {"lease_ms", p.lease_left.count()}});
-  long long in_use = static_cast<long long>(s.permits.size());
+  Json next = nullptr;
+  if (s.next_permits_from >= 0 || s.next_waiters_from >= 0)
+    next = std::to_string(s.next_permits_from) + ":" + std::to_string(s.next_waiters_from);
   console.result({{"name", f.name},
                   {"capacity", s.capacity},
-                  {"in_use", in_use},
-                  {"free", std::max(s.capacity - in_use - reserved, 0LL)},
+                  {"in_use", s.permits_total},
+                  {"free", std::max(s.capacity - s.permits_total - s.reserved, 0LL)},
                   {"permits", permits},
-                  {"waiters", waiters}});
+                  {"waiters", waiters},
+                  {"waiters_total", s.waiters_total},
+                  {"next", next}});
   return 0;
 }
 
@@ -271,8 +302,16 @@ SemApps define_subcommands(CLI::App& app, SemFlags& f) {
   add_name(*s.renew, f.name);
   add_ids(*s.renew, f.ids, "permit id(s) to renew (repeatable)");
   s.renew->add_option("--lease", f.lease, "new lease from now (default 30s)")->type_name("DUR");
-  s.status = app.add_subcommand("status", "Capacity, permits in use, waiters");
+  s.status = app.add_subcommand("status", "Capacity, permits in use, waiters (paged)");
   add_name(*s.status, f.name);
+  s.status
+      ->add_option("--limit", f.limit,
+                   "most permits and waiters listed (default " +
+                       std::to_string(kDefaultStatusLimit) + ", at most " +
+                       std::to_string(kMaxStatusLimit) + ")")
+      ->type_name("N");
+  s.status->add_option("--after", f.after, "list the page after the one whose \"next\" was C")
+      ->type_name("C");
   s.exec = app.add_subcommand("exec", "Run a command while holding permits");
   add_permit_flags(*s.exec, f.take);
   s.exec->get_option("name")->description("semaphore name; then -- CMD [ARGS...]");
@@ -298,7 +337,10 @@ the head waiter, and a request for K permits at the head is served before later 
            already, forged) changes nothing and exits 75; --force frees all
   renew    all ids or none; an expired or unknown permit is never re-acquired: exit 75
   status   prints {"name","capacity","in_use","free","permits":[{"id","owner","lease_ms"}],
-           "waiters":[{"owner","count","waited_ms","granted"}]}
+           "waiters":[{"owner","count","waited_ms","granted"}],"waiters_total","next"}:
+           at most --limit N (default 1000) permits (by lease end) and waiters (queue
+           order); next is null when all were listed, else pass it as --after C for the
+           next page (a page is read at once; pages are not one snapshot)
   exec     runs CMD as `rlock exec` does (renewal, --on-lost, signals, exit codes, 76 when a
            permit is lost), with RLOCK_NAME, RLOCK_OWNER, RLOCK_PERMITS (ids) and
            RLOCK_LEASE_MS in its environment

@@ -5,6 +5,7 @@
 
 #include "inspect/types.hpp"
 #include "util/error.hpp"
+#include "util/whole_number.hpp"
 
 namespace rlock::inspect {
 namespace {
@@ -45,12 +46,11 @@ class LatchType final : public ObjectType {
     } else if (r[0].is_nil()) {
       return std::nullopt;  // expired since SCAN saw it
     } else {
-      try {
-        long long n = r[0].integer();
-        if (n < 0) throw DataError("negative");
+      long long n = 0;
+      if (parse_stored_whole(r[0].str(), n)) {
         count = n;
-      } catch (const DataError&) {
-        error = "count is not a non-negative integer";
+      } else {
+        error = "count is not a whole number from 0 to 2^53-1";
       }
     }
     long long ttl_ms = r[1].is_integer() ? r[1].integer() : -1;

@@ -1,11 +1,13 @@
 // inspect's view of a lock: the hash owner -> count with its lease, the fencing token,
 // the queue of waiters (lua/include/lock_common.lua) and a grant not claimed yet.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "inspect/types.hpp"
 #include "prim/lock.hpp"
 #include "util/error.hpp"
+#include "util/whole_number.hpp"
 
 namespace rlock::inspect {
 namespace {
@@ -29,23 +31,33 @@ Json member_json(const std::string& m) {
   return {{"owner", p->owner}, {"kind", p->kind}, {"wait_id", p->wait_id}};
 }
 
+// The fields and values of an HSCAN reply (at most kMaxListed pairs: the server's step
+// may return a few more).
+redis::ReplyView scanned(const redis::ReplyView& r) { return r.at(1); }
+size_t listed_pairs(const redis::ReplyView& fields) {
+  return std::min(fields.size() / 2, static_cast<size_t>(kMaxListed));
+}
+
 // Reader holders from the readers hash: id ("owner" or "owner\x1f<hold id>") ->
-// "<count>:<expiry server ms>", each with its own lease left.
-Json reader_holders(const redis::ReplyView& readers, const BatchClock& clock) {
+// "<count>:<expiry server ms>", each with its own lease left. `malformed` is set when a
+// value is not of that shape (another program wrote it): the holder is shown, count null.
+Json reader_holders(const redis::ReplyView& fields, const BatchClock& clock, bool& malformed) {
   Json out = Json::array();
-  for (size_t i = 0; i + 1 < readers.size(); i += 2) {
-    std::string id = readers.at(i).str(), value = readers.at(i + 1).str();
-    size_t colon = value.find(':');
+  for (size_t k = 0; k < listed_pairs(fields); ++k) {
+    std::string id = fields.at(2 * k).str(), value = fields.at(2 * k + 1).str();
     Json h = {{"owner", id.substr(0, id.find('\x1f'))},
               {"count", nullptr},
               {"lease_ms", nullptr},
               {"shared", true}};
-    try {
-      h["count"] = std::stoll(value.substr(0, colon));
-      if (clock.now_us && colon != std::string::npos) {
-        h["lease_ms"] = std::max(0LL, std::stoll(value.substr(colon + 1)) - *clock.now_us / 1000);
-      }
-    } catch (const std::exception&) {
+    long long count = 0, expiry_ms = 0;
+    size_t colon = value.find(':');
+    if (colon == std::string::npos ||
+        !parse_stored_whole(std::string_view(value).substr(0, colon), count) ||
+        !parse_stored_whole(std::string_view(value).substr(colon + 1), expiry_ms)) {
+      malformed = true;
+    } else {
+      h["count"] = count;
+      if (clock.now_us) h["lease_ms"] = std::max(0LL, expiry_ms - *clock.now_us / 1000);
     }
     out.push_back(std::move(h));
   }
@@ -58,7 +70,7 @@ class LockType final : public ObjectType {
   std::string_view json_shape() const override {
     return R"({"type":"lock","name","key","mode","holders":[{"owner","count","lease_ms","shared"}],)"
            "\n    "
-           R"("ttl_ms","fence","waiters":[{"owner","kind","wait_id","waited_ms"}],)"
+           R"("holders_total","ttl_ms","fence","waiters":[{"owner","kind","wait_id","waited_ms"}],)"
            "\n    "
            R"("waiters_total","grant"})";
   }
@@ -71,28 +83,40 @@ class LockType final : public ObjectType {
     return layout.readers_name(key);
   }
 
-  // HGETALL, PTTL, GET fence, ZRANGE the first waiters WITHSCORES, ZCARD waiters, GET grant,
-  // HGETALL readers. A lock is found by its hash or, held by readers only, by theirs.
+  // HSCAN (the first holders), PTTL, GET fence, ZRANGE the first waiters WITHSCORES, ZCARD
+  // waiters, GET grant, HSCAN readers (the first ones), HLEN, HLEN readers, PTTL readers:
+  // bounded replies whatever the number of holders. A lock is found by its hash or, held by
+  // readers only, by theirs.
   std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
                                               const Found& o) const override {
     auto key = layout.lock_key(o.name);
     auto waiters = layout.waiters_key(o.name);
-    return {{"HGETALL", key},
+    auto readers = layout.readers_key(o.name);
+    const std::string n = std::to_string(kMaxListed);
+    return {{"HSCAN", key, "0", "COUNT", n},
             {"PTTL", key},
             {"GET", layout.fence_key(o.name)},
             {"ZRANGE", waiters, "0", std::to_string(kMaxListed - 1), "WITHSCORES"},
             {"ZCARD", waiters},
             {"GET", layout.grant_key(o.name)},
-            {"HGETALL", layout.readers_key(o.name)}};
+            {"HSCAN", readers, "0", "COUNT", n},
+            {"HLEN", key},
+            {"HLEN", readers},
+            {"PTTL", readers}};
   }
-  size_t read_count() const override { return 7; }
+  size_t read_count() const override { return 10; }
 
   std::optional<Decoded> decode(const Found& o, const redis::Reply* r,
                                 const BatchClock& clock) const override {
     bool via_readers = !o.key.empty() && o.key.find("lock-readers:") != std::string::npos;
+    const long long writers_total = r[7].is_integer() ? r[7].integer() : 0;
+    const long long readers_total = r[8].is_integer() ? r[8].integer() : 0;
     // Found by its readers hash while it also has a writer: the lock's own key lists it.
-    if (via_readers && r[0].is_array() && r[0].size() > 0) return std::nullopt;
-    Json readers = r[6].is_array() ? reader_holders(r[6], clock) : Json::array();
+    if (via_readers && writers_total > 0) return std::nullopt;
+    bool bad_readers = false;
+    Json readers = r[6].is_array() && r[6].size() == 2
+                       ? reader_holders(scanned(r[6]), clock, bad_readers)
+                       : Json::array();
     if (via_readers && readers.empty()) return std::nullopt;  // gone since SCAN saw it
     Json j = {{"type", "lock"}, {"name", o.name}, {"key", o.key}, {"mode", "exclusive"}};
     Json holders = Json::array();
@@ -105,19 +129,26 @@ class LockType final : public ObjectType {
     } else if (r[0].is_error()) {
       error = "key holds another type than a lock hash";
     } else {
-      if (r[0].size() == 0 && readers.empty()) return std::nullopt;  // released since SCAN saw it
+      if (writers_total == 0 && readers.empty()) return std::nullopt;  // released since SCAN
       try {
         ttl_ms = r[1].is_integer() ? r[1].integer() : -1;
-        for (const auto& h : prim::decode_holders(r[0], 0, o.key)) {
+        redis::ReplyView fields = scanned(r[0]);
+        for (size_t k = 0; k < listed_pairs(fields); ++k) {
+          const std::string owner = fields.at(2 * k).str();
+          long long count = 0;
+          if (!parse_stored_whole(fields.at(2 * k + 1).str(), count)) throw DataError(owner);
           // An exclusive lock's holders share the hash's lease.
           holders.push_back(
-              {{"owner", h.owner}, {"count", h.count}, {"lease_ms", ttl_ms}, {"shared", false}});
+              {{"owner", owner}, {"count", count}, {"lease_ms", ttl_ms}, {"shared", false}});
         }
       } catch (const DataError&) {
         holders = Json::array();
         error = "hash whose values are not reentry counts: not a lock";
       }
     }
+    if (error.empty() && r[6].is_error()) error = "readers key holds another type than a hash";
+    if (error.empty() && bad_readers)
+      error = "readers hash whose values are not \"<count>:<expiry>\": not a lock's readers";
     if (r[1].is_integer()) ttl_ms = r[1].integer();
     try {
       if (r[2].is_string()) fence = r[2].integer();
@@ -131,7 +162,8 @@ class LockType final : public ObjectType {
         try {
           // Arrival in server microseconds; waited = TIME of this batch - arrival.
           double arrival_us = std::stod(r[3].at(i + 1).str());
-          if (clock.now_us) {
+          // Out of range (another program's score): no age, rather than an undefined cast.
+          if (clock.now_us && std::fabs(arrival_us) < 9e18) {
             w["waited_ms"] =
                 std::max(0LL, (*clock.now_us - static_cast<long long>(arrival_us)) / 1000);
           }
@@ -143,33 +175,44 @@ class LockType final : public ObjectType {
     if (r[4].is_integer()) waiters_total = r[4].integer();
     if (r[5].is_string() && !r[5].str().empty()) grant = member_json(r[5].str());
 
+    const auto exclusive_listed = static_cast<long long>(holders.size());
     for (auto& h : readers) holders.push_back(h);
-    if (!readers.empty() && (!r[0].is_array() || r[0].size() == 0)) {
+    if (!readers.empty() && writers_total == 0) {
       j["mode"] = "shared";
       ttl_ms = -1;
       for (const auto& h : readers) {
         if (h["lease_ms"].is_number()) ttl_ms = std::max(ttl_ms, h["lease_ms"].get<long long>());
       }
+      // Not all listed: the hash lives as long as its longest reader.
+      if (readers_total > static_cast<long long>(readers.size()) && r[9].is_integer())
+        ttl_ms = std::max(ttl_ms, r[9].integer());
     }
     j["holders"] = holders;
+    const long long holders_total = std::max(writers_total, exclusive_listed) +
+                                    std::max(readers_total, static_cast<long long>(readers.size()));
+    j["holders_total"] = holders_total;
     j["ttl_ms"] = ttl_ms;
     j["fence"] = fence;
     j["waiters"] = waiters;
     j["waiters_total"] = waiters_total;
     j["grant"] = grant;
     if (!error.empty()) j["error"] = error;
-    return Decoded{std::move(j), cells(holders, error, ttl_ms, fence, waiters_total)};
+    return Decoded{std::move(j),
+                   cells(holders, holders_total, error, ttl_ms, fence, waiters_total)};
   }
 
  private:
-  static TableCells cells(const Json& holders, const std::string& error, long long ttl_ms,
-                          const Json& fence, long long waiters_total) {
+  static TableCells cells(const Json& holders, long long holders_total, const std::string& error,
+                          long long ttl_ms, const Json& fence, long long waiters_total) {
     std::string who;
     for (const auto& h : holders) {
       if (!who.empty()) who += ",";
-      who +=
-          h["owner"].get<std::string>() + " (x" + std::to_string(h["count"].get<long long>()) + ")";
+      const Json& count = h["count"];
+      who += h["owner"].get<std::string>() + " (x" +
+             (count.is_number() ? std::to_string(count.get<long long>()) : "?") + ")";
     }
+    if (holders_total > static_cast<long long>(holders.size()))
+      who += ",... (" + std::to_string(holders_total) + " holders)";
     if (!error.empty()) who = "(" + error + ")";
     return {who, ttl_cell(ttl_ms), fence.is_null() ? "-" : std::to_string(fence.get<long long>()),
             std::to_string(waiters_total)};

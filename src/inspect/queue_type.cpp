@@ -3,6 +3,7 @@
 // letters, and when the next item is due. The main hash exists while the queue holds any
 // item, so an empty queue is not listed.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "inspect/types.hpp"
@@ -13,7 +14,9 @@ namespace {
 
 long long score_of(const redis::ReplyView& r) {
   try {
-    return static_cast<long long>(std::stod(r.str()));
+    double v = std::stod(r.str());
+    // Out of range (another program's score): 0, rather than an undefined cast.
+    return std::fabs(v) < 9e18 ? static_cast<long long>(v) : 0;
   } catch (const std::exception&) {
     return 0;
   }

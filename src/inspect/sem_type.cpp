@@ -5,7 +5,10 @@
 #include <string>
 
 #include "inspect/types.hpp"
+#include "prim/semaphore.hpp"
+#include "redis/script.hpp"
 #include "util/error.hpp"
+#include "util/whole_number.hpp"
 
 namespace rlock::inspect {
 namespace {
@@ -39,19 +42,17 @@ class SemType final : public ObjectType {
     return layout.sem_name(key);
   }
 
-  // ZRANGE the first permits WITHSCORES, ZCARD permits, HGET capacity, HGETALL holders (one
-  // per permit in use), ZRANGE the first waiters WITHSCORES, ZCARD waiters.
+  // The first page of lua/sem_status.lua (read-only): bounded by kMaxListed whatever the
+  // number of permits and waiters, with their totals.
   std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
                                               const Found& o) const override {
-    auto waiters = layout.sem_waiters_key(o.name);
-    return {{"ZRANGE", o.key, "0", std::to_string(kMaxListed - 1), "WITHSCORES"},
-            {"ZCARD", o.key},
-            {"HGET", layout.sem_config_key(o.name), "capacity"},
-            {"HGETALL", layout.sem_holders_key(o.name)},
-            {"ZRANGE", waiters, "0", std::to_string(kMaxListed - 1), "WITHSCORES"},
-            {"ZCARD", waiters}};
+    std::vector<std::string> eval = {"EVAL", std::string(redis::scripts::sem_status.source), "8"};
+    for (auto& k : prim::semaphore_keys(layout, o.name)) eval.push_back(std::move(k));
+    for (const char* a : {"0", "0"}) eval.emplace_back(a);
+    eval.push_back(std::to_string(kMaxListed));
+    return {std::move(eval)};
   }
-  size_t read_count() const override { return 6; }
+  size_t read_count() const override { return 1; }
 
   std::optional<Decoded> decode(const Found& o, const redis::Reply* r,
                                 const BatchClock& clock) const override {
@@ -61,55 +62,21 @@ class SemType final : public ObjectType {
     if (auto denied = refusal(r, read_count())) {
       error = *denied;
     } else if (r[0].is_error()) {
-      error = "key holds another type than a semaphore's permits";
-    } else if (r[0].size() == 0) {
-      return std::nullopt;  // every permit released or expired since SCAN saw it
+      const std::string e = r[0].str();
+      error = e.rfind("MALFORMED", 0) == 0
+                  ? "capacity is not a whole number of at most 15 digits"
+                  : "a key of this semaphore holds another type (" + e + ")";
     } else {
-      std::vector<std::pair<std::string, std::string>> holders;
-      if (r[3].is_array()) {
-        for (size_t i = 0; i + 1 < r[3].size(); i += 2)
-          holders.emplace_back(r[3].at(i).str(), r[3].at(i + 1).str());
-      }
-      for (size_t i = 0; i + 1 < r[0].size(); i += 2) {
-        std::string id = r[0].at(i).str();
-        Json p = {{"id", id}, {"owner", nullptr}, {"lease_ms", nullptr}};
-        for (const auto& [pid, owner] : holders) {
-          if (pid == id) p["owner"] = owner;
-        }
-        try {
-          if (clock.now_us) {
-            long long left = std::max(0LL, std::stoll(r[0].at(i + 1).str()) - *clock.now_us / 1000);
-            p["lease_ms"] = left;
-            ttl_ms = std::max(ttl_ms, left);
-          }
-        } catch (const std::exception&) {
-        }
-        permits.push_back(std::move(p));
-      }
       try {
-        if (r[2].is_string()) capacity = r[2].integer();
+        if (!decode_page(r[0], clock, capacity, permits, permits_total, waiters, waiters_total,
+                         ttl_ms))
+          return std::nullopt;  // every permit released or expired since SCAN saw it
       } catch (const DataError&) {
-        error = "capacity is not a number";
+        permits = Json::array();
+        waiters = Json::array();
+        error = "a lease or arrival is not a whole number: not a semaphore";
       }
     }
-    if (r[1].is_integer()) permits_total = r[1].integer();
-    if (r[4].is_array()) {
-      for (size_t i = 0; i + 1 < r[4].size(); i += 2) {
-        Json w = waiter_json(r[4].at(i).str());
-        w["waited_ms"] = nullptr;
-        try {
-          if (clock.now_us) {
-            w["waited_ms"] = std::max(
-                0LL,
-                (*clock.now_us - static_cast<long long>(std::stod(r[4].at(i + 1).str()))) / 1000);
-          }
-        } catch (const std::exception&) {
-        }
-        waiters.push_back(std::move(w));
-      }
-    }
-    if (r[5].is_integer()) waiters_total = r[5].integer();
-
     Json j = {{"type", "sem"},      {"name", o.name},
               {"key", o.key},       {"capacity", capacity},
               {"permits", permits}, {"permits_total", permits_total},
@@ -122,6 +89,47 @@ class SemType final : public ObjectType {
                                   " permits"
                             : "(" + error + ")";
     return Decoded{std::move(j), {state, ttl_cell(ttl_ms), "-", std::to_string(waiters_total)}};
+  }
+
+ private:
+  // The reply of sem_status.lua (see there); false when no permit is in use. Throws
+  // DataError on a number no rlock stores.
+  static bool decode_page(const redis::ReplyView& r, const BatchClock& clock, Json& capacity,
+                          Json& permits, long long& permits_total, Json& waiters,
+                          long long& waiters_total, long long& ttl_ms) {
+    auto whole = [](const redis::ReplyView& v) {
+      long long n = 0;
+      if (!parse_stored_whole(v.str(), n)) throw DataError(v.str());
+      return n;
+    };
+    permits_total = r.at(2).integer();
+    if (permits_total == 0) return false;
+    long long cap = r.at(0).integer();
+    if (cap > 0) capacity = cap;
+    waiters_total = r.at(5).integer();
+    const long long now_ms = r.at(1).integer();
+    // Ages only when this batch could read TIME (an ACL may refuse it), as other types do.
+    const bool aged = clock.now_us.has_value();
+    if (aged && r.at(4).str() != "-1") ttl_ms = std::max(0LL, whole(r.at(4)) - now_ms);
+    size_t i = 8;
+    long long n = r.at(i++).integer();
+    for (long long k = 0; k < n; ++k, i += 3) {
+      const std::string owner = r.at(i + 1).str();
+      Json p = {{"id", r.at(i).str()},
+                {"owner", owner.empty() ? Json(nullptr) : Json(owner)},
+                {"lease_ms", nullptr}};
+      const long long expiry = whole(r.at(i + 2));
+      if (aged) p["lease_ms"] = std::max(0LL, expiry - now_ms);
+      permits.push_back(std::move(p));
+    }
+    n = r.at(i++).integer();
+    for (long long k = 0; k < n; ++k, i += 2) {
+      Json w = waiter_json(r.at(i).str());
+      const long long arrival_us = whole(r.at(i + 1));
+      w["waited_ms"] = aged ? Json(std::max(0LL, now_ms - arrival_us / 1000)) : Json(nullptr);
+      waiters.push_back(std::move(w));
+    }
+    return true;
   }
 };
 

@@ -83,15 +83,20 @@ LatchCountDown Latch::count_down(long long amount, const std::string& id) {
   return r;
 }
 
-LatchState Latch::read(bool with_ids) {
-  auto reply = run_object_script(topology_, redis::scripts::latch_read, {key_, ids_key_},
-                                 {with_ids ? "1" : "0"}, kKind, redis::Retry::kIdempotent);
+LatchState Latch::read(bool with_ids, const LatchIdsPage& page) {
+  const std::string cursor = page.cursor.empty() ? "0" : page.cursor;
+  const std::string limit = std::to_string(page.limit);
+  auto reply =
+      run_object_script(topology_, redis::scripts::latch_read, {key_, ids_key_},
+                        {with_ids ? "1" : "0", cursor, limit}, kKind, redis::Retry::kIdempotent);
   LatchState s;
   if (reply.at(0).integer() == 0) return s;
   s.exists = true;
   s.count = reply.at(1).integer();
   s.ttl_ms = reply.at(2).integer();
-  for (size_t i = 3; i < reply.size(); ++i) s.ids.push_back(reply.at(i).str());
+  s.ids_total = reply.at(3).integer();
+  if (with_ids && reply.at(4).str() != "0") s.next = reply.at(4).str();
+  for (size_t i = 5; i < reply.size(); ++i) s.ids.push_back(reply.at(i).str());
   std::sort(s.ids.begin(), s.ids.end());
   return s;
 }
@@ -102,8 +107,8 @@ bool Latch::await(Deadline until, const WaitHooks& hooks) {
 }
 
 LatchState read_latch(redis::Topology& topology, const KeyLayout& layout, const std::string& name,
-                      bool with_ids) {
-  return Latch(topology, layout, name).read(with_ids);
+                      bool with_ids, const LatchIdsPage& page) {
+  return Latch(topology, layout, name).read(with_ids, page);
 }
 
 }  // namespace rlock::prim

@@ -22,8 +22,19 @@ inline constexpr Millis kLatchReachedRetention{24 * 60 * 60 * 1000};
 struct LatchState {
   bool exists = false;           // false: never set, or expired (the rest is empty)
   long long count = 0;           // 0: reached
-  std::vector<std::string> ids;  // --id values that counted down (only when asked for)
+  std::vector<std::string> ids;  // a page of the --id values that counted down (when asked)
+  long long ids_total = 0;       // how many ids counted down
   long long ttl_ms = -1;         // -1: no expiry
+  std::string next;              // the cursor of the next page of ids; "" when all were read
+};
+
+// Which page of a latch's ids Latch::read lists: from `cursor` (as LatchState::next gave
+// it, "" for the first page), about `limit` of them (a server's cursor step may add a few):
+// a reply and a server's work bounded whatever the number of ids. Ids come in no order
+// across pages; one may come twice when the set is resized between pages.
+struct LatchIdsPage {
+  std::string cursor;
+  long long limit = 1000;
 };
 
 // What Latch::set did.
@@ -61,8 +72,8 @@ class Latch {
   // Takes `amount` (>= 1) off the count, clamped at 0; `id` (non-empty) counts only once.
   LatchCountDown count_down(long long amount, const std::string& id = "");
 
-  // The latch's state; `with_ids` also reads the ids counted.
-  LatchState read(bool with_ids = true);
+  // The latch's state; `with_ids` also reads one page of the ids counted, sorted.
+  LatchState read(bool with_ids = true, const LatchIdsPage& page = {});
 
   // True once the count is 0, at once or on the wake-up published at zero (sleeping on
   // pub/sub in the shared waiting loop, across reconnections); false when `until` passes
@@ -81,6 +92,6 @@ class Latch {
 
 // Reads one latch without a Latch object (for inspect): see Latch::read.
 LatchState read_latch(redis::Topology& topology, const KeyLayout& layout, const std::string& name,
-                      bool with_ids = true);
+                      bool with_ids = true, const LatchIdsPage& page = {});
 
 }  // namespace rlock::prim

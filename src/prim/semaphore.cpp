@@ -10,6 +10,7 @@
 #include "redis/script.hpp"
 #include "util/error.hpp"
 #include "util/owner.hpp"
+#include "util/whole_number.hpp"
 #include "util/yield_to_server.hpp"
 
 namespace rlock::prim {
@@ -34,6 +35,11 @@ redis::Reply run_sem_script(redis::Topology& topology, const redis::Script& scri
     std::string rest = e.reply().substr(e.reply().find(' ') + 1);
     std::string stored = rest.substr(0, rest.find(' '));
     std::string given = rest.substr(rest.find(' ') + 1);
+    if (size_t space = given.find(' '); space != std::string::npos) {
+      throw DataError("semaphore '" + name + "' was resized to capacity " + stored +
+                      " while this request for " + given.substr(space + 1) +
+                      " permits waited; it can never be served and left the queue");
+    }
     throw DataError("semaphore '" + name + "' has capacity " + stored + ", not --permits " + given +
                     "; nothing changed (add --resize to change its capacity)");
   }
@@ -256,41 +262,63 @@ std::unique_ptr<Hold> Semaphore::hold(const PermitsHeld& held, Millis lease) {
   return std::make_unique<PermitHold>(*this, held, lease);
 }
 
+std::vector<std::string> semaphore_keys(const KeyLayout& layout, const std::string& name) {
+  return {layout.sem_key(name),
+          layout.sem_config_key(name),
+          layout.sem_holders_key(name),
+          layout.sem_waiters_key(name),
+          layout.sem_timeouts_key(name),
+          layout.sem_grants_key(name),
+          layout.sem_request_key(name, "-"),
+          layout.lock_key(name)};
+}
+
 SemaphoreState read_semaphore(redis::Topology& topology, const KeyLayout& layout,
-                              const std::string& name) {
-  std::string request_key = layout.sem_request_key(name, "-");
-  std::vector<std::string> keys = {layout.sem_key(name),
-                                   layout.sem_config_key(name),
-                                   layout.sem_holders_key(name),
-                                   layout.sem_waiters_key(name),
-                                   layout.sem_timeouts_key(name),
-                                   layout.sem_grants_key(name),
-                                   request_key,
-                                   layout.lock_key(name)};
-  auto reply = run_object_script(topology, redis::scripts::sem_status, views(keys), {}, kKind,
-                                 redis::Retry::kIdempotent);
+                              const std::string& name, const SemaphorePage& page) {
+  auto keys = semaphore_keys(layout, name);
+  auto reply =
+      run_object_script(topology, redis::scripts::sem_status, views(keys),
+                        views({std::to_string(page.permits_from), std::to_string(page.waiters_from),
+                               std::to_string(page.limit)}),
+                        kKind, redis::Retry::kIdempotent);
+  // A score or arrival another program stored out of range is malformed, never wrapped.
+  auto whole = [&](const redis::ReplyView& r) {
+    long long v = 0;
+    if (!parse_stored_whole(r.str(), v)) {
+      throw DataError("semaphore '" + name + "' is malformed: '" + r.str() +
+                      "' where rlock stores a whole number; rlock will not overwrite it");
+    }
+    return v;
+  };
   SemaphoreState s;
   s.capacity = reply.at(0).integer();
-  long long now_ms = reply.at(1).integer();
-  size_t i = 2;
+  const long long now_ms = reply.at(1).integer();
+  s.permits_total = reply.at(2).integer();
+  s.next_permits_from = reply.at(3).integer();
+  if (reply.at(4).str() != "-1") s.last_lease = Millis(std::max(whole(reply.at(4)) - now_ms, 0LL));
+  s.waiters_total = reply.at(5).integer();
+  s.next_waiters_from = reply.at(6).integer();
+  s.reserved = reply.at(7).integer();
+  size_t i = 8;
   long long n = reply.at(i++).integer();
   for (long long k = 0; k < n; ++k, i += 3) {
     s.permits.push_back({reply.at(i).str(), reply.at(i + 1).str(),
-                         Millis(std::max(reply.at(i + 2).integer() - now_ms, 0LL))});
+                         Millis(std::max(whole(reply.at(i + 2)) - now_ms, 0LL))});
   }
   n = reply.at(i++).integer();
+  std::vector<PermitWaiter> queued;
   for (long long k = 0; k < n; ++k, i += 2) {
     PermitWaiter w = parse_member(reply.at(i).str());
-    long long arrival_us = reply.at(i + 1).integer();
-    w.waited = Millis(std::max(now_ms - arrival_us / 1000, 0LL));
-    s.waiters.push_back(w);
+    w.waited = Millis(std::max(now_ms - whole(reply.at(i + 1)) / 1000, 0LL));
+    queued.push_back(w);
   }
   n = reply.at(i++).integer();
   for (long long k = 0; k < n; ++k, ++i) {
     PermitWaiter w = parse_member(reply.at(i).str());
     w.granted = true;
-    s.waiters.insert(s.waiters.begin(), w);
+    s.waiters.push_back(w);
   }
+  s.waiters.insert(s.waiters.end(), queued.begin(), queued.end());
   return s;
 }
 

@@ -61,17 +61,38 @@ struct PermitWaiter {
   bool granted = false;  // permits reserved for it, not claimed yet
 };
 
-// A semaphore as it is now (plain data for status and inspect).
-struct SemaphoreState {
-  long long capacity = 0;  // 0: no such semaphore
-  std::vector<PermitInfo> permits;
-  std::vector<PermitWaiter> waiters;
+// Which part of a semaphore's lists read_semaphore reads: the permits from rank
+// `permits_from` (by lease expiry, live ones only) and the waiters from rank `waiters_from`
+// (queue order), at most `limit` of each (-1: none of that list). A server's work and
+// reply are bounded by `limit`, whatever the semaphore's size.
+struct SemaphorePage {
+  long long permits_from = 0;
+  long long waiters_from = 0;
+  long long limit = 1000;
 };
 
-// Reads semaphore `name` in one round trip, without changing it; expired permits are left
-// out. Throws DataError when its keys hold other types.
+// A semaphore as it is now (plain data for status and inspect): totals, and the page asked for.
+struct SemaphoreState {
+  long long capacity = 0;             // 0: no such semaphore
+  long long permits_total = 0;        // live permits in use
+  long long reserved = 0;             // permits reserved for granted waiters, not claimed yet
+  long long waiters_total = 0;        // live waits queued (granted ones not included)
+  Millis last_lease{-1};              // lease left on the permit that ends last; -1: none
+  std::vector<PermitInfo> permits;    // the page's permits, by lease expiry
+  std::vector<PermitWaiter> waiters;  // granted ones first (first page only), then queued
+  long long next_permits_from = -1;   // the next page's permits_from; -1: all read
+  long long next_waiters_from = -1;   // the next page's waiters_from; -1: all read
+};
+
+// Reads one page of semaphore `name` in one round trip, without changing it; expired
+// permits are left out. Throws DataError when its keys hold other types or a value read
+// back is not a number rlock could have stored.
 SemaphoreState read_semaphore(redis::Topology& topology, const KeyLayout& layout,
-                              const std::string& name);
+                              const std::string& name, const SemaphorePage& page = {});
+
+// The keys of semaphore `name` in the order its scripts take them (KEYS[7], the request
+// record, is "-": unused by reads).
+std::vector<std::string> semaphore_keys(const KeyLayout& layout, const std::string& name);
 
 // A counting semaphore whose permits each have a lease on the server clock (a crashed
 // holder's permits come back by themselves), a stored capacity, and the lock's strict FIFO

@@ -70,8 +70,8 @@ TEST_CASE("inspect: entries, waiters, pattern, table; on a server without KEYS")
     CHECK(names_of(entries) == json::array({"deploy-prod", "deploy-staging", "other"}));
 
     auto& prod = entries["deploy-prod"];
-    CHECK(keys_of(prod) == json::array({"fence", "grant", "holders", "key", "mode", "name",
-                                        "ttl_ms", "type", "waiters", "waiters_total"}));
+    CHECK(keys_of(prod) == json::array({"fence", "grant", "holders", "holders_total", "key", "mode",
+                                        "name", "ttl_ms", "type", "waiters", "waiters_total"}));
     CHECK(prod["type"] == "lock");
     CHECK(prod["mode"] == "exclusive");
     CHECK(prod["key"] == "rlock:lock:{deploy-prod}");
@@ -160,6 +160,43 @@ TEST_CASE("inspect: a hash that is no lock does not hide the real locks") {
     if (entries.count("settings") != 0) CHECK(entries["settings"].contains("error"));
   }
   CHECK(hash_of(redis, lock_key("settings")) == json::object({{"mode", "fast"}}));
+}
+
+// Every type's decoder, given values another program stored (malformed, or numbers out of
+// range), lists that object with an "error" and goes on with the rest.
+TEST_CASE("inspect: malformed objects of every type are listed with an error; the rest too") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "good", "--owner", "o1"}).status == 0);
+  redis.cmd({"HSET", "rlock:lock-readers:{bad}", "x", "x:1"});
+  redis.cmd({"HSET", "rlock:lock-readers:{huge}", "r", "99999999999999999999999:1"});
+  redis.cmd({"HSET", lock_key("bigcount"), "o", "99999999999999999999999"});
+  redis.cmd({"SET", "rlock:latch:{bigl}", "99999999999999999999999"});
+  redis.cmd({"ZADD", "rlock:sem:{bigs}", "99999999999999999999999", "p.1"});
+  redis.cmd({"HSET", "rlock:sem:{bigc}:cfg", "capacity", "99999999999999999999999"});
+  redis.cmd({"ZADD", "rlock:sem:{bigc}", "99999999999999", "p.1"});
+  for (const std::string format : {"json", "table"}) {
+    INFO("format: " << format);
+    auto r = rlock(redis, {"--format", format, "inspect"});
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    if (format == "table") {
+      CHECK(line_count(r.out) == 8);
+      continue;
+    }
+    auto entries = by_name(parse_json(r.out));
+    CHECK(names_of(entries) ==
+          json::array({"bad", "bigc", "bigcount", "bigl", "bigs", "good", "huge"}));
+    for (const std::string name : {"bad", "bigc", "bigcount", "bigl", "bigs", "huge"}) {
+      INFO("object: " << entries[name].dump());
+      CHECK(entries[name].contains("error"));
+    }
+    CHECK_FALSE(entries["good"].contains("error"));
+    CHECK(entries["bad"]["holders"] ==
+          json::array(
+              {{{"owner", "x"}, {"count", nullptr}, {"lease_ms", nullptr}, {"shared", true}}}));
+    CHECK(entries["bigl"]["count"] == nullptr);
+  }
 }
 
 }  // namespace

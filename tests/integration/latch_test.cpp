@@ -51,9 +51,13 @@ TEST_CASE("latch: set, count-down, status and await print the documented JSON") 
                                                                      {"reached", false},
                                                                      {"id", "shard-1"},
                                                                      {"repeated", false}}));
-  CHECK(ok_json(redis, {"latch", "status", "L"}) ==
-        json::object(
-            {{"name", "L"}, {"exists", true}, {"count", 1}, {"ids", {"shard-1"}}, {"ttl_ms", -1}}));
+  CHECK(ok_json(redis, {"latch", "status", "L"}) == json::object({{"name", "L"},
+                                                                  {"exists", true},
+                                                                  {"count", 1},
+                                                                  {"ids", {"shard-1"}},
+                                                                  {"ids_total", 1},
+                                                                  {"ttl_ms", -1},
+                                                                  {"next", nullptr}}));
   auto r = rlock(redis, {"latch", "await", "L", "-n"});
   CHECK(r.status == 75);
   CHECK(parse_json(r.out) ==
@@ -80,7 +84,9 @@ TEST_CASE("latch: set, count-down, status and await print the documented JSON") 
                                                                      {"exists", false},
                                                                      {"count", nullptr},
                                                                      {"ids", json::array()},
-                                                                     {"ttl_ms", nullptr}}));
+                                                                     {"ids_total", 0},
+                                                                     {"ttl_ms", nullptr},
+                                                                     {"next", nullptr}}));
   r = rlock(redis, {"latch", "await", "none", "-n"});
   CHECK(r.status == 75);
   CHECK(
@@ -265,6 +271,9 @@ TEST_CASE("latch: bad input is one stderr line with its code and changes nothing
   redis.cmd({"SET", ids_key("badids"), "not-a-set"});
   redis.cmd({"SET", latch_key("junk"), "abc"});
   redis.cmd({"SET", "rlock:lock:{str}", "3"});  // a latch-like string where a lock goes
+  // Counts no rlock stores (beyond 2^53 - 1): malformed, never wrapped or rounded.
+  redis.cmd({"SET", latch_key("huge"), "99999999999999999999999"});
+  redis.cmd({"SET", latch_key("over"), "9007199254740992"});
 
   struct Case {
     std::vector<std::string> args;
@@ -298,6 +307,16 @@ TEST_CASE("latch: bad input is one stderr line with its code and changes nothing
       {{"latch", "count-down", "junk"}, 65},
       {{"latch", "set", "junk", "1", "--force"}, 65},
       {{"latch", "status", "junk"}, 65},
+      {{"latch", "status", "huge"}, 65},
+      {{"latch", "count-down", "huge"}, 65},
+      {{"latch", "count-down", "over", "--by", "2"}, 65},
+      {{"latch", "set", "huge", "1", "--force"}, 65},
+      {{"latch", "await", "huge", "-n"}, 65},
+      {{"latch", "set", "new", "99999999999999999999999"}, 64},
+      {{"latch", "count-down", "live", "--by", "99999999999999999999999"}, 64},
+      {{"latch", "status", "live", "--limit", "0"}, 64},
+      {{"latch", "status", "live", "--limit", "99999999999999999999999"}, 64},
+      {{"latch", "status", "live", "--after", "-1"}, 64},
       {{"lock", "str", "--owner", "o"}, 65},
       {{"latch"}, 64},
       {{"latch", "frobnicate", "x"}, 64},
@@ -317,7 +336,7 @@ TEST_CASE("latch: bad input is one stderr line with its code and changes nothing
 // The rights the latch scripts need beyond the lock's minimal ACL (see ACL in rlock(1)).
 const std::string kLatchAcl =
     "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +subscribe "
-    "+unsubscribe +ping +type +get +pttl +set +decrby +pexpire +del +sadd +sismember +smembers "
+    "+unsubscribe +ping +type +get +pttl +set +decrby +pexpire +del +sadd +sismember +scard +sscan "
     "+exists +publish";
 
 TEST_CASE("latch: the documented rights suffice; an ACL missing one changes nothing (77)") {

@@ -416,6 +416,39 @@ TEST_CASE("limit: --peek consumes nothing, --reset clears, keys expire when idle
       3s));
 }
 
+// As go-redis/redis_rate reports a call of cost 0: the state as it is, not as if the
+// peeked call had been consumed.
+TEST_CASE("limit: --peek reports reset_after_ms of the state as it is") {
+  RedisServer redis;
+  const std::vector<std::string> cfg = {"pk", "--rate", "10", "--per", "1s", "--burst", "10"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = cfg;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  auto fresh = decide(redis, with({"--peek", "--cost", "3"}));
+  CHECK(fresh.at("allowed") == true);
+  CHECK(fresh.at("remaining") == 10);
+  CHECK(fresh.at("retry_after_ms") == 0);
+  CHECK(fresh.at("reset_after_ms") == 0);  // nothing stored: full now
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+
+  auto used = decide(redis, with({"--cost", "3"}));
+  CHECK(used.at("remaining") == 7);
+  CHECK(used.at("reset_after_ms") == 300);
+  // The key expires when the limiter is full again: a peek says the same, within the
+  // rounding up of both to whole milliseconds.
+  const long long before = redis.cmd_int({"PTTL", limiter_key("pk")});
+  auto peek = decide(redis, with({"--peek", "--cost", "3"}));
+  const long long after = redis.cmd_int({"PTTL", limiter_key("pk")});
+  INFO("PTTL before " << before << ", peek " << peek.dump() << ", PTTL after " << after);
+  CHECK(peek.at("allowed") == true);
+  CHECK(peek.at("remaining") == 7);
+  CHECK(peek.at("reset_after_ms").get<long long>() <= before + 1);
+  CHECK(peek.at("reset_after_ms").get<long long>() >= after);
+  CHECK(peek.at("reset_after_ms").get<long long>() <= 300);
+}
+
 TEST_CASE("limit: Redis unreachable exits 69; --fail-open lets the call through, saying so") {
   const std::string url = "redis://127.0.0.1:" + std::to_string(free_port());
   auto r = rlock_raw({"--url", url, "limit", "f", "--rate", "1", "--per", "1s"});

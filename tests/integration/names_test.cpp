@@ -92,7 +92,7 @@ TEST_CASE("a wait that runs out says how long it waited") {
 TEST_CASE("inspect says which locks an ACL user may not read, instead of failing") {
   RedisServer redis(RedisOptions{
       .config = {"user peek on >pw resetkeys ~rlock:lock:{mine}* ~rlock:lock-readers:{mine} -@all "
-                 "+scan +dbsize +hgetall +pttl +get +zcard +zrange +time"}});
+                 "+scan +dbsize +hgetall +hscan +hlen +pttl +get +zcard +zrange +time"}});
   REQUIRE(rlock(redis, {"lock", "mine", "--owner", "o"}).status == 0);
   REQUIRE(rlock(redis, {"lock", "other", "--owner", "o"}).status == 0);
   auto r =

@@ -196,6 +196,59 @@ TEST_CASE("sem: another --permits is refused unless --resize; a shrink waits for
   CHECK(status(redis, "S").at("in_use") == 4);
 }
 
+// A resize is an administrative act: waiters let in under the old capacity keep their
+// place and their grants, whatever --permits they gave.
+TEST_CASE("sem: a --resize keeps the queued and granted waiters; they get their permits") {
+  RedisServer redis;
+  auto held = take(redis, "R", 2, 2);
+  auto waiter = [&](const std::string& owner) {
+    return spawn_rlock(redis, {"sem", "acquire", "R", "--permits", "2", "--wait", "30s", "--owner",
+                               owner, "--lease", "30s"});
+  };
+  // g is granted a permit while stopped (it cannot claim it yet); q stays queued.
+  auto g = waiter("g");
+  REQUIRE(poll_until([&] { return status(redis, "R").at("waiters").size() == 1; }, 10s));
+  auto q = waiter("q");
+  REQUIRE(poll_until([&] { return status(redis, "R").at("waiters").size() == 2; }, 10s));
+  g.kill(SIGSTOP);
+  sem_ok(redis, {"sem", "release", "R", "--permit", held[0]});
+  REQUIRE(status(redis, "R").at("waiters").at(0).at("granted") == true);
+  // Grow to 3: one more permit is free, and it goes to the queued q, not to the resizer.
+  auto r = rlock(redis, {"sem", "acquire", "R", "--permits", "3", "--resize", "--owner", "admin"});
+  CHECK(r.status == 75);
+  g.kill(SIGCONT);
+  CHECK(g.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(q.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  INFO("g: " << g.err() << "\nq: " << q.err());
+  auto st = status(redis, "R");
+  CHECK(st.at("capacity") == 3);
+  CHECK(st.at("in_use") == 3);
+  std::map<std::string, int> owners;
+  for (const auto& p : st.at("permits")) ++owners[p.at("owner").get<std::string>()];
+  CHECK(owners == std::map<std::string, int>{{"g", 1}, {"q", 1}, {"t", 1}});
+  // A new request still names the stored capacity.
+  CHECK(rlock(redis, {"sem", "acquire", "R", "--permits", "2"}).status == 65);
+}
+
+// A waiter asking for more permits than a shrink left can never be served: it is told so
+// (65, one line) instead of holding up the queue.
+TEST_CASE("sem: a --resize below a queued request's count ends that wait with one line, 65") {
+  RedisServer redis;
+  auto held = take(redis, "K", 3, 1);
+  auto big = spawn_rlock(redis, {"sem", "acquire", "K", "--permits", "3", "--count", "3", "--wait",
+                                 "30s", "--owner", "big"});
+  REQUIRE(poll_until([&] { return status(redis, "K").at("waiters").size() == 1; }, 10s));
+  auto small = spawn_rlock(
+      redis, {"sem", "acquire", "K", "--permits", "3", "--wait", "30s", "--owner", "small"});
+  REQUIRE(poll_until([&] { return status(redis, "K").at("waiters").size() == 2; }, 10s));
+  CHECK(rlock(redis, {"sem", "acquire", "K", "--permits", "2", "--resize"}).status == 75);
+  sem_ok(redis, {"sem", "release", "K", "--permit", held[0]});
+  CHECK(big.wait(deadline(10s)).value_or(kStillRunning) == 65);
+  CHECK(line_count(big.err()) == 1);
+  CHECK(big.err().find("resized to capacity 2") != std::string::npos);
+  CHECK(small.wait(deadline(10s)).value_or(kStillRunning) == 0);
+}
+
 TEST_CASE("sem: waiters are served in arrival order; a big request at the head is not starved") {
   RedisServer redis;
   TempDir dir;
@@ -261,6 +314,9 @@ TEST_CASE("sem: bad input is one line on stderr, the documented code, and change
   take(redis, "S", 3);
   rlock(redis, {"lock", "L", "--owner", "o"});
   redis.cmd({"SET", sem_key("T"), "a string"});
+  // A capacity no rlock stores (beyond 15 digits): malformed, never wrapped.
+  redis.cmd({"HSET", sem_key("H") + ":cfg", "capacity", "99999999999999999999999"});
+  redis.cmd({"ZADD", sem_key("H"), "99999999999999", "p.1"});
   auto before = snapshot(redis);
   struct Case {
     std::vector<std::string> args;
@@ -287,6 +343,13 @@ TEST_CASE("sem: bad input is one line on stderr, the documented code, and change
       {{"unlock", "--force", "S"}, 65},
       {{"sem", "acquire", "T", "--permits", "1"}, 65},  // a key of another type
       {{"sem", "status", "T"}, 65},
+      {{"sem", "status", "H"}, 65},
+      {{"sem", "acquire", "H", "--permits", "3"}, 65},
+      {{"sem", "acquire", "H", "--permits", "3", "--resize"}, 65},
+      {{"sem", "release", "H", "--permit", "p.1"}, 65},
+      {{"sem", "acquire", "S", "--permits", "99999999999999999999999"}, 64},
+      {{"sem", "acquire", "S", "--permits", "3", "--count", "99999999999999999999999"}, 64},
+      {{"sem", "status", "S", "--limit", "99999999999999999999999"}, 64},
       {{"sem", "bogus", "S"}, 64},
       {{"sem"}, 64},
   };
