@@ -1,10 +1,11 @@
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <memory>
 #include <optional>
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/lock_options.hpp"
+#include "cli/whole_flag.hpp"
 #include "prim/latch.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -27,20 +28,13 @@ struct LatchFlags {
   std::string wait;
   bool no_wait = false;
   int conflict_exit_code = kExitNotNow;
-  long long limit = kDefaultStatusLimit;  // status: ids per page
-  std::string after;                      // status: the "next" of the page before
+  std::string limit = std::to_string(kDefaultStatusLimit);  // status: ids per page
+  std::string after;                                        // status: the "next" of the page before
 };
 
 // A whole number in [1, kMaxLatchCount]; `what` names it in the error.
 long long parse_count(const std::string& text, const std::string& what) {
-  long long v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 1 ||
-      v > prim::kMaxLatchCount) {
-    throw UsageError(what + " must be a whole number from 1 to " +
-                     std::to_string(prim::kMaxLatchCount) + ", not '" + text + "'");
-  }
-  return v;
+  return parse_whole_flag(text, what, 1, prim::kMaxLatchCount);
 }
 
 // What every latch subcommand talks through, for latch `name`.
@@ -122,14 +116,12 @@ int run_await(const LatchFlags& f, const Settings& s) {
 
 int run_status(const LatchFlags& f, const Settings& s) {
   validate_name(f.name);
-  if (f.limit < 1 || f.limit > kMaxStatusLimit)
-    throw UsageError("--limit must be from 1 to " + std::to_string(kMaxStatusLimit) + ", not " +
-                     std::to_string(f.limit));
+  const long long limit = parse_whole_flag(f.limit, "--limit", 1, kMaxStatusLimit);
   // A cursor is what `next` printed: the server's SSCAN cursor, a whole number.
   if (!f.after.empty() && f.after.find_first_not_of("0123456789") != std::string::npos)
     throw UsageError("--after takes the \"next\" value a status printed, not '" + f.after + "'");
   Context c(s, f.name);
-  prim::LatchState st = c.latch.read(true, {f.after, f.limit});
+  prim::LatchState st = c.latch.read(true, {f.after, limit});
   c.console.result({{"name", f.name},
                     {"exists", st.exists},
                     {"count", st.exists ? Json(st.count) : Json(nullptr)},
@@ -168,11 +160,8 @@ Runner define_latch_command(CLI::App& app, std::vector<std::string>& /*command_a
       await->add_option("-w,--wait", f->wait, "wait up to DUR, inf: forever (default: don't wait)")
           ->type_name("DUR");
   await->add_flag("-n,--no-wait", f->no_wait, "check once (the default)")->excludes(wait);
-  await
-      ->add_option("-E,--conflict-exit-code", f->conflict_exit_code,
-                   "exit code when the count is not 0 in time (default 75)")
-      ->check(CLI::Range(0, 255))
-      ->type_name("N");
+  add_conflict_exit_code_flag(*await, f->conflict_exit_code,
+                              "exit code when the count is not 0 in time (default 75)");
 
   auto* status = app.add_subcommand("status", "Show a latch: count, ids counted (paged), expiry");
   add_name(*status, *f);

@@ -6,6 +6,7 @@
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/supervised.hpp"
+#include "cli/whole_flag.hpp"
 #include "prim/semaphore.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -23,8 +24,8 @@ constexpr long long kMaxStatusLimit = 10'000;
 
 struct PermitFlags {
   LockFlags lock;
-  long long permits = 0;
-  long long count = 1;
+  std::string permits;
+  std::string count = "1";
   bool resize = false;
 };
 
@@ -35,8 +36,8 @@ struct SemFlags {
   std::vector<std::string> ids;
   std::string lease = "30s";
   bool force = false;
-  long long limit = kDefaultStatusLimit;  // status
-  std::string after;                      // status: the "next" of the page before
+  std::string limit = std::to_string(kDefaultStatusLimit);  // status
+  std::string after;                                        // status: the "next" of the page before
 };
 
 // The subcommands of `sem`, by the name CLI11 parsed.
@@ -68,14 +69,12 @@ struct Take {
 
 Take resolve_take(const PermitFlags& f, const Settings& settings) {
   Take t{resolve_lock_request(f.lock, settings), {}};
-  if (f.permits < 1 || f.permits > kMaxCapacity)
-    throw UsageError("--permits must be from 1 to " + std::to_string(kMaxCapacity) + ", not " +
-                     std::to_string(f.permits));
-  if (f.count < 1 || f.count > std::min(f.permits, kMaxCount))
-    throw UsageError("--count must be from 1 to --permits " + std::to_string(f.permits) +
-                     " (at most " + std::to_string(kMaxCount) + "), not " +
-                     std::to_string(f.count));
-  t.permits = {t.lock.owner, f.permits, f.count, t.lock.lease, f.resize};
+  const long long permits = parse_whole_flag(f.permits, "--permits", 1, kMaxCapacity);
+  const long long count = parse_whole_flag(f.count, "--count", 1, kMaxCount);
+  if (count > permits)
+    throw UsageError("--count must be from 1 to --permits " + std::to_string(permits) +
+                     " (at most " + std::to_string(kMaxCount) + "), not " + std::to_string(count));
+  t.permits = {t.lock.owner, permits, count, t.lock.lease, f.resize};
   return t;
 }
 
@@ -230,11 +229,8 @@ int run_renew(const SemFlags& f, const Settings& settings) {
 // The page --after names: "<permit rank>:<waiter rank>" as `next` printed it (-1: that
 // list is done).
 prim::SemaphorePage status_page(const SemFlags& f) {
-  if (f.limit < 1 || f.limit > kMaxStatusLimit)
-    throw UsageError("--limit must be from 1 to " + std::to_string(kMaxStatusLimit) + ", not " +
-                     std::to_string(f.limit));
   prim::SemaphorePage page;
-  page.limit = f.limit;
+  page.limit = parse_whole_flag(f.limit, "--limit", 1, kMaxStatusLimit);
   if (f.after.empty()) return page;
   auto rank = [&](std::string_view text, long long& out) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);

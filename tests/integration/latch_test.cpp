@@ -232,6 +232,8 @@ TEST_CASE("latch: await -n and a --wait that runs out exit 75 (or -E)") {
   CHECK(r.status == 75);
   r = rlock(redis, {"latch", "await", "n", "-n", "-E", "3"});
   CHECK(r.status == 3);
+  r = rlock(redis, {"latch", "await", "n", "-n", "-E", "010"});  // decimal, not octal 8
+  CHECK(r.status == 10);
   r = rlock(redis, {"latch", "await", "n", "--wait", "300ms"});
   CHECK(r.status == 75);
   CHECK(r.elapsed >= 300ms);
@@ -317,6 +319,8 @@ TEST_CASE("latch: bad input is one stderr line with its code and changes nothing
       {{"latch", "status", "live", "--limit", "0"}, 64},
       {{"latch", "status", "live", "--limit", "99999999999999999999999"}, 64},
       {{"latch", "status", "live", "--after", "-1"}, 64},
+      {{"latch", "status", "live", "--limit", "0x10"}, 64},
+      {{"latch", "await", "live", "-n", "-E", "0x10"}, 64},
       {{"lock", "str", "--owner", "o"}, 65},
       {{"latch"}, 64},
       {{"latch", "frobnicate", "x"}, 64},

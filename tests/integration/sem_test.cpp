@@ -348,6 +348,8 @@ TEST_CASE("sem: bad input is one line on stderr, the documented code, and change
       {{"sem", "acquire", "H", "--permits", "3", "--resize"}, 65},
       {{"sem", "release", "H", "--permit", "p.1"}, 65},
       {{"sem", "acquire", "S", "--permits", "99999999999999999999999"}, 64},
+      {{"sem", "acquire", "S", "--permits", "0x3"}, 64},  // not hex, nor a sign
+      {{"sem", "acquire", "S", "--permits", "+3"}, 64},
       {{"sem", "acquire", "S", "--permits", "3", "--count", "99999999999999999999999"}, 64},
       {{"sem", "status", "S", "--limit", "99999999999999999999999"}, 64},
       {{"sem", "bogus", "S"}, 64},
