@@ -324,7 +324,9 @@ Runner define_sem_command(CLI::App& app, std::vector<std::string>& command) {
   app.footer(R"(A counting semaphore whose permits each have a lease on the Redis server's clock: a
 crashed holder's permits come back when their lease ends. The capacity (--permits) is
 stored at first use; another --permits is refused (exit 65) unless --resize (a shrink
-takes effect as permits are released). Waiters queue FIFO; a release hands the permits to
+takes effect as permits are released). A resize is administrative: requests already
+queued or granted keep their place and grant; one asking for more permits than a shrink
+left exits 65 saying so. Waiters queue FIFO; a release hands the permits to
 the head waiter, and a request for K permits at the head is served before later ones.
 
   acquire  prints {"name","owner","acquired":true,"permits":[ids],"capacity","lease_ms"};
