@@ -25,7 +25,7 @@ std::vector<QueueItem> items_of(const redis::ReplyView& r) {
   long long now = r.at(1).integer();
   for (size_t i = 2; i + kPushFields <= r.size(); i += kPushFields) {
     out.push_back({r.at(i).str(), r.at(i + 1).str(), r.at(i + 2).integer(), r.at(i + 3).integer(),
-                   r.at(i + 4).integer(), now});
+                   r.at(i + 4).integer(), now, "", false});
   }
   return out;
 }
@@ -221,11 +221,28 @@ std::vector<QueueItem> DelayQueue::take_dead(long long count) {
       run(redis::scripts::queue_dead_pop, {channel_, std::to_string(count)}, redis::Retry::kNever);
   std::vector<QueueItem> out;
   long long now = reply.at(0).integer();
-  for (size_t i = 1; i + 4 <= reply.size(); i += 4) {
+  for (size_t i = 1; i + 5 <= reply.size(); i += 5) {
     out.push_back({reply.at(i).str(), reply.at(i + 1).str(), reply.at(i + 2).integer(), 0,
-                   reply.at(i + 3).integer(), now});
+                   reply.at(i + 3).integer(), now, reply.at(i + 4).str(),
+                   reply.at(i + 1).is_nil()});
   }
   return out;
+}
+
+long long DelayQueue::put_back(const std::vector<QueueItem>& items, bool dead) {
+  std::vector<std::string> args = {channel_, dead ? "dead" : "scheduled"};
+  args.reserve(2 + 7 * items.size());
+  for (const auto& it : items) {
+    // A taken item's delivery did not happen; it became due `lateness_ms` before the take.
+    long long score = dead ? it.due_ms : it.now_ms - it.lateness_ms;
+    long long deliveries = dead ? it.deliveries : std::max(it.deliveries - 1, 0LL);
+    for (auto a : {it.id, std::string(it.no_payload ? "0" : "1"), it.payload, std::to_string(score),
+                   std::to_string(it.due_ms), std::to_string(deliveries), it.reason}) {
+      args.push_back(std::move(a));
+    }
+  }
+  // A retry finds the items already there and leaves them: nothing twice.
+  return run(redis::scripts::queue_put_back, args, redis::Retry::kIdempotent).at(0).integer();
 }
 
 }  // namespace rlock::prim
