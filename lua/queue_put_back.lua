@@ -1,6 +1,7 @@
 -- Puts back items that a pop took but could not print (stdout failed): scheduled items
 -- due as they were, ahead of the items pushed for the same millisecond; dead letters at
--- the front of the dead letters, in their order. An item whose id is in the queue again
+-- the end of the dead letters, in their order (LPUSH would put them in front, but it is a
+-- right the documented ACL does not give). An item whose id is in the queue again
 -- (pushed meanwhile, or this call retried) is left as it is.
 -- KEYS: see queue_common.lua.
 -- ARGV[1] queue channel, ARGV[2] 'scheduled' | 'dead', then per item: id, '1' | '0' (it
@@ -14,10 +15,7 @@ local FIELDS = 7
 local dead = ARGV[2] == 'dead'
 local first = earliest(KEYS[2])
 local put = 0
--- Dead letters go back last first, so that each lands in front of the one after it.
-local from, to, step = 3, #ARGV - FIELDS + 1, FIELDS
-if dead then from, to, step = to, 3, -FIELDS end
-for i = from, to, step do
+for i = 3, #ARGV - FIELDS + 1, FIELDS do
   local id, score = ARGV[i], tonumber(ARGV[i + 3])
   if redis.call('HEXISTS', KEYS[4], id) == 0 then
     if ARGV[i + 1] == '1' then redis.call('HSET', KEYS[3], id, ARGV[i + 2]) end
@@ -26,7 +24,7 @@ for i = from, to, step do
     if ARGV[i + 6] ~= '' then m.reason = ARGV[i + 6] end
     write_meta(id, m)
     if dead then
-      redis.call('LPUSH', KEYS[7], id)
+      redis.call('RPUSH', KEYS[7], id)
     else
       redis.call('ZADD', KEYS[2], score, member_of(id, m))
     end

@@ -400,7 +400,7 @@ refused because the item went to another consumer meanwhile: an item completes o
 (a retried acknowledgement whose reply was lost is told it went through).
 After --max-deliveries deliveries an item goes to the dead letters; --dead prints and
 removes them ({"queue","id","payload","due_ms","deliveries","read_ms","reason"}; a
-missing payload is null), put back at the front on a failed write (exit 74).
+missing payload is null), put back at the end on a failed write (exit 74).
 --forever serves one item at a time with CMD (streams lines without) until
 INT/TERM/HUP/QUIT, whenever it comes, then exits 0; with CMD a signal during a run is
 forwarded to CMD and the service ends once that item is settled (systemd signals the

@@ -134,16 +134,18 @@ TEST_CASE("delay-pop: a write to a full disk exits 74 and puts the items back, i
     CHECK(items[i].at("due_ms") == 1001 + i);
   }
 
-  // Dead letters go back to the front of the dead letters.
+  // Dead letters go back to the end of the dead letters.
   plant_dead(redis, "q", "d1", "p", 1);
   plant_dead(redis, "q", "d2", "p", 2);
   r = to_file(redis, {"delay-pop", "q", "--dead", "--count", "1"}, "/dev/full");
   CHECK(r.status == 74);
   CHECK(redis.cmd({"LRANGE", key_of("q", ":dead"), "0", "-1"}) ==
-        std::vector<std::string>{"d1", "d2"});
+        std::vector<std::string>{"d2", "d1"});
   items = lines_of(rlock(redis, {"delay-pop", "q", "--dead", "--count", "10"}).out);
   REQUIRE(items.size() == 2);
-  CHECK(items[0].at("id") == "d1");
+  CHECK(items[0].at("id") == "d2");
+  CHECK(items[1].at("id") == "d1");
+  CHECK(items[1].at("reason") == "delivered 0 times");
 }
 
 TEST_CASE("delay-pop: a reader gone with Redis down: exit 74 and the lost items counted") {
@@ -197,20 +199,23 @@ TEST_CASE("delay-pop: malformed metadata dead-letters the item with a reason; th
   CHECK(dead[0].at("due_ms") == 1001);
   CHECK(dead[0].at("reason") == "malformed metadata: 'garbage'");
   CHECK(redis.cmd({"KEYS", "*"}).empty());
+}
 
-  // With -- CMD: the malformed item is dead-lettered and the next due one runs.
+TEST_CASE("delay-pop -- CMD: a malformed item is dead-lettered with a reason, the next one runs") {
+  RedisServer redis;
   plant(redis, "q", "bad", "orphan?", 1, "1 2 x");
   plant(redis, "q", "good", "fine", 2);
-  r = rlock(redis, {"delay-pop", "q", "--", "cat"});
+  auto r = rlock(redis, {"delay-pop", "q", "--", "cat"});
   INFO("stderr: " << r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out == "fine");
+  CHECK(redis.cmd({"LRANGE", key_of("q", ":dead"), "0", "-1"}) == std::vector<std::string>{"bad"});
   // Alone, it is still dead-lettered: "no item was due" is then the truth.
   plant(redis, "q", "bad2", "x", 3, "");
   redis.cmd({"HDEL", key_of("q", ":meta"), "bad2"});
   r = rlock(redis, {"delay-pop", "q", "--", "cat"});
   CHECK(r.status == 75);
-  dead = lines_of(ok_out(rlock(redis, {"delay-pop", "q", "--dead", "--count", "10"})));
+  auto dead = lines_of(ok_out(rlock(redis, {"delay-pop", "q", "--dead", "--count", "10"})));
   REQUIRE(dead.size() == 2);
   CHECK(dead[0].at("id") == "bad");
   CHECK(dead[0].at("reason") == "malformed metadata: '1 2 x'");
