@@ -36,6 +36,9 @@ std::vector<QueueItem> items_of(const redis::ReplyView& r) {
 // to claim; the "holders' expiry" is the time until the earliest item is due (or a lease
 // runs out), capped at kQueueRecheck, and a push of an earlier item publishes a wake-up.
 class QueuePop : public Waitable {
+  // Calls in a row of one attempt while the script says an item is due now and takes none.
+  static constexpr int kAgainNow = 100;
+
  public:
   QueuePop(DelayQueue& q, long long count, bool lease, Millis visibility, long long max,
            std::string token, std::string consumer)
@@ -49,10 +52,14 @@ class QueuePop : public Waitable {
 
   Step attempt(Mode /*mode*/, Millis /*wait_left*/) override {
     sent_ = SteadyClock::now();
-    auto reply = q_.run(redis::scripts::queue_pop,
-                        {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_),
-                         millis_arg(visibility_), std::to_string(max_), token_, consumer_},
-                        redis::Retry::kNever);
+    auto reply = pop();
+    // Nothing taken yet something due now: the script stopped at its bound of malformed
+    // items buried, or of expired leases reclaimed (each call moves them on, so this
+    // ends). Ask again at once rather than tell a pop without --wait "nothing due".
+    for (int round = 0;
+         round < kAgainNow && reply.at(0).integer() == 0 && reply.at(2).integer() == 0; ++round) {
+      reply = pop();
+    }
     if (reply.at(0).integer() == 1) {
       items_ = items_of(reply);
       return {true, Millis(0), {}};
@@ -72,6 +79,13 @@ class QueuePop : public Waitable {
   Deadline sent() const { return sent_; }
 
  private:
+  redis::Reply pop() {
+    return q_.run(redis::scripts::queue_pop,
+                  {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_),
+                   millis_arg(visibility_), std::to_string(max_), token_, consumer_},
+                  redis::Retry::kNever);
+  }
+
   DelayQueue& q_;
   long long count_;
   bool lease_;

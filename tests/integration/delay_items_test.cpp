@@ -201,6 +201,42 @@ TEST_CASE("delay-pop: malformed metadata dead-letters the item with a reason; th
   CHECK(redis.cmd({"KEYS", "*"}).empty());
 }
 
+TEST_CASE("delay-pop: an expired lease or a missing payload dead-letters the item too") {
+  RedisServer redis;
+  // In flight, its lease long expired, its metadata overwritten meanwhile.
+  redis.cmd({"HSET", key_of("q", ""), "seq", "1"});
+  redis.cmd({"ZADD", key_of("q", ":inflight"), "5000", "leased"});
+  redis.cmd({"HSET", key_of("q", ":leases"), "leased", "tok consumer"});
+  redis.cmd({"HSET", key_of("q", ":items"), "leased", "was in flight"});
+  redis.cmd({"HSET", key_of("q", ":meta"), "leased", "7"});
+  plant(redis, "q", "empty", "gone", 2);
+  redis.cmd({"HDEL", key_of("q", ":items"), "empty"});
+  auto r = rlock(redis, {"delay-pop", "q", "--count", "10"});
+  CHECK(r.status == 75);
+  auto dead = lines_of(ok_out(rlock(redis, {"delay-pop", "q", "--dead", "--count", "10"})));
+  REQUIRE(dead.size() == 2);
+  CHECK(dead[0].at("id") == "leased");
+  CHECK(dead[0].at("payload") == "was in flight");
+  CHECK(dead[0].at("due_ms") == 5000);
+  CHECK(dead[0].at("reason") == "malformed metadata: '7'");
+  CHECK(dead[1].at("id") == "empty");
+  CHECK(dead[1].at("payload").is_null());
+  CHECK_FALSE(dead[1].contains("payload_base64"));
+  CHECK(dead[1].at("due_ms") == 1002);
+  CHECK(dead[1].at("reason") == "no payload");
+  CHECK(redis.cmd({"KEYS", "*"}).empty());
+}
+
+TEST_CASE("delay-pop: behind more malformed items than one script buries, the next is taken") {
+  RedisServer redis;
+  for (int i = 1; i <= 250; ++i) plant(redis, "q", cat("bad", i), "x", i, "junk");
+  plant(redis, "q", "good", "fine", 300);
+  auto items = lines_of(ok_out(rlock(redis, {"delay-pop", "q"})));
+  REQUIRE(items.size() == 1);
+  CHECK(items[0].at("id") == "good");
+  CHECK(redis.cmd_int({"LLEN", key_of("q", ":dead")}) == 250);
+}
+
 TEST_CASE("delay-pop -- CMD: a malformed item is dead-lettered with a reason, the next one runs") {
   RedisServer redis;
   plant(redis, "q", "bad", "orphan?", 1, "1 2 x");
