@@ -1,3 +1,5 @@
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -92,6 +94,11 @@ size_t write_stdout(const std::string& text, int* error) {
   while (done < text.size()) {
     ssize_t n = write(STDOUT_FILENO, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // A non-blocking stdout (set by whoever shares it) that is full: wait until it drains.
+      pollfd p{STDOUT_FILENO, POLLOUT, 0};
+      if (poll(&p, 1, -1) >= 0 || errno == EINTR) continue;
+    }
     if (n <= 0) {
       *error = n < 0 ? errno : EIO;
       break;
@@ -105,6 +112,14 @@ size_t write_stdout(const std::string& text, int* error) {
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return done;
+}
+
+// With fd 1 closed, the next descriptor opened (the Redis connection, a signalfd) would
+// become "stdout" and the items would be written into it: refuse before taking any.
+void require_stdout(const std::string& queue) {
+  if (fcntl(STDOUT_FILENO, F_GETFD) < 0 && errno == EBADF)
+    throw Error(kExitIoError,
+                "standard output is closed; nothing was taken from queue '" + queue + "'");
 }
 
 std::string items_text(long long n) { return std::to_string(n) + (n == 1 ? " item" : " items"); }
@@ -129,12 +144,12 @@ void print_items(prim::DelayQueue& q, const std::vector<prim::QueueItem>& items,
   std::string what = "writing to stdout: " + std::string(std::strerror(error)) + "; ";
   try {
     long long back = q.put_back(rest, dead);
+    std::string where = (dead ? "the dead letters of queue '" : "queue '") + q.name() + "'";
     if (back == n) {
-      what +=
-          "the " + items_text(n) + " taken but not printed went back to queue '" + q.name() + "'";
+      what += "the " + items_text(n) + " taken but not printed went back to " + where;
     } else {
       what += "of the " + items_text(n) + " taken but not printed, " + std::to_string(back) +
-              " went back to queue '" + q.name() + "' and " + std::to_string(n - back) +
+              " went back to " + where + " and " + std::to_string(n - back) +
               (n - back == 1 ? " is" : " are") + " lost (pushed again meanwhile under the same id)";
     }
   } catch (const Error& e) {
@@ -388,7 +403,8 @@ take and the print, or a reply lost to a dropped connection or --timeout, loses 
 A failed write to stdout (full disk, closed pipe) exits 74, --forever too: the items
 whose lines were not written whole are put back, due as before (a line cut short is
 not a delivery); an item whose id was pushed again meanwhile, or all of them when
-Redis cannot take them back, are lost, and the error line says how many.
+Redis cannot take them back, are lost, and the error line says how many. A closed
+stdout exits 74 before anything is taken.
 With -- CMD (no shell) the item is leased to this consumer
 for --visibility, renewed while CMD runs (as exec renews a lock); CMD gets the payload on
 stdin and RLOCK_QUEUE, RLOCK_ITEM_ID, RLOCK_DELIVERIES (1 on the first delivery),
@@ -413,6 +429,7 @@ Examples:
   rlock delay-pop jobs --dead --count 100)");
   return {[f, &command](const Settings& settings) {
     PopRequest r = resolve(*f, !command.empty());
+    if (command.empty()) require_stdout(f->queue);
     if (f->dead) return run_dead(*f, r, settings);
     if (command.empty()) return run_take(*f, r, settings);
     return run_command(*f, r, command, settings);

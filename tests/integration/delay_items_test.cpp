@@ -68,22 +68,22 @@ long long items_left(const RedisServer& redis, const std::string& queue) {
   return redis.cmd_int({"HLEN", key_of(queue, ":meta")});
 }
 
-// `rlock --url URL args... > out` through sh (the harness gives children pipes).
-std::vector<std::string> to_file_argv(const std::vector<std::string>& args, const std::string& out,
-                                      Env& env) {
+// `rlock --url URL args... REDIRECT` through sh (the harness gives children pipes).
+std::vector<std::string> to_file_argv(const std::vector<std::string>& args,
+                                      const std::string& redirect, Env& env) {
   std::string cmd = "exec \"$RL\" --url \"$URL\"";
   for (size_t i = 0; i < args.size(); ++i) {
     cmd.append(" \"$A").append(std::to_string(i)).append("\"");
     env.emplace_back(cat("A", i), args[i]);
   }
-  cmd.append(" > ").append(out);
+  cmd.append(" ").append(redirect);
   return {"sh", "-c", cmd};
 }
 
 RunResult to_file(const RedisServer& redis, const std::vector<std::string>& args,
-                  const std::string& out) {
+                  const std::string& redirect) {
   Env env{{"RL", rlock_binary()}, {"URL", redis.url()}};
-  auto argv = to_file_argv(args, out, env);
+  auto argv = to_file_argv(args, redirect, env);
   return run(argv, env);
 }
 
@@ -121,7 +121,7 @@ TEST_CASE("delay-pop: an id that is not UTF-8 prints as id_base64, the batch who
 TEST_CASE("delay-pop: a write to a full disk exits 74 and puts the items back, in order") {
   RedisServer redis;
   for (int i = 1; i <= 3; ++i) plant(redis, "q", cat("i", i), "p", i);
-  auto r = to_file(redis, {"delay-pop", "q", "--count", "10"}, "/dev/full");
+  auto r = to_file(redis, {"delay-pop", "q", "--count", "10"}, "> /dev/full");
   CHECK(r.status == 74);
   CHECK(line_count(r.err) == 1);
   CHECK(r.err.find("3 items") != std::string::npos);
@@ -137,7 +137,7 @@ TEST_CASE("delay-pop: a write to a full disk exits 74 and puts the items back, i
   // Dead letters go back to the end of the dead letters.
   plant_dead(redis, "q", "d1", "p", 1);
   plant_dead(redis, "q", "d2", "p", 2);
-  r = to_file(redis, {"delay-pop", "q", "--dead", "--count", "1"}, "/dev/full");
+  r = to_file(redis, {"delay-pop", "q", "--dead", "--count", "1"}, "> /dev/full");
   CHECK(r.status == 74);
   CHECK(redis.cmd({"LRANGE", key_of("q", ":dead"), "0", "-1"}) ==
         std::vector<std::string>{"d2", "d1"});
@@ -155,7 +155,7 @@ TEST_CASE("delay-pop: a reader gone with Redis down: exit 74 and the lost items 
   TempDir dir;
   REQUIRE(mkfifo((dir / "out").c_str(), 0600) == 0);
   Env env{{"RL", rlock_binary()}, {"URL", redis.url()}};
-  auto argv = to_file_argv({"delay-pop", "q", "--count", "10"}, dir / "out", env);
+  auto argv = to_file_argv({"delay-pop", "q", "--count", "10"}, cat("> ", dir / "out"), env);
   Spawned c(argv, env);
   Fd reader(open((dir / "out").c_str(), O_RDONLY | O_NONBLOCK));
   REQUIRE(reader);
@@ -171,11 +171,26 @@ TEST_CASE("delay-pop: a reader gone with Redis down: exit 74 and the lost items 
         std::string::npos);
 }
 
+TEST_CASE("delay-pop: a closed stdout takes nothing (the next descriptor would be written)") {
+  RedisServer redis;
+  plant_dead(redis, "q", "d1", "p", 1);
+  plant(redis, "q", "i2", "p", 2);
+  for (const auto& form : {std::vector<std::string>{"delay-pop", "q", "--dead"},
+                           std::vector<std::string>{"delay-pop", "q"},
+                           std::vector<std::string>{"delay-pop", "q", "--forever"}}) {
+    auto r = to_file(redis, form, ">&-");
+    CHECK(r.status == 74);
+    CHECK(r.err == "rlock: standard output is closed; nothing was taken from queue 'q'\n");
+  }
+  CHECK(redis.cmd({"LRANGE", key_of("q", ":dead"), "0", "-1"}) == std::vector<std::string>{"d1"});
+  CHECK(items_left(redis, "q") == 2);
+}
+
 TEST_CASE("delay-pop: --forever stops at the first failed write, the items kept") {
   RedisServer redis;
   for (int i = 1; i <= 5; ++i) plant(redis, "q", cat("i", i), "p", i);
   Env env{{"RL", rlock_binary()}, {"URL", redis.url()}};
-  auto argv = to_file_argv({"delay-pop", "q", "--forever"}, "/dev/full", env);
+  auto argv = to_file_argv({"delay-pop", "q", "--forever"}, "> /dev/full", env);
   Spawned c(argv, env);
   CHECK(c.wait(deadline(10s)).value_or(kStillRunning) == 74);
   CHECK(items_left(redis, "q") == 5);
