@@ -1,8 +1,9 @@
 -- Puts back items that a pop took but could not print (stdout failed): scheduled items
 -- due as they were, ahead of the items pushed for the same millisecond; dead letters at
 -- the end of the dead letters, in their order (LPUSH would put them in front, but it is a
--- right the documented ACL does not give). An item whose id is in the queue again
--- (pushed meanwhile, or this call retried) is left as it is.
+-- right the documented ACL does not give). An item whose id is in the queue again (pushed
+-- meanwhile) is left as it is. Not retried after a lost reply: a consumer could take an
+-- item put back in between, and the retry would deliver it twice.
 -- KEYS: see queue_common.lua.
 -- ARGV[1] queue channel, ARGV[2] 'scheduled' | 'dead', then per item: id, '1' | '0' (it
 -- has a payload), payload, schedule score (server ms), due ms, deliveries, reason ('': none).

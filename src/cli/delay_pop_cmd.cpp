@@ -153,8 +153,11 @@ void print_items(prim::DelayQueue& q, const std::vector<prim::QueueItem>& items,
               (n - back == 1 ? " is" : " are") + " lost (pushed again meanwhile under the same id)";
     }
   } catch (const Error& e) {
+    // Unavailable: the request may have reached Redis before its reply was lost.
     what += "the " + items_text(n) + " taken but not printed " + (n == 1 ? "is" : "are") +
-            " lost: putting back failed: " + e.what();
+            (e.exit_code() == kExitUnavailable ? " lost unless the put-back reached Redis: "
+                                               : " lost: putting back failed: ") +
+            e.what();
   }
   throw Error(kExitIoError, what);
 }

@@ -255,8 +255,8 @@ long long DelayQueue::put_back(const std::vector<QueueItem>& items, bool dead) {
       args.push_back(std::move(a));
     }
   }
-  // A retry finds the items already there and leaves them: nothing twice.
-  return run(redis::scripts::queue_put_back, args, redis::Retry::kIdempotent).at(0).integer();
+  // Never resent (queue_put_back.lua): an item delivered twice breaks at-most-once.
+  return run(redis::scripts::queue_put_back, args, redis::Retry::kNever).at(0).integer();
 }
 
 }  // namespace rlock::prim
