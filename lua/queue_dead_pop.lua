@@ -1,7 +1,8 @@
 -- Takes items off the dead-letter list, oldest first, and forgets them.
 -- KEYS: see queue_common.lua.
 -- ARGV[1] queue channel, ARGV[2] most items to take.
--- Reply: {now_ms, id, payload, due_ms, deliveries, ...};
+-- Reply: {now_ms, id, payload (nil when missing), due_ms, deliveries, reason, ...}: the
+--        reason a script stored, else the deliveries that made it a dead letter;
 --        error "BADTYPE <type> <key>" and no change otherwise.
 -- @include common.lua
 -- @include queue_common.lua
@@ -11,9 +12,18 @@ local out = {server_time().ms}
 for _ = 1, tonumber(ARGV[2]) do
   local id = redis.call('LPOP', KEYS[7])
   if not id then break end
-  local m = read_meta(id) or {due = 0, deliveries = 0}
-  local payload = redis.call('HGET', KEYS[3], id) or ''
-  for _, v in ipairs({id, payload, m.due, m.deliveries}) do out[#out + 1] = v end
+  local m, problem = read_meta(id)
+  local reason = problem
+  if m then
+    reason = m.reason or string.format('delivered %d times', m.deliveries)
+    if not m.reason and m.max > 0 then
+      reason = string.format('%s (--max-deliveries %d)', reason, m.max)
+    end
+  else
+    m = {due = 0, deliveries = 0}
+  end
+  local payload = redis.call('HGET', KEYS[3], id)
+  for _, v in ipairs({id, payload, m.due, m.deliveries, reason}) do out[#out + 1] = v end
   drop_item(id, nil)
 end
 return out

@@ -2,7 +2,8 @@
 -- items of expired leases due again: promotion and claim in one script, so that no crash
 -- of anybody loses an item. 'take' removes the items (at-most-once); 'lease' moves one to
 -- the in-flight set under a lease of its own (token), counting the delivery. An item that
--- has had --max-deliveries deliveries goes to the dead letters instead of out.
+-- has had --max-deliveries deliveries goes to the dead letters instead of out, and so
+-- does one that cannot be delivered (malformed metadata, no payload), with the reason.
 -- KEYS: see queue_common.lua.
 -- ARGV[1] queue channel, ARGV[2] 'take' | 'lease', ARGV[3] most items to take,
 -- ARGV[4] visibility (lease) ms, ARGV[5] max deliveries (0 = none), ARGV[6] lease token,
@@ -20,21 +21,35 @@ local lease = ARGV[2] == 'lease'
 local want = tonumber(ARGV[3])
 local max = tonumber(ARGV[5])
 local out = {1, now}
-while #out == 2 do
+-- Buried items are bounded per call like reclaim's: with more, the reply says an item is
+-- due now and the consumer calls again.
+local buried = 0
+while #out == 2 and buried < RECLAIM_BATCH do
   local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'WITHSCORES', 'LIMIT', 0, want)
   if #due == 0 then break end
   for i = 1, #due, 2 do
     local member, became_due = due[i], tonumber(due[i + 1])
     local id = id_of(member)
-    local m = id and read_meta(id)
-    if not m then
-      redis.call('ZREM', KEYS[2], member)  -- no metadata: nothing to deliver
+    local m, problem, payload
+    if id then
+      m, problem = read_meta(id)
+    else
+      id, problem = member, 'scheduled without a sequence number'
+    end
+    if m then
+      payload = redis.call('HGET', KEYS[3], id)
+      if not payload then problem = 'no payload' end
+    end
+    if problem then
+      bury(id, member, m, became_due, problem)
+      buried = buried + 1
     elseif lease and max > 0 and m.deliveries >= max then
       redis.call('ZREM', KEYS[2], member)
+      m.max = max  -- what --dead reports as the reason
+      write_meta(id, m)
       redis.call('RPUSH', KEYS[7], id)
     else
       m.deliveries = m.deliveries + 1
-      local payload = redis.call('HGET', KEYS[3], id) or ''
       if lease then
         redis.call('ZREM', KEYS[2], member)
         redis.call('ZADD', KEYS[5], now + tonumber(ARGV[4]), id)

@@ -5,7 +5,9 @@
 --   KEYS[2] scheduled (zset "<seq>:<id>" -> due, server ms); <seq> is zero-padded to 16
 --           digits, so items due in the same millisecond come out in push order
 --   KEYS[3] payloads (hash id -> bytes, stored as given)
---   KEYS[4] metadata (hash id -> "<seq> <due ms> <deliveries> <max deliveries, 0 = none>")
+--   KEYS[4] metadata (hash id -> "<seq> <due ms> <deliveries> <max deliveries, 0 = none>",
+--           then " <reason>" for a dead letter that a script put there for another reason
+--           than its deliveries, such as a malformed item)
 --   KEYS[5] in flight (zset id -> lease expiry, server ms)
 --   KEYS[6] leases (hash id -> "<token> <consumer>")
 --   KEYS[7] dead letters (list of ids, oldest first; payload and metadata stay)
@@ -36,19 +38,42 @@ local function check_queue_keys(channel)
   return first_bad_type({'hash', 'zset', 'hash', 'hash', 'zset', 'hash', 'list', 'zset'})
 end
 
--- The metadata of item `id` as a table, or nil when the item is unknown or its metadata
--- is not well-formed.
+-- How many bytes of a malformed value a dead letter's reason quotes.
+local REASON_QUOTE = 64
+-- The sequence of an item put back or buried by a script: before any push's, so that it
+-- comes first among the items due in the same millisecond (it was taken first).
+local NO_SEQ = '0000000000000000'
+
+-- `s` quoted for a reason: printable ASCII (other bytes as \xNN), at most REASON_QUOTE
+-- bytes of it, so that the reason is always valid text whatever another program wrote.
+local function quoted(s)
+  local cut = string.gsub(string.sub(s, 1, REASON_QUOTE), '[^ -~]',
+    function(c) return string.format('\\x%02x', string.byte(c)) end)
+  if #s > REASON_QUOTE then cut = cut .. '...' end
+  return "'" .. cut .. "'"
+end
+
+-- The metadata of item `id` as a table; else nil and what is wrong with it (the item is
+-- unknown, or its metadata is not well-formed: numbers longer than 15 digits would not
+-- survive Lua's doubles).
 local function read_meta(id)
-  local m = redis.call('HGET', KEYS[4], id)
-  if not m then return nil end
-  local seq, due, n, max = string.match(m, '^(%d+) (%d+) (%d+) (%d+)$')
-  if not seq then return nil end
-  return {seq = seq, due = tonumber(due), deliveries = tonumber(n), max = tonumber(max)}
+  local raw = redis.call('HGET', KEYS[4], id)
+  if not raw then return nil, 'no metadata' end
+  local seq, due, n, max, rest = string.match(raw, '^(%d+) (%d+) (%d+) (%d+)(.*)$')
+  if not seq or #due > 15 or #n > 15 or #max > 15
+      or (rest ~= '' and string.sub(rest, 1, 1) ~= ' ') then
+    return nil, 'malformed metadata: ' .. quoted(raw)
+  end
+  local reason = nil
+  if rest ~= '' then reason = string.sub(rest, 2) end
+  return {seq = seq, due = tonumber(due), deliveries = tonumber(n), max = tonumber(max),
+    reason = reason}
 end
 
 local function write_meta(id, m)
-  redis.call('HSET', KEYS[4], id,
-    string.format('%s %.0f %d %d', m.seq, m.due, m.deliveries, m.max))
+  local text = string.format('%s %.0f %d %d', m.seq, m.due, m.deliveries, m.max)
+  if m.reason then text = text .. ' ' .. m.reason end
+  redis.call('HSET', KEYS[4], id, text)
 end
 
 local function member_of(id, m) return m.seq .. ':' .. id end
@@ -92,6 +117,21 @@ local function reschedule(id, m, due, channel)
   if not first or due < first then redis.call('PUBLISH', channel, 'due') end
 end
 
+-- Moves item `id` (scheduled as `member`, or in flight) to the dead letters with `reason`:
+-- an item a script cannot deliver (written by another program, or damaged) is kept for
+-- a person to look at, never dropped nor delivered. `m`: its metadata when well-formed,
+-- else `due` stands for its due time.
+local function bury(id, member, m, due, reason)
+  if member then redis.call('ZREM', KEYS[2], member) end
+  redis.call('ZREM', KEYS[5], id)
+  redis.call('HDEL', KEYS[6], id)
+  m = m or {seq = NO_SEQ, due = due, deliveries = 0, max = 0}
+  m.reason = reason
+  write_meta(id, m)
+  redis.call('RPUSH', KEYS[7], id)
+  redis.call('HINCRBY', KEYS[1], 'seq', 0)  -- the main hash is there while an item is
+end
+
 -- Items whose lease ran out (their consumer crashed, stalled or was cut off) are due
 -- again from their lease expiry on. Every script that looks at leases starts with it.
 local function reclaim(now_ms, channel)
@@ -99,12 +139,11 @@ local function reclaim(now_ms, channel)
     RECLAIM_BATCH)
   for i = 1, #expired, 2 do
     local id = expired[i]
-    local m = read_meta(id)
+    local m, problem = read_meta(id)
     if m then
       reschedule(id, m, tonumber(expired[i + 1]), channel)
     else
-      redis.call('ZREM', KEYS[5], id)
-      redis.call('HDEL', KEYS[6], id)
+      bury(id, nil, nil, tonumber(expired[i + 1]), problem)
     end
   end
 end

@@ -1,3 +1,5 @@
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -47,31 +49,117 @@ struct PopRequest {
   long long max_deliveries = 0;  // 0: no limit
 };
 
-// One item as one JSON line. The payload is printed as a JSON string when it is valid
-// UTF-8; otherwise "payload" is null and "payload_base64" holds the bytes, so that no
-// byte is ever lost or replaced.
-std::string item_line(const std::string& queue, const prim::QueueItem& it, bool dead) {
-  Json j = {{"queue", queue}, {"id", it.id}};
-  if (invalid_utf8_at(it.payload) == std::string::npos) {
-    j["payload"] = it.payload;
+// `bytes` as field `key` of `j`: a JSON string when valid UTF-8; otherwise null, and
+// `key`_base64 holds the bytes, so that no byte is ever lost or replaced (ids and payloads
+// may come from other programs).
+void put_bytes(Json& j, const std::string& key, const std::string& bytes) {
+  if (invalid_utf8_at(bytes) == std::string::npos) {
+    j[key] = bytes;
   } else {
+    j[key] = nullptr;
+    j[key + "_base64"] = base64(bytes);
+  }
+}
+
+// One item as one JSON line.
+std::string item_line(const std::string& queue, const prim::QueueItem& it, bool dead) {
+  Json j = {{"queue", queue}};
+  put_bytes(j, "id", it.id);
+  if (it.no_payload) {
     j["payload"] = nullptr;
-    j["payload_base64"] = base64(it.payload);
+  } else {
+    put_bytes(j, "payload", it.payload);
   }
   j["due_ms"] = it.due_ms;
   if (!dead) j["lateness_ms"] = it.lateness_ms;
   j["deliveries"] = it.deliveries;
   j[dead ? "read_ms" : "delivered_ms"] = it.now_ms;
-  return j.dump() + "\n";
+  if (dead) j["reason"] = it.reason;
+  // Only a reason can still hold foreign bytes (another program's metadata): it is text
+  // for a person, and replacing them beats throwing with the items taken.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-// Items are data taken off the queue: printed whatever -q says, and flushed at once so
-// that a pipe reader sees each as it comes.
-void print_items(const std::string& queue, const std::vector<prim::QueueItem>& items, bool dead) {
+// Writes `text` to fd 1 with write(2), so that every failure is seen (stdio keeps some in
+// its buffer and reports none). SIGPIPE is held back meanwhile: a reader that went away is
+// a failed write (EPIPE) like a full disk, not a death with the items unprinted. Returns
+// the bytes written; `*error` is the errno of the failure, 0 when everything went out.
+size_t write_stdout(const std::string& text, int* error) {
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  size_t done = 0;
+  *error = 0;
+  while (done < text.size()) {
+    ssize_t n = write(STDOUT_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // A non-blocking stdout (set by whoever shares it) that is full: wait until it drains.
+      pollfd p{STDOUT_FILENO, POLLOUT, 0};
+      if (poll(&p, 1, -1) >= 0 || errno == EINTR) continue;
+    }
+    if (n <= 0) {
+      *error = n < 0 ? errno : EIO;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (*error == EPIPE && !sigismember(&old, SIGPIPE)) {
+    // This write's SIGPIPE is pending: take it, so that restoring the mask does not deliver it.
+    timespec now{0, 0};
+    sigtimedwait(&pipe_only, nullptr, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return done;
+}
+
+// With fd 1 closed, the next descriptor opened (the Redis connection, a signalfd) would
+// become "stdout" and the items would be written into it: refuse before taking any.
+void require_stdout(const std::string& queue) {
+  if (fcntl(STDOUT_FILENO, F_GETFD) < 0 && errno == EBADF)
+    throw Error(kExitIoError,
+                "standard output is closed; nothing was taken from queue '" + queue + "'");
+}
+
+std::string items_text(long long n) { return std::to_string(n) + (n == 1 ? " item" : " items"); }
+
+// Items are data taken off the queue: printed whatever -q says, each line as it comes for
+// a pipe reader. A failed write puts back the items whose lines did not go out whole
+// (a line cut short is not a delivery) and throws exit 74 saying what became of them.
+void print_items(prim::DelayQueue& q, const std::vector<prim::QueueItem>& items, bool dead) {
   std::string text;
-  for (const auto& it : items) text += item_line(queue, it, dead);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  std::vector<size_t> ends;  // where each item's line ends in `text`
+  for (const auto& it : items) {
+    text += item_line(q.name(), it, dead);
+    ends.push_back(text.size());
+  }
+  int error = 0;
+  size_t written = write_stdout(text, &error);
+  if (error == 0) return;
+  size_t printed = 0;
+  while (printed < ends.size() && ends[printed] <= written) ++printed;
+  std::vector<prim::QueueItem> rest(items.begin() + static_cast<long>(printed), items.end());
+  auto n = static_cast<long long>(rest.size());
+  std::string what = "writing to stdout: " + std::string(std::strerror(error)) + "; ";
+  try {
+    long long back = q.put_back(rest, dead);
+    std::string where = (dead ? "the dead letters of queue '" : "queue '") + q.name() + "'";
+    if (back == n) {
+      what += "the " + items_text(n) + " taken but not printed went back to " + where;
+    } else {
+      what += "of the " + items_text(n) + " taken but not printed, " + std::to_string(back) +
+              " went back to " + where + " and " + std::to_string(n - back) +
+              (n - back == 1 ? " is" : " are") + " lost (pushed again meanwhile under the same id)";
+    }
+  } catch (const Error& e) {
+    // Unavailable: the request may have reached Redis before its reply was lost.
+    what += "the " + items_text(n) + " taken but not printed " + (n == 1 ? "is" : "are") +
+            (e.exit_code() == kExitUnavailable ? " lost unless the put-back reached Redis: "
+                                               : " lost: putting back failed: ") +
+            e.what();
+  }
+  throw Error(kExitIoError, what);
 }
 
 PopRequest resolve(const PopFlags& f, bool with_command) {
@@ -157,7 +245,7 @@ int run_take(const PopFlags& f, const PopRequest& r, const Settings& settings) {
       console.notice(nothing_due(f.queue, r.wait));
       return f.conflict_exit_code;
     }
-    print_items(f.queue, items, false);
+    print_items(q, items, false);
     if (f.forever && hooks.should_stop()) return 0;
   } while (f.forever);
   return 0;
@@ -274,7 +362,7 @@ int run_dead(const PopFlags& f, const PopRequest& r, const Settings& settings) {
     console.notice("queue '" + f.queue + "' has no dead letters");
     return f.conflict_exit_code;
   }
-  print_items(f.queue, items, true);
+  print_items(q, items, true);
   return 0;
 }
 
@@ -308,11 +396,19 @@ earliest due time, or until a push of an earlier item wakes them (pub/sub); a lo
 delays an item by at most 5s. Items due in the same millisecond come out in push order.
 Each item prints as one JSON line {"queue","id","payload","due_ms","lateness_ms",
 "deliveries","delivered_ms"} (times in server Unix ms; lateness_ms: how long it had been
-due). A payload that is not valid UTF-8 prints as "payload":null plus "payload_base64".
-Items print even with -q. Nothing due within --wait: exit 75 (or -E).
+due). An id or payload that is not valid UTF-8 (written by another program) prints as
+null plus "id_base64" / "payload_base64". Items print even with -q. Nothing due within
+--wait: exit 75 (or -E). An item that cannot be delivered (malformed metadata, no
+payload) goes to the dead letters with a reason, and the pop goes on with the next.
 
 Without CMD an item is removed as it is taken: at-most-once (a crash between the
-take and the print, or a reply lost to a dropped connection or --timeout, loses it). With -- CMD (no shell) the item is leased to this consumer
+take and the print, or a reply lost to a dropped connection or --timeout, loses it).
+A failed write to stdout (full disk, closed pipe) exits 74, --forever too: the items
+whose lines were not written whole are put back, due as before (a line cut short is
+not a delivery); an item whose id was pushed again meanwhile, or all of them when
+Redis cannot take them back, are lost, and the error line says how many. A closed
+stdout exits 74 before anything is taken.
+With -- CMD (no shell) the item is leased to this consumer
 for --visibility, renewed while CMD runs (as exec renews a lock); CMD gets the payload on
 stdin and RLOCK_QUEUE, RLOCK_ITEM_ID, RLOCK_DELIVERIES (1 on the first delivery),
 RLOCK_DUE_MS and RLOCK_LEASE_MS. Exit 0 of CMD acknowledges (deletes) the item; any other
@@ -322,7 +418,8 @@ the lease was lost (CMD is stopped as exec stops a job) or the acknowledgement w
 refused because the item went to another consumer meanwhile: an item completes once
 (a retried acknowledgement whose reply was lost is told it went through).
 After --max-deliveries deliveries an item goes to the dead letters; --dead prints and
-removes them ({"queue","id","payload","due_ms","deliveries","read_ms"}).
+removes them ({"queue","id","payload","due_ms","deliveries","read_ms","reason"}; a
+missing payload is null), put back at the end on a failed write (exit 74).
 --forever serves one item at a time with CMD (streams lines without) until
 INT/TERM/HUP/QUIT, whenever it comes, then exits 0; with CMD a signal during a run is
 forwarded to CMD and the service ends once that item is settled (systemd signals the
@@ -335,6 +432,7 @@ Examples:
   rlock delay-pop jobs --dead --count 100)");
   return {[f, &command](const Settings& settings) {
     PopRequest r = resolve(*f, !command.empty());
+    if (command.empty()) require_stdout(f->queue);
     if (f->dead) return run_dead(*f, r, settings);
     if (command.empty()) return run_take(*f, r, settings);
     return run_command(*f, r, command, settings);

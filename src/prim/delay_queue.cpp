@@ -25,7 +25,7 @@ std::vector<QueueItem> items_of(const redis::ReplyView& r) {
   long long now = r.at(1).integer();
   for (size_t i = 2; i + kPushFields <= r.size(); i += kPushFields) {
     out.push_back({r.at(i).str(), r.at(i + 1).str(), r.at(i + 2).integer(), r.at(i + 3).integer(),
-                   r.at(i + 4).integer(), now});
+                   r.at(i + 4).integer(), now, "", false});
   }
   return out;
 }
@@ -36,6 +36,9 @@ std::vector<QueueItem> items_of(const redis::ReplyView& r) {
 // to claim; the "holders' expiry" is the time until the earliest item is due (or a lease
 // runs out), capped at kQueueRecheck, and a push of an earlier item publishes a wake-up.
 class QueuePop : public Waitable {
+  // Calls in a row of one attempt while the script says an item is due now and takes none.
+  static constexpr int kAgainNow = 100;
+
  public:
   QueuePop(DelayQueue& q, long long count, bool lease, Millis visibility, long long max,
            std::string token, std::string consumer)
@@ -49,10 +52,14 @@ class QueuePop : public Waitable {
 
   Step attempt(Mode /*mode*/, Millis /*wait_left*/) override {
     sent_ = SteadyClock::now();
-    auto reply = q_.run(redis::scripts::queue_pop,
-                        {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_),
-                         millis_arg(visibility_), std::to_string(max_), token_, consumer_},
-                        redis::Retry::kNever);
+    auto reply = pop();
+    // Nothing taken yet something due now: the script stopped at its bound of malformed
+    // items buried, or of expired leases reclaimed (each call moves them on, so this
+    // ends). Ask again at once rather than tell a pop without --wait "nothing due".
+    for (int round = 0;
+         round < kAgainNow && reply.at(0).integer() == 0 && reply.at(2).integer() == 0; ++round) {
+      reply = pop();
+    }
     if (reply.at(0).integer() == 1) {
       items_ = items_of(reply);
       return {true, Millis(0), {}};
@@ -72,6 +79,13 @@ class QueuePop : public Waitable {
   Deadline sent() const { return sent_; }
 
  private:
+  redis::Reply pop() {
+    return q_.run(redis::scripts::queue_pop,
+                  {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_),
+                   millis_arg(visibility_), std::to_string(max_), token_, consumer_},
+                  redis::Retry::kNever);
+  }
+
   DelayQueue& q_;
   long long count_;
   bool lease_;
@@ -221,11 +235,28 @@ std::vector<QueueItem> DelayQueue::take_dead(long long count) {
       run(redis::scripts::queue_dead_pop, {channel_, std::to_string(count)}, redis::Retry::kNever);
   std::vector<QueueItem> out;
   long long now = reply.at(0).integer();
-  for (size_t i = 1; i + 4 <= reply.size(); i += 4) {
+  for (size_t i = 1; i + 5 <= reply.size(); i += 5) {
     out.push_back({reply.at(i).str(), reply.at(i + 1).str(), reply.at(i + 2).integer(), 0,
-                   reply.at(i + 3).integer(), now});
+                   reply.at(i + 3).integer(), now, reply.at(i + 4).str(),
+                   reply.at(i + 1).is_nil()});
   }
   return out;
+}
+
+long long DelayQueue::put_back(const std::vector<QueueItem>& items, bool dead) {
+  std::vector<std::string> args = {channel_, dead ? "dead" : "scheduled"};
+  args.reserve(2 + 7 * items.size());
+  for (const auto& it : items) {
+    // A taken item's delivery did not happen; it became due `lateness_ms` before the take.
+    long long score = dead ? it.due_ms : it.now_ms - it.lateness_ms;
+    long long deliveries = dead ? it.deliveries : std::max(it.deliveries - 1, 0LL);
+    for (auto a : {it.id, std::string(it.no_payload ? "0" : "1"), it.payload, std::to_string(score),
+                   std::to_string(it.due_ms), std::to_string(deliveries), it.reason}) {
+      args.push_back(std::move(a));
+    }
+  }
+  // Never resent (queue_put_back.lua): an item delivered twice breaks at-most-once.
+  return run(redis::scripts::queue_put_back, args, redis::Retry::kNever).at(0).integer();
 }
 
 }  // namespace rlock::prim

@@ -35,7 +35,7 @@ struct Pushed {
   bool duplicate = false;  // the id was in the queue already: nothing changed
 };
 
-// One item delivered.
+// One item delivered. Id and payload are bytes: another program may have written them.
 struct QueueItem {
   std::string id;
   std::string payload;
@@ -43,6 +43,9 @@ struct QueueItem {
   long long lateness_ms = 0;  // server time at delivery - when it became due (this time)
   long long deliveries = 0;   // this delivery included
   long long now_ms = 0;       // server time at delivery
+  // Dead letters only: why it is one, and whether its payload was missing.
+  std::string reason;
+  bool no_payload = false;
 };
 
 // A delivery under a lease: the item and the token that proves the lease is this one's.
@@ -92,6 +95,12 @@ class DelayQueue {
 
   // Takes up to `count` items off the dead-letter list (oldest first) and forgets them.
   std::vector<QueueItem> take_dead(long long count);
+
+  // Puts back items that take() (or take_dead(), `dead`) returned and that could not be
+  // handed on: due as they were (their delivery not counted), or at the front of the dead
+  // letters. Returns how many went back: an item whose id was pushed again meanwhile is
+  // left as the queue has it.
+  long long put_back(const std::vector<QueueItem>& items, bool dead);
 
   const std::string& name() const { return name_; }
 

@@ -407,6 +407,7 @@ TEST_CASE("delay: an item failing every time ends in the dead letters after --ma
   CHECK(dead[0].at("id") == "bad");
   CHECK(dead[0].at("payload") == "poison");
   CHECK(dead[0].at("deliveries") == 3);
+  CHECK(dead[0].at("reason") == "delivered 3 times (--max-deliveries 3)");
   CHECK(redis.cmd({"KEYS", "*"}).empty());
   CHECK(rlock(redis, {"delay-pop", "q", "--dead"}).status == 75);
 }
