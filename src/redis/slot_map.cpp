@@ -31,7 +31,9 @@ int slot_number(ReplyView v, std::string_view command) {
 struct ShardNode {
   NodeAddress address;
   bool master = false;
-  bool online = false;
+  // Failed (health "fail"). Not the same as not "online": 7.0 reports a replica whose
+  // offset is 0 (the master never had a write) as "loading" however long it has been in sync.
+  bool failed = false;
 };
 
 ShardNode shard_node(ReplyView fields, std::string_view asked_host) {
@@ -49,7 +51,7 @@ ShardNode shard_node(ReplyView fields, std::string_view asked_host) {
       have_endpoint = true;
     }
     if (name == "role") node.master = value.str() == "master";
-    if (name == "health") node.online = value.str() == "online";
+    if (name == "health") node.failed = value.str() == "fail";
   }
   // The endpoint is the address the cluster asks clients to use (ip, hostname or unknown).
   if (have_endpoint && !endpoint.empty() && endpoint != "?") {
@@ -99,18 +101,18 @@ SlotMap SlotMap::from_shards(ReplyView reply, std::string_view asked_host) {
     if (slots->size() == 0) continue;  // replicas of a master that serves no slot
     if (slots->size() % 2) throw bad_reply(kCommand, "an odd number of slot bounds");
     // A failed master may still be listed as one beside the replica that replaced it:
-    // the online master wins.
+    // the one that has not failed wins.
     std::optional<ShardNode> master;
     std::vector<NodeAddress> replicas;
     for (size_t n = 0; n < nodes->size(); ++n) {
       ShardNode node = shard_node(nodes->at(n), asked_host);
-      if (node.master && (!master || (!master->online && node.online))) {
+      if (node.master && (!master || (master->failed && !node.failed))) {
         master = node;
-      } else if (!node.master && node.online) {
+      } else if (!node.master && !node.failed) {
         replicas.push_back(node.address);
       }
     }
-    if (!master) continue;  // its master failed and no replica has taken over yet
+    if (!master) continue;  // no node of the shard says master: its slots are not served
     for (size_t i = 0; i < slots->size(); i += 2) {
       map.add({slot_number(slots->at(i), kCommand), slot_number(slots->at(i + 1), kCommand),
                master->address, replicas});

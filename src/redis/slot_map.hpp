@@ -29,7 +29,7 @@ struct SlotRange {
   int first = 0;  // inclusive
   int last = 0;   // inclusive
   NodeAddress master;
-  std::vector<NodeAddress> replicas;  // online replicas only
+  std::vector<NodeAddress> replicas;  // replicas not marked failed
 };
 
 // Which master serves each slot of a cluster, as one node saw it. Copyable; a Topology
