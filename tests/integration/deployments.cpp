@@ -325,6 +325,21 @@ std::vector<RedisServer*> ClusterSetup::replicas() {
   return out;
 }
 
+RedisServer& ClusterSetup::failover(RedisServer& master, std::chrono::milliseconds timeout) {
+  auto until = deadline(timeout);
+  RedisServer* promoted = nullptr;
+  for (RedisServer* r : replicas()) {
+    auto info = info_fields(r->cmd_str({"INFO", "replication"}));
+    if (info["master_port"] == std::to_string(master.port())) promoted = r;
+  }
+  if (!promoted) throw std::runtime_error("deployment: the master has no replica to promote");
+  promoted->cmd({"CLUSTER", "FAILOVER"});
+  await([&] { return role_of(*promoted) == "master"; }, left_until(until),
+        "the replica did not take over");
+  await_converged(left_until(until));
+  return *promoted;
+}
+
 void ClusterSetup::await_converged(std::chrono::milliseconds timeout) {
   await(
       [&] {

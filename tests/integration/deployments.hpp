@@ -102,6 +102,9 @@ class ClusterSetup {
   std::vector<RedisServer*> replicas();
   // The node listening on `port`; throws if none.
   RedisServer& node_on_port(int port);
+  // CLUSTER FAILOVER on a replica of `master` (a running master of the cluster), then
+  // waits until the replica says master and the cluster has converged. Returns it.
+  RedisServer& failover(RedisServer& master, std::chrono::milliseconds timeout = 20s);
   // Waits until every running node says cluster_state:ok and names the same master for
   // every slot; throws past `timeout`.
   void await_converged(std::chrono::milliseconds timeout = 20s);

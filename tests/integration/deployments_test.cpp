@@ -143,18 +143,12 @@ TEST_CASE("cluster: key slots, the slot map from every node, MOVED and ASK match
   target->cmd({"CLUSTER", "SETSLOT", std::to_string(slot), "STABLE"});
 
   // After a replica takes over (CLUSTER FAILOVER), a fresh map names it for the slot.
-  RedisServer* promoted = nullptr;
-  for (RedisServer* r : cluster.replicas()) {
-    if (master_port_of(*r) == source.port()) promoted = r;
-  }
-  REQUIRE(promoted != nullptr);
   auto failover_start = Clock::now();
-  promoted->cmd({"CLUSTER", "FAILOVER"});
-  REQUIRE(poll_until([&] { return promoted->cmd({"ROLE"}).at(0) == "master"; }, 10s));
-  cluster.await_converged();
+  RedisServer& promoted = cluster.failover(source);
   MESSAGE("CLUSTER FAILOVER converged in " << ms_between(failover_start) << " ms");
+  CHECK(&promoted != &source);
   Connection again = Connection::open(options_for(cluster.node(0)));
-  CHECK(SlotMap::fetch(again).master_of(slot)->port == promoted->port());
+  CHECK(SlotMap::fetch(again).master_of(slot)->port == promoted.port());
 }
 
 TEST_CASE("cluster: a password on every node; the slot map through an authenticated seed") {
@@ -214,6 +208,32 @@ TEST_CASE("sentinel: the resolver finds the master, and the new one after SENTIN
   CHECK(resolver.connect_master(rlock::SteadyClock::now() + rlock::Millis(10000))
             .options()
             .endpoint.port == setup.data(0).port());
+}
+
+TEST_CASE(
+    "sentinel: the master dies; the resolver finds the promoted replica, never the "
+    "old master restarted empty") {
+  SentinelSetup setup;
+  redis::Target target = redis::parse_target(setup.url());
+  ConnectOptions timeouts;
+  timeouts.connect_timeout = rlock::Millis(500);
+  timeouts.command_timeout = rlock::Millis(1000);
+  redis::SentinelResolver resolver(target, timeouts);
+  REQUIRE(resolver.connect_master().options().endpoint.port == setup.data(0).port());
+
+  auto death = Clock::now();
+  setup.data(0).stop();
+  Connection promoted = resolver.connect_master(rlock::SteadyClock::now() + rlock::Millis(20000));
+  MESSAGE("master killed: the resolver reached the promoted replica after " << ms_between(death)
+                                                                            << " ms");
+  CHECK(promoted.options().endpoint.port == setup.data(1).port());
+  CHECK(redis::role_of(promoted) == redis::Role::kMaster);
+
+  // Back without data and saying "master" until a sentinel converts it: never chosen.
+  setup.data(0).restart();
+  CHECK(setup.data(0).cmd({"ROLE"}).at(0) == "master");
+  for (int i = 0; i < 5; ++i)
+    CHECK(resolver.connect_master().options().endpoint.port == setup.data(1).port());
 }
 
 TEST_CASE("sentinel: sentinels asked in turn; their own password; messages name each one") {
