@@ -17,13 +17,24 @@ namespace {
 constexpr const char* kDefaultUrl = "redis://127.0.0.1:6379";
 constexpr size_t kMaxConfigBytes = 64 * 1024;
 constexpr size_t kMaxPasswordFileBytes = 4 * 1024;
-constexpr const char* kConfigKeys[] = {"url",   "password_file",   "prefix",
-                                       "owner", "connect_timeout", "timeout"};
+constexpr const char* kConfigKeys[] = {"url",           "password_file",    "prefix",
+                                       "owner",         "connect_timeout",  "timeout",
+                                       "sentinel_user", "sentinel_password"};
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) return std::nullopt;
   return std::string(v);
+}
+
+// A file that holds a secret must be readable by its owner only.
+void refuse_open_mode(const struct stat& status, const std::string& path, const char* what) {
+  if (status.st_mode & (S_IRWXG | S_IRWXO)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(status.st_mode & 07777));
+    throw UsageError(std::string(what) + " " + path + " is accessible by group or others (mode " +
+                     mode + "); run: chmod 600 " + path);
+  }
 }
 
 // The first config file that exists: $RLOCK_CONFIG, ~/.config/rlock/config.json,
@@ -42,8 +53,8 @@ std::optional<std::string> config_path() {
 nlohmann::json load_config() {
   auto path = config_path();
   if (!path) return nlohmann::json::object();
-  std::string text = read_small_file(*path, kMaxConfigBytes, "config file").contents;
-  nlohmann::json cfg = nlohmann::json::parse(text, nullptr, false);
+  SmallFile file = read_small_file(*path, kMaxConfigBytes, "config file");
+  nlohmann::json cfg = nlohmann::json::parse(file.contents, nullptr, false);
   if (cfg.is_discarded() || !cfg.is_object()) {
     throw UsageError("config file " + *path + " is not a JSON object");
   }
@@ -54,6 +65,8 @@ nlohmann::json load_config() {
     if (!value.is_string())
       throw UsageError("config file " + *path + ": '" + key + "' must be a string");
   }
+  // The one secret a config file may hold: as strict as a password file about who reads it.
+  if (cfg.contains("sentinel_password")) refuse_open_mode(file.status, *path, "config file");
   return cfg;
 }
 
@@ -78,12 +91,7 @@ std::optional<std::string> non_empty(const std::string& s) {
 // Reads the first line of a password file, refusing files that others can read.
 std::string read_password_file(const std::string& path) {
   SmallFile file = read_small_file(path, kMaxPasswordFileBytes, "password file");
-  if (file.status.st_mode & (S_IRWXG | S_IRWXO)) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(file.status.st_mode & 07777));
-    throw UsageError("password file " + path + " is accessible by group or others (mode " + mode +
-                     "); run: chmod 600 " + path);
-  }
+  refuse_open_mode(file.status, path, "password file");
   std::string line = file.contents.substr(0, file.contents.find('\n'));
   while (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.empty()) throw UsageError("password file " + path + " is empty");
@@ -104,9 +112,9 @@ UrlSource pick_url(const std::string& flag, const nlohmann::json& cfg) {
   return {kDefaultUrl, "the default"};
 }
 
-redis::Endpoint parse_url_from(const UrlSource& source) {
+redis::Target parse_url_from(const UrlSource& source) {
   try {
-    return redis::parse_url(source.url);
+    return redis::parse_target(source.url);
   } catch (const Error& e) {
     throw Error(e.exit_code(), std::string(e.what()) + " in " + source.from);
   }
@@ -128,6 +136,21 @@ void resolve_password(const GlobalFlags& f, const nlohmann::json& cfg, redis::En
     throw UsageError(
         "the redis URL names an ACL user but no password: give it with --password-file, "
         "RLOCK_PASSWORD, the config file's password_file or redis://USER:PASSWORD@host");
+  }
+}
+
+// The sentinels' own credentials: the URL's parameters, else the config file's. Never the
+// master's password: a Sentinel deployment may protect the two differently.
+void resolve_sentinel_credentials(const nlohmann::json& cfg, redis::Target& target) {
+  if (target.kind != redis::Deployment::kSentinel) return;
+  if (target.sentinel_user.empty())
+    target.sentinel_user = config_value(cfg, "sentinel_user").value_or("");
+  if (target.sentinel_password.empty())
+    target.sentinel_password = config_value(cfg, "sentinel_password").value_or("");
+  if (!target.sentinel_user.empty() && target.sentinel_password.empty()) {
+    throw UsageError(
+        "sentinel_user is set but no sentinel password: give it with the config file's "
+        "sentinel_password or the URL's ?sentinel_password=");
   }
 }
 
@@ -168,8 +191,10 @@ Settings resolve_settings(const GlobalFlags& f) {
   s.verbose = f.verbose;
   s.quiet = f.quiet;
   s.table = f.format == "table";
-  s.connect.endpoint = parse_url_from(pick_url(f.url, cfg));
-  resolve_password(f, cfg, s.connect.endpoint);
+  s.target = parse_url_from(pick_url(f.url, cfg));
+  resolve_password(f, cfg, s.target.endpoint);
+  resolve_sentinel_credentials(cfg, s.target);
+  s.connect.endpoint = s.target.endpoint;
   s.prefix = first_of({f.prefix, env("RLOCK_PREFIX"), config_value(cfg, "prefix")}, "rlock:");
   auto connect_timeout =
       first_of({non_empty(f.connect_timeout), config_value(cfg, "connect_timeout")}, "2s");
@@ -178,6 +203,12 @@ Settings resolve_settings(const GlobalFlags& f) {
   s.connect.command_timeout = parse_duration(timeout, "--timeout");
   if (s.connect.connect_timeout.count() == 0 || s.connect.command_timeout.count() == 0) {
     throw UsageError("--connect-timeout and --timeout must be greater than 0");
+  }
+  if (s.target.kind != redis::Deployment::kStandalone) {
+    // The URL forms are parsed and resolved already; the topologies behind them are not
+    // in this build yet (issue 14).
+    throw UnavailableError(s.target.describe() +
+                           ": Sentinel and Cluster URLs are not supported by this build yet");
   }
   if (auto o = env("RLOCK_OWNER")) {
     s.owner = o;

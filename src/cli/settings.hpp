@@ -25,7 +25,11 @@ struct GlobalFlags {
 
 // What every subcommand runs with, after flags > environment > config file > defaults.
 struct Settings {
+  // The server, for a standalone one; for Sentinel and Cluster the data nodes'
+  // credentials, database and timeouts (the servers are found through `target`).
   redis::ConnectOptions connect;
+  // What the URL names, with every credential resolved (target.endpoint == connect.endpoint).
+  redis::Target target;
   std::string prefix = "rlock:";
   std::optional<std::string> owner;  // from RLOCK_OWNER or the config file
   bool verbose = false;

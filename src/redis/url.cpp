@@ -1,18 +1,32 @@
 #include "redis/url.hpp"
 
 #include <charconv>
+#include <vector>
 
 #include "util/error.hpp"
 
 namespace rlock::redis {
 namespace {
 
-// Messages never quote the URL or any part of it: a malformed URL may hold a password
-// anywhere (`redis://user:S3cret`, `redis:/:S3cret@host`), so they only name the part.
-UsageError bad_url(std::string_view why) {
-  return UsageError(
-      "invalid redis URL: " + std::string(why) +
-      " (expected redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N])");
+constexpr std::string_view kStandaloneForms =
+    "redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N]";
+constexpr std::string_view kSentinelForm =
+    "redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER[?db=N]";
+constexpr std::string_view kClusterForm =
+    "redis-cluster://[user[:password]@]host[:port][,host[:port]...]";
+
+// What is wrong with a URL, thrown by the parts and turned into a UsageError that names
+// the form of the URL's scheme. Messages never quote the URL or any part of it: a malformed
+// URL may hold a password anywhere (`redis://user:S3cret`, `redis:/:S3cret@host`), so they
+// only name the part.
+struct Malformed {
+  std::string why;
+};
+
+Malformed bad_url(std::string_view why) { return Malformed{std::string(why)}; }
+
+UsageError usage_error(const Malformed& m, std::string_view expected) {
+  return UsageError("invalid redis URL: " + m.why + " (expected " + std::string(expected) + ")");
 }
 
 int parse_int(std::string_view text, int lo, int hi, std::string_view what) {
@@ -124,6 +138,106 @@ Endpoint parse_unix(std::string_view rest) {
   return ep;
 }
 
+// `h1[:port],h2[:port]...`: at least one host, none empty.
+std::vector<Endpoint> parse_host_list(std::string_view list, int default_port) {
+  std::vector<Endpoint> out;
+  while (true) {
+    size_t comma = list.find(',');
+    Endpoint ep;
+    ep.port = default_port;
+    parse_host_port(list.substr(0, comma), ep);
+    if (ep.host.empty()) throw bad_url("empty host");
+    out.push_back(std::move(ep));
+    if (comma == std::string_view::npos) return out;
+    list.remove_prefix(comma + 1);
+  }
+}
+
+// Splits `[userinfo@]rest` at the last '@' (as parse_tcp does) into `into`'s credentials.
+std::string_view take_userinfo(std::string_view url, Endpoint& into) {
+  size_t at = url.rfind('@');
+  if (at == std::string_view::npos) return url;
+  parse_userinfo(url.substr(0, at), into);
+  return url.substr(at + 1);
+}
+
+// `name=value&...` of a sentinel URL. Names and values are never quoted in messages: a
+// mistyped name may be a password pasted in the wrong place.
+void parse_sentinel_query(std::string_view query, Target& t) {
+  bool seen_db = false, seen_user = false, seen_password = false;
+  while (true) {
+    size_t amp = query.find('&');
+    std::string_view param = query.substr(0, amp);
+    size_t eq = param.find('=');
+    if (eq == std::string_view::npos) throw bad_url("a URL parameter without '='");
+    std::string_view name = param.substr(0, eq), value = param.substr(eq + 1);
+    auto once = [](bool& seen) {
+      if (seen) throw bad_url("a URL parameter given twice");
+      seen = true;
+    };
+    if (name == "db") {
+      once(seen_db);
+      t.endpoint.db = parse_int(value, 0, 1'000'000, "database");
+    } else if (name == "sentinel_user") {
+      once(seen_user);
+      t.sentinel_user = percent_decode(value);
+    } else if (name == "sentinel_password") {
+      once(seen_password);
+      t.sentinel_password = percent_decode(value);
+    } else {
+      throw bad_url("unknown URL parameter (known: db, sentinel_user, sentinel_password)");
+    }
+    if (amp == std::string_view::npos) return;
+    query.remove_prefix(amp + 1);
+  }
+}
+
+Target parse_sentinel(std::string_view rest) {
+  Target t;
+  t.kind = Deployment::kSentinel;
+  rest = take_userinfo(rest, t.endpoint);
+  size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) throw bad_url("no /MASTER name after the sentinels");
+  t.seeds = parse_host_list(rest.substr(0, slash), 26379);
+  rest.remove_prefix(slash + 1);
+  size_t q = rest.find('?');
+  t.master_name = percent_decode(rest.substr(0, q));
+  if (t.master_name.empty()) throw bad_url("empty master name");
+  for (char c : t.master_name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '/' || c == '@')
+      throw bad_url("master name with a control character, '/' or '@'");
+  }
+  if (q != std::string_view::npos) parse_sentinel_query(rest.substr(q + 1), t);
+  return t;
+}
+
+Target parse_cluster(std::string_view rest) {
+  Target t;
+  t.kind = Deployment::kCluster;
+  rest = take_userinfo(rest, t.endpoint);
+  size_t end = rest.find_first_of("/?");
+  t.seeds = parse_host_list(rest.substr(0, end), 6379);
+  if (end != std::string_view::npos) {
+    std::string_view tail = rest.substr(end);
+    if (tail.front() == '?') throw bad_url("a cluster URL takes no parameters");
+    if (tail != "/" && tail != "/0") throw bad_url("a cluster has database 0 only");
+  }
+  return t;
+}
+
+// redis:// or unix://; rediss:// is unavailable (no TLS in this build).
+Endpoint parse_standalone(std::string_view url) {
+  constexpr std::string_view kRedis = "redis://", kUnix = "unix://", kTls = "rediss://";
+  if (url.substr(0, kTls.size()) == kTls) {
+    throw UnavailableError(
+        "rediss:// needs TLS, which this build does not have (hiredis 0.14); reach the server "
+        "through a local TLS tunnel (stunnel, spiped) and use redis://");
+  }
+  if (url.substr(0, kRedis.size()) == kRedis) return parse_tcp(url.substr(kRedis.size()));
+  if (url.substr(0, kUnix.size()) == kUnix) return parse_unix(url.substr(kUnix.size()));
+  throw bad_url(url.empty() ? "empty" : "unknown scheme");
+}
+
 }  // namespace
 
 std::string Endpoint::describe() const {
@@ -143,15 +257,61 @@ std::string Endpoint::describe() const {
 }
 
 Endpoint parse_url(std::string_view url) {
-  constexpr std::string_view kRedis = "redis://", kUnix = "unix://", kTls = "rediss://";
-  if (url.substr(0, kTls.size()) == kTls) {
-    throw UnavailableError(
-        "rediss:// needs TLS, which this build does not have (hiredis 0.14); reach the server "
-        "through a local TLS tunnel (stunnel, spiped) and use redis://");
+  try {
+    return parse_standalone(url);
+  } catch (const Malformed& m) {
+    throw usage_error(m, kStandaloneForms);
   }
-  if (url.substr(0, kRedis.size()) == kRedis) return parse_tcp(url.substr(kRedis.size()));
-  if (url.substr(0, kUnix.size()) == kUnix) return parse_unix(url.substr(kUnix.size()));
-  throw bad_url(url.empty() ? "empty" : "unknown scheme");
+}
+
+Endpoint Endpoint::at(std::string tcp_host, int tcp_port) const {
+  Endpoint ep = *this;
+  ep.kind = Kind::kTcp;
+  ep.host = std::move(tcp_host);
+  ep.port = tcp_port;
+  ep.path.clear();
+  return ep;
+}
+
+std::string Target::describe() const {
+  if (kind == Deployment::kStandalone) return endpoint.describe();
+  std::string out = kind == Deployment::kSentinel ? "redis-sentinel://" : "redis-cluster://";
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    if (i) out.push_back(',');
+    out.append(seeds[i].describe());
+  }
+  if (kind == Deployment::kSentinel) {
+    out.append("/").append(master_name);
+    if (endpoint.db) out.append("?db=").append(std::to_string(endpoint.db));
+  }
+  return out;
+}
+
+Target parse_target(std::string_view url) {
+  constexpr std::string_view kSentinel = "redis-sentinel://", kCluster = "redis-cluster://";
+  auto starts = [url](std::string_view scheme) { return url.substr(0, scheme.size()) == scheme; };
+  std::string_view expected = kStandaloneForms;
+  try {
+    if (starts(kSentinel)) {
+      expected = kSentinelForm;
+      return parse_sentinel(url.substr(kSentinel.size()));
+    }
+    if (starts(kCluster)) {
+      expected = kClusterForm;
+      return parse_cluster(url.substr(kCluster.size()));
+    }
+    Target standalone;
+    standalone.endpoint = parse_standalone(url);
+    return standalone;
+  } catch (const Malformed& m) {
+    // An unknown scheme may be a mistyped sentinel or cluster URL: name every form.
+    bool known = starts(kSentinel) || starts(kCluster) || starts("redis://") || starts("unix://");
+    if (!known) {
+      throw usage_error(m, std::string(kStandaloneForms) + ", " + std::string(kSentinelForm) +
+                               " or " + std::string(kClusterForm));
+    }
+    throw usage_error(m, expected);
+  }
 }
 
 }  // namespace rlock::redis

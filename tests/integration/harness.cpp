@@ -306,7 +306,9 @@ struct RedisServer::State {
     write_config();
     Fd log(::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     if (!log) throw_errno("open " + log_path());
-    pid = spawn_process({"redis-server", config_path()}, child_env({}), log.get(), log.get());
+    std::vector<std::string> argv{"redis-server", config_path()};
+    argv.insert(argv.end(), options.args.begin(), options.args.end());
+    pid = spawn_process(argv, child_env({}), log.get(), log.get());
     pidfd = Fd(pidfd_open(pid));
     if (!pidfd) throw_errno("pidfd_open");
     // Start-up wait, not a test assertion: connect until it answers, at most 10s.
@@ -333,7 +335,7 @@ struct RedisServer::State {
 
   void start(bool keep_port) {
     for (int attempt = 0; attempt < 5; ++attempt) {
-      if (!keep_port || port == 0) port = free_port();
+      if (!keep_port || port == 0) port = options.pick_port ? options.pick_port() : free_port();
       if (start_once()) return;
     }
     throw std::runtime_error("redis-server failed to start; log:\n" + read_file(log_path()));

@@ -91,6 +91,10 @@ struct RedisOptions {
   bool unix_socket = false;
   // Extra redis.conf lines, e.g. `user alice on >pw ~* &* +@all` or `rename-command KEYS ""`.
   std::vector<std::string> config{};
+  // Extra command-line arguments after the config file, e.g. `--sentinel`.
+  std::vector<std::string> args{};
+  // Picks the port (a cluster node needs port + 10000 free too); default: free_port().
+  std::function<int()> pick_port{};
 };
 
 // A redis-server of its own on a free 127.0.0.1 port, with no persistence, in a temporary

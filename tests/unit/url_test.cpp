@@ -113,3 +113,110 @@ TEST_CASE("messages about malformed URLs never repeat the userinfo") {
     }
   }
 }
+
+using rlock::redis::Deployment;
+using rlock::redis::parse_target;
+using rlock::redis::Target;
+
+TEST_CASE("redis-sentinel:// and redis-cluster:// URLs") {
+  struct Case {
+    const char* url;
+    Deployment kind;
+    const char* seeds;  // describe() of each seed, comma-separated
+    const char* master;
+    int db;
+    const char* user;
+    const char* password;
+    const char* sentinel_user;
+    const char* sentinel_password;
+  } cases[] = {
+      {"redis-sentinel://h1:26379,h2:26380/mymaster", Deployment::kSentinel, "h1:26379,h2:26380",
+       "mymaster", 0, "", "", "", ""},
+      {"redis-sentinel://h1/m", Deployment::kSentinel, "h1:26379", "m", 0, "", "", "", ""},
+      {"redis-sentinel://:pw@h1:1,[::1]:2/m?db=3", Deployment::kSentinel, "h1:1,[::1]:2", "m", 3,
+       "", "pw", "", ""},
+      {"redis-sentinel://alice:p/s@h:1/m?sentinel_password=s%40cret&db=2", Deployment::kSentinel,
+       "h:1", "m", 2, "alice", "p/s", "", "s@cret"},
+      {"redis-sentinel://h:1/my%20master?sentinel_user=sue&sentinel_password=x",
+       Deployment::kSentinel, "h:1", "my master", 0, "", "", "sue", "x"},
+      {"redis-sentinel://u:p@ss@h:1/m", Deployment::kSentinel, "h:1", "m", 0, "u", "p@ss", "", ""},
+      {"redis-cluster://h1:7000,h2:7001,h3", Deployment::kCluster, "h1:7000,h2:7001,h3:6379", "", 0,
+       "", "", "", ""},
+      {"redis-cluster://bob:pw@h1:7000/", Deployment::kCluster, "h1:7000", "", 0, "bob", "pw", "",
+       ""},
+      {"redis-cluster://h1:7000/0", Deployment::kCluster, "h1:7000", "", 0, "", "", "", ""},
+      {"redis://h:1/2", Deployment::kStandalone, "", "", 2, "", "", "", ""},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.url);
+    Target t = parse_target(c.url);
+    CHECK(t.kind == c.kind);
+    std::string seeds;
+    for (const auto& s : t.seeds) seeds += (seeds.empty() ? "" : ",") + s.describe();
+    CHECK(seeds == c.seeds);
+    for (const auto& s : t.seeds) CHECK(s.password.empty());
+    CHECK(t.master_name == c.master);
+    CHECK(t.endpoint.db == c.db);
+    CHECK(t.endpoint.user == c.user);
+    CHECK(t.endpoint.password == c.password);
+    CHECK(t.sentinel_user == c.sentinel_user);
+    CHECK(t.sentinel_password == c.sentinel_password);
+  }
+}
+
+TEST_CASE("Target::describe() names the seeds and never a password") {
+  CHECK(parse_target("redis-sentinel://:pw@a:1,b:2/m?db=1&sentinel_password=sp").describe() ==
+        "redis-sentinel://a:1,b:2/m?db=1");
+  CHECK(parse_target("redis-cluster://u:pw@a:1,b:2").describe() == "redis-cluster://a:1,b:2");
+  CHECK(parse_target("redis://:pw@a:1").describe() == "a:1");
+}
+
+TEST_CASE("malformed sentinel and cluster URLs: one usage error that repeats no secret") {
+  const char* cases[] = {
+      "redis-sentinel://h:1",                 // no master
+      "redis-sentinel://h:1/",                // empty master
+      "redis-sentinel:///m",                  // no sentinel
+      "redis-sentinel://h:1,,h:2/m",          // empty host in the list
+      "redis-sentinel://h:1,/m",              // trailing comma
+      "redis-sentinel://h:0/m",               // port
+      "redis-sentinel://h:S3cret/m",          // port
+      "redis-sentinel://:S3cret@h:1/m?db=x",  // db
+      "redis-sentinel://h:1/m?db=1&db=2",     // twice
+      "redis-sentinel://h:1/m?S3cret",        // no '='
+      "redis-sentinel://h:1/m?S3cret=1",      // unknown parameter
+      "redis-sentinel://h:1/m?sentinel_password=a&sentinel_password=S3cret",  // twice
+      "redis-sentinel://h:1/m/x",              // '/' in the master name
+      "redis-sentinel://h:1/m%0A",             // control character
+      "redis-sentinel://:S3cret@[::1/m",       // bracket
+      "redis-cluster://",                      // no node
+      "redis-cluster://:S3cret@h:1/2",         // db
+      "redis-cluster://:S3cret@h:1?x=S3cret",  // parameters
+      "redis-cluster://h:1,,h:2",              // empty host
+      "redis-clusters://:S3cret@h",            // unknown scheme
+      "sentinel://:S3cret@h/m",                // unknown scheme
+  };
+  for (const std::string url : cases) {
+    CAPTURE(url);
+    try {
+      parse_target(url);
+      FAIL("accepted");
+    } catch (const rlock::Error& e) {
+      std::string what = e.what();
+      CHECK(e.exit_code() == rlock::kExitUsage);
+      CHECK(what.find("S3cret") == std::string::npos);
+      CHECK(what.find('\n') == std::string::npos);
+      CHECK(what.find("invalid redis URL") == 0);
+    }
+  }
+}
+
+TEST_CASE("an unknown scheme names every URL form") {
+  try {
+    parse_target("redis-sentinal://h/m");
+    FAIL("accepted");
+  } catch (const rlock::Error& e) {
+    std::string what = e.what();
+    CHECK(what.find("redis-sentinel://") != std::string::npos);
+    CHECK(what.find("redis-cluster://") != std::string::npos);
+  }
+}
