@@ -203,7 +203,7 @@ const std::string kMinimalAcl =
     "+ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time +zrangebyscore +zrem "
     "+zrange "
     "+pubsub|numsub +hset +pexpire +set +publish +del +hget +hincrby +zscore +zadd +exists "
-    "+hexists +hdel +hkeys +scard +srandmember";
+    "+hexists +hdel +hkeys +scard +srandmember +hlen +zcount";
 
 TEST_CASE("the documented minimal ACL is enough for lock, unlock, exec, waiting and inspect") {
   RedisServer redis(RedisOptions{.config = {kMinimalAcl}});
