@@ -12,7 +12,7 @@ purge_readers(server_time().ms)
 local holders = holders_reply({})
 redis.call('DEL', KEYS[5], KEYS[6], KEYS[9])
 if #holders > 0 then
-  redis.call('DEL', KEYS[1], KEYS[8])
+  redis.call('DEL', KEYS[1], KEYS[8], KEYS[11])
   pass_on(ARGV[1], ARGV[2])
 end
 return holders

@@ -26,13 +26,13 @@ purge_readers(now_ms)
 -- Drops one level of the shared hold `id`; at its last level the lock may be free for the
 -- next waiters. Returns the levels left, or nil when there is no such hold.
 local function release_shared(id)
-  local c, expiry = reader_get(id)
+  local c, expiry = reader_live(id, now_ms)
   if not c then return nil end
   if c > 1 then
     reader_set(id, c - 1, expiry, now_ms)
     return c - 1
   end
-  redis.call('HDEL', KEYS[8], id)
+  reader_del(id)
   pass_on(channel, claim_ms)
   return 0
 end

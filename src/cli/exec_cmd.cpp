@@ -76,8 +76,8 @@ every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not
 126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,
 or no renewal succeeds by lease deadline - kill-after - margin, the job gets --on-lost,
 then KILL, dead before the lease can expire, and rlock exits 76. Two execs never run at
-once on one lock, whatever their owner. The job sees RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE
-and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a RLOCK_URL/REDIS_URL holding a password (a
+once on one lock, whatever their owner, unless both are --shared. The job sees RLOCK_NAME,
+RLOCK_OWNER, RLOCK_FENCE and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a RLOCK_URL/REDIS_URL holding a password (a
 job that runs rlock uses --password-file, or exec --keep-secrets). A NAME that starts with
 '-' goes after a -- of its own: rlock exec -- -NAME -- CMD.
 

@@ -26,6 +26,7 @@ class KeyLayout {
   virtual std::string exec_key(std::string_view name) const;      // the exec hold running
   virtual std::string readers_key(std::string_view name) const;   // shared holds, each its lease
   virtual std::string reader_grants_key(std::string_view name) const;  // readers granted, unclaimed
+  virtual std::string reader_expiries_key(std::string_view name) const;  // readers by expiry
   // Outcome of request `id` (acquired / given up), for idempotent retries and clean-up.
   virtual std::string request_key(std::string_view name, std::string_view id) const;
   virtual std::string lock_channel(std::string_view name) const;  // releases, expiry changes

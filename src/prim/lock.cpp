@@ -84,7 +84,8 @@ class LockWait : public Waitable {
     long long arrival = reply.at(2).integer();
     if (arrival > 0) arrival_ = std::to_string(arrival);
     b.same_owner_exec = reply.at(3).integer() == 1;
-    b.holders = decode_holders(reply, 4, lock_.key_);
+    b.holders_total = reply.at(4).integer();
+    b.holders = decode_holders(reply, 5, lock_.key_);
     result_ = b;
     std::string who;
     for (const auto& h : b.holders)
@@ -179,12 +180,14 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       exec_key_(layout.exec_key(name_)),
       readers_key_(layout.readers_key(name_)),
       reader_grants_key_(layout.reader_grants_key(name_)),
+      reader_expiries_key_(layout.reader_expiries_key(name_)),
       sem_key_(layout.sem_key(name_)),
       channel_(layout.lock_channel(name_)) {}
 
 std::vector<std::string_view> Lock::keys(const std::string& request_key) const {
-  return {key_,      fence_key_,  waiters_key_, timeouts_key_,      grant_key_,
-          exec_key_, request_key, readers_key_, reader_grants_key_, sem_key_};
+  return {
+      key_,        fence_key_,   waiters_key_,       timeouts_key_, grant_key_,          exec_key_,
+      request_key, readers_key_, reader_grants_key_, sem_key_,      reader_expiries_key_};
 }
 
 Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind,
@@ -248,10 +251,10 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
   std::string reader;
   if (mode == LockMode::kShared) reader = hold_id.empty() ? owner : owner + '\x1f' + hold_id;
-  auto reply =
-      topology_.run(redis::scripts::lock_renew, {key_, exec_key_, readers_key_},
-                    {owner, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
-                    redis::Retry::kIdempotent);
+  auto reply = topology_.run(
+      redis::scripts::lock_renew, {key_, exec_key_, readers_key_, reader_expiries_key_},
+      {owner, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
+      redis::Retry::kIdempotent);
   return Millis(std::max<long long>(reply.integer(), 0));
 }
 

@@ -41,7 +41,8 @@ struct Held {
 
 // Somebody else has it.
 struct Busy {
-  std::vector<Holder> holders;
+  std::vector<Holder> holders;   // the writer and some of the readers (a bounded list)
+  long long holders_total = 0;   // how many holders there are in all
   Millis ttl{0};                 // holders' remaining lease; -1 = no expiry
   bool same_owner_exec = false;  // held by another `rlock exec` of this very owner
   bool interrupted = false;      // the wait was ended by a signal
@@ -110,7 +111,7 @@ class Lock {
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, readers_key_,
-      reader_grants_key_;
+      reader_grants_key_, reader_expiries_key_;
   std::string sem_key_;  // a semaphore of the same name: the lock scripts refuse to act on it
   std::string channel_;
 };
