@@ -3,8 +3,10 @@
 -- ARGV[1] queue channel, ARGV[2] most items to take.
 -- Reply: {now_ms, id, payload, due_ms, deliveries, ...};
 --        error "BADTYPE <type> <key>" and no change otherwise.
+-- KEYS[9] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include queue_common.lua
+return once(KEYS[9], function()
 local err = check_queue_keys(ARGV[1])
 if err then return err end
 local out = {server_time().ms}
@@ -17,3 +19,4 @@ for _ = 1, tonumber(ARGV[2]) do
   drop_item(id, nil)
 end
 return out
+end, function(r) return #r > 1 end)

@@ -312,7 +312,7 @@ due). A payload that is not valid UTF-8 prints as "payload":null plus "payload_b
 Items print even with -q. Nothing due within --wait: exit 75 (or -E).
 
 Without CMD an item is removed as it is taken: at-most-once (a crash between the
-take and the print, or a reply lost to a dropped connection or --timeout, loses it). With -- CMD (no shell) the item is leased to this consumer
+take and the print, or a reply lost through every repeat within --timeout, loses it). With -- CMD (no shell) the item is leased to this consumer
 for --visibility, renewed while CMD runs (as exec renews a lock); CMD gets the payload on
 stdin and RLOCK_QUEUE, RLOCK_ITEM_ID, RLOCK_DELIVERIES (1 on the first delivery),
 RLOCK_DUE_MS and RLOCK_LEASE_MS. Exit 0 of CMD acknowledges (deletes) the item; any other
