@@ -50,8 +50,10 @@ LimitOutcome Limiter::decide(const LimitRequest& r) {
 }
 
 LimitReset Limiter::reset() {
-  auto reply = run_object_script(topology_, redis::scripts::limit_reset, {key_, clients_key_}, {},
-                                 kKind, redis::Retry::kIdempotent);
+  std::string reply_key = reply_key_prefix_ + random_hex(16);
+  auto reply =
+      run_object_script(topology_, redis::scripts::limit_reset, {key_, clients_key_, reply_key}, {},
+                        kKind, redis::Retry::kIdempotent);
   return {reply.at(0).integer() == 1, reply.at(1).integer()};
 }
 

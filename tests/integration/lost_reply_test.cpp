@@ -162,7 +162,7 @@ TEST_CASE("lost reply: limit, latch set and delay-push report their effect, neve
     INFO("stdout: " << p.out << "\nstderr: " << p.err);
     CHECK(p.status == 0);
     CHECK(parse_json(p.out)["duplicate"] == false);
-    CHECK(redis.cmd_int({"ZCARD", "rlock:queue:{" + q + "}:scheduled"}) == 1);
+    CHECK(redis.cmd_int({"ZCARD", "rlock:queue:{" + q + "}:sched"}) == 1);
   }
   CHECK(proxy.losses() == 4);
 }
