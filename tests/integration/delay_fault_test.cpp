@@ -9,11 +9,11 @@
 #include <sstream>
 
 #include "harness.hpp"
-#include "reply_records.hpp"
 #include "lib_util.hpp"
 #include "prim/delay_queue.hpp"
 #include "redis/reply.hpp"
 #include "redis/scripts.hpp"
+#include "reply_records.hpp"
 
 namespace rlock::test {
 namespace {
