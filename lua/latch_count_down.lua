@@ -9,8 +9,11 @@
 --        {2, count} the id has counted down already: nothing changed;
 --        {-1} there is no such latch (never set, or expired): nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- KEYS[3] this request's reply record (see once in common.lua): a repeat of the same
+-- request gets the first run's reply (what this call applied) and changes nothing.
 -- @include common.lua
 -- @include latch_common.lua
+return once(KEYS[3], function()
 local err, count = check_latch_keys(ARGV[3])
 if err then return err end
 if not count then return {-1} end
@@ -27,3 +30,4 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ttl) end
 if left == 0 then redis.call('PUBLISH', ARGV[3], 'zero') end
 return {1, left, applied}
+end, function(r) return r[1] == 1 and r[3] > 0 end)

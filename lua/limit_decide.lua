@@ -20,7 +20,10 @@
 -- drops them with one ZREMRANGEBYSCORE (O(log n + removed)) and the largest score says
 -- when everything is full again, which is when both keys expire. A decision that stores a
 -- new config (--reconfigure) converts every live client bucket: O(clients), once per change.
+-- KEYS[3] this request's reply record (see once in common.lua), absent for a peek: a
+-- repeated decision returns the first one and consumes nothing more.
 -- @include common.lua
+return once(ARGV[8] ~= '1' and KEYS[3], function()
 -- Allows for the rounding of doubles (a quarter of a microsecond near 2^51).
 local EPS = 1
 
@@ -180,3 +183,4 @@ else
   if top[2] then redis.call('PEXPIRE', KEYS[2], ttl) end
 end
 return reply
+end, function(r) return r[1] == 1 and r[2] == 1 end)

@@ -4,8 +4,10 @@
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
 --        not a well-formed lock.
+-- KEYS[12] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include lock_common.lua
+return once(KEYS[12], function()
 local err = check_lock_keys(ARGV[1])
 if err then return err end
 purge_readers(server_time().ms)
@@ -16,3 +18,4 @@ if #holders > 0 then
   pass_on(ARGV[1], ARGV[2])
 end
 return holders
+end, function(r) return #r > 0 end)

@@ -69,3 +69,25 @@ local function stay_queued(waiters, timeouts, member, arrival, kept, now, wait_m
   extend(timeouts, wait_ms + QUEUE_MARGIN)
   return arrival
 end
+
+-- Runs `body` (the script's work, returning its reply) once per request: the reply of the
+-- first run that changed something (`changed(reply)`, or any run when `changed` is nil)
+-- is recorded under `key` (this request's own key, computed by the client from the
+-- request id; kept REQUEST_TTL), and the same request sent again (a retry after a lost
+-- reply or a timeout, or a stalled server running the original after its retry) gets that
+-- reply back without running again. A run that changed nothing (a refusal, "not held",
+-- nothing due) leaves no record: running it again is as if only the repeat had run, and
+-- its reply says what is true then. Error replies change nothing and are not recorded.
+-- No key (the client passed none): nothing is recorded (a read-only request).
+local function once(key, body, changed)
+  if not key then return body() end
+  local seen = redis.call('GET', key)
+  if seen then return cmsgpack.unpack(seen) end
+  local denied = first_denied({{'SET', key, 'r'}})
+  if denied then return denied end
+  local reply = body()
+  if type(reply) == 'table' and not reply.err and (not changed or changed(reply)) then
+    redis.call('SET', key, cmsgpack.pack(reply), 'PX', REQUEST_TTL)
+  end
+  return reply
+end

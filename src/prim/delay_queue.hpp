@@ -107,15 +107,18 @@ class DelayQueue {
  private:
   friend class QueuePop;
   friend class QueueLease;
-  std::vector<std::string_view> keys() const;
+  // The queue's KEYS, plus `reply_key` (see KeyLayout::reply_key) when not empty.
+  std::vector<std::string_view> keys(const std::string& reply_key = {}) const;
   redis::Reply run(const redis::Script& script, const std::vector<std::string>& args,
-                   redis::Retry retry);
+                   redis::Retry retry, const std::string& reply_key = {});
+  std::string new_reply_key() const;
   bool finish(const LeasedItem& leased, bool ack, Millis retry_after);
 
   redis::Topology& topology_;
   std::string name_;
   std::vector<std::string> keys_;
   std::string channel_;
+  std::string reply_key_prefix_;  // + a request id: KeyLayout::reply_key
 };
 
 }  // namespace rlock::prim

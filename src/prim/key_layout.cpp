@@ -111,6 +111,10 @@ std::string KeyLayout::request_key(std::string_view name, std::string_view id) c
   return lock_key(name) + ":req:" + std::string(id);
 }
 
+std::string KeyLayout::reply_key(std::string_view name, std::string_view id) const {
+  return prefix_ + "req:" + tag(name) + ":" + std::string(id);
+}
+
 std::string KeyLayout::lock_channel(std::string_view name) const {
   return prefix_ + "chan:" + tag(name) + ":lock";
 }

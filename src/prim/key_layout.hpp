@@ -30,6 +30,9 @@ class KeyLayout {
   // Outcome of request `id` (acquired / given up), for idempotent retries and clean-up.
   virtual std::string request_key(std::string_view name, std::string_view id) const;
   virtual std::string lock_channel(std::string_view name) const;  // releases, expiry changes
+  // The reply of request `id` on the object `name` (of any type), recorded so that the
+  // request repeated after a lost reply gets it back (`once` in lua/include/common.lua).
+  virtual std::string reply_key(std::string_view name, std::string_view id) const;
   // Where the lock is granted to the wait `wait_id`: lock_channel + ":" + wait_id (the Lua
   // scripts build the same name from the lock channel).
   std::string grant_channel(std::string_view name, std::string_view wait_id) const;

@@ -105,7 +105,9 @@ class Lock {
  private:
   friend class LockWait;
   friend class LockHold;
-  std::vector<std::string_view> keys(const std::string& request_key) const;
+  // KEYS of the scripts; `reply_key` (see KeyLayout::reply_key) only when not empty.
+  std::vector<std::string_view> keys(const std::string& request_key,
+                                     const std::string& reply_key = {}) const;
 
   redis::Topology& topology_;
   const KeyLayout& layout_;

@@ -12,32 +12,6 @@
 namespace rlock::redis {
 namespace {
 
-// A request that failed on a connection the server closed (idle timeout, CLIENT KILL, a
-// proxy dropping the flow) was never executed or was executed in full; a timeout says
-// nothing of the kind, so only the former is retried.
-bool retryable(const IoError& e) { return dynamic_cast<const TimeoutError*>(&e) == nullptr; }
-
-template <typename F>
-auto with_retry(Retry retry, F&& attempt, std::optional<Connection>& conn) {
-  // A connection that failed is closed at once: a request that timed out must not wait in
-  // its socket for the next use.
-  auto drop_broken = [&] {
-    if (conn && conn->broken()) conn.reset();
-  };
-  try {
-    return attempt();
-  } catch (const IoError& e) {
-    drop_broken();
-    if (retry != Retry::kIdempotent || !retryable(e)) throw;
-  }
-  try {
-    return attempt();
-  } catch (const IoError&) {
-    drop_broken();
-    throw;
-  }
-}
-
 timeval to_timeval(Millis ms) {
   long long v = std::max<long long>(ms.count(), 1);
   return timeval{static_cast<time_t>(v / 1000), static_cast<suseconds_t>(v % 1000 * 1000)};
@@ -55,61 +29,102 @@ void append(redisContext* c, const std::vector<std::string>& argv) {
 
 }  // namespace
 
-Connection& Topology::connection() {
+Millis Topology::request_timeout() const {
+  return timeout_limit_.count() > 0 ? std::min(timeout_limit_, options_.command_timeout)
+                                    : options_.command_timeout;
+}
+
+Connection& Topology::connection(Millis budget, Millis timeout) {
   if (!conn_ || conn_->broken()) {
     conn_.reset();
     auto opts = options_;
-    if (timeout_limit_.count() > 0) {
-      opts.connect_timeout = std::min(opts.connect_timeout, timeout_limit_);
-      opts.command_timeout = std::min(opts.command_timeout, timeout_limit_);
-    }
+    opts.connect_timeout = std::min(opts.connect_timeout, budget);
+    opts.command_timeout = timeout;
     conn_.emplace(Connection::open(opts));
   }
+  conn_->set_timeout(timeout);
   return *conn_;
+}
+
+template <typename F>
+auto Topology::with_retry(Retry retry, std::optional<Deadline> until, F&& attempt) {
+  Deadline start = SteadyClock::now();
+  Deadline end = until ? *until : start + request_timeout();
+  for (int tries = 1;; ++tries) {
+    bool last = retry != Retry::kIdempotent || tries >= kMaxTries;
+    Millis left = std::max(millis_until(end), Millis(1));
+    // Half of what is left: a reply stuck in a dead flow (or on a server that failed over)
+    // is asked for again on a fresh connection while there is time for the answer.
+    Millis wait = last ? left : std::max(left / 2, Millis(1));
+    try {
+      auto result = attempt(connection(left, wait));
+      failed_until_.reset();
+      return result;
+    } catch (const IoError& e) {
+      // A connection that failed is closed at once: a request that timed out must not
+      // wait in its socket for the next use.
+      if (conn_ && conn_->broken()) conn_.reset();
+      if (last || SteadyClock::now() >= end) {
+        failed_until_ = end;
+        // The last try's own share of the budget would be a puzzling figure to report.
+        if (tries > 1 && dynamic_cast<const TimeoutError*>(&e)) {
+          throw TimeoutError("redis at " + options_.endpoint.describe() +
+                             " did not answer within " +
+                             format_duration(std::chrono::duration_cast<Millis>(end - start)) +
+                             " (--timeout; tried " + std::to_string(tries) + " times)");
+        }
+        throw;
+      }
+    } catch (const UnavailableError&) {
+      failed_until_ = end;
+      throw;
+    }
+  }
+}
+
+Deadline Topology::cleanup_until() const {
+  return failed_until_ ? *failed_until_ : SteadyClock::now() + request_timeout();
 }
 
 void Topology::retire(Subscriber subscriber) { retired_.push_back(std::move(subscriber)); }
 
 void Topology::close_retired() { retired_.clear(); }
 
-void Topology::limit_timeout(Millis timeout) {
-  timeout_limit_ = timeout;
-  Millis effective =
-      timeout.count() > 0 ? std::min(timeout, options_.command_timeout) : options_.command_timeout;
-  if (conn_ && !conn_->broken()) conn_->set_timeout(effective);
-}
+void Topology::limit_timeout(Millis timeout) { timeout_limit_ = timeout; }
 
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
-                    const std::vector<std::string_view>& args, Retry retry) {
-  return Reply(with_retry(
-      retry,
-      [&] { return run_script(connection(), script, keys, args, std::exchange(in_flight_, {})); },
-      conn_));
+                    const std::vector<std::string_view>& args, Retry retry,
+                    std::optional<Deadline> until) {
+  return Reply(with_retry(retry, until, [&](Connection& c) {
+    return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
+  }));
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
-  return Reply(with_retry(
-      retry, [&] { return connection().command(argv); }, conn_));
+  return Reply(with_retry(retry, std::nullopt, [&](Connection& c) { return c.command(argv); }));
 }
 
-std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands) {
+std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands,
+                                      Retry retry) {
   std::vector<Reply> out;
-  for (auto& r : with_retry(
-           Retry::kNever, [&] { return connection().pipeline(commands); }, conn_)) {
+  for (auto& r :
+       with_retry(retry, std::nullopt, [&](Connection& c) { return c.pipeline(commands); })) {
     out.emplace_back(std::move(r));
   }
   return out;
 }
 
 void Topology::send(const std::vector<std::vector<std::string>>& commands) {
-  with_retry(
-      Retry::kNever, [&] { connection().send(commands); }, conn_);
+  with_retry(Retry::kNever, std::nullopt, [&](Connection& c) {
+    c.send(commands);
+    return 0;
+  });
 }
 
 std::vector<Reply> Topology::receive(size_t replies) {
   std::vector<Reply> out;
-  for (auto& r : with_retry(
-           Retry::kNever, [&] { return connection().receive(replies); }, conn_)) {
+  for (auto& r :
+       with_retry(Retry::kNever, std::nullopt, [&](Connection& c) { return c.receive(replies); })) {
     out.emplace_back(std::move(r));
   }
   return out;
@@ -124,7 +139,7 @@ bool Topology::send_cleanup(const Script& script, const std::vector<std::string>
   // AUTH, SELECT and EVAL go out in one write, without waiting for any reply in between: a
   // stalled server accepts the connection and the bytes, and runs all three when it resumes.
   const Endpoint& ep = options_.endpoint;
-  timeval tv = to_timeval(std::min(options_.connect_timeout, patience));
+  timeval tv = to_timeval(std::min(options_.connect_timeout, std::max(patience, kCleanupMargin)));
   ContextPtr c(ep.kind == Endpoint::Kind::kUnix
                    ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)
                    : redisConnectWithTimeout(ep.host.c_str(), ep.port, tv));
