@@ -134,6 +134,7 @@ int Supervision::run(const std::vector<std::string>& command,
   prepare();
   if (prepare_error_) {  // no guardian: the job must not start, and the hold goes back
     try {
+      hold->job_not_started();
       hold->release(Millis(0));
     } catch (const Error&) {  // it expires with its lease
     }
