@@ -102,8 +102,8 @@ class Run {
       case Guardian::News::kStopping:
         if (!lost_) {
           lose(
-              "the guardian is stopping the job: no renewal reached it before the job's stop "
-              "point (rlock was too slow, the host is overloaded?)",
+              "lock lost: the guardian began stopping the job, as no renewal reached it "
+              "before the job's stop point (rlock was stopped, paused or too slow)",
               false);
         }
         return;
