@@ -255,7 +255,12 @@ int refuse_to_start(Watchdog& watchdog, Guardian& guardian, const SuperviseOptio
   auto left = std::chrono::duration_cast<Millis>(watchdog.lease_deadline() - SteadyClock::now());
   watchdog.job_not_started();
   watchdog.release(Millis(0), &why);
-  if (o.warn) {
+  if (o.wait_again && o.wait_again()) {
+    if (o.verbose) {
+      o.verbose("the hold came too late to run the command and no renewal confirmed it (" +
+                watchdog.lost_reason() + "); gave it back, waiting again");
+    }
+  } else if (o.warn) {
     o.warn("the lease ends " +
            (left.count() > 0 ? "in " + format_duration(left)
                              : "(ended " + format_duration(-left) + " ago)") +

@@ -76,6 +76,31 @@ TEST_CASE("exec, sem exec, delay-pop: a hold a stalled server grants late is con
   }
 }
 
+int blocked_clients(RedisServer& redis) {
+  auto info = redis.cmd_str({"INFO", "clients"});
+  auto at = info.find("blocked_clients:");
+  return at == std::string::npos ? -1 : std::stoi(info.substr(at + 16));
+}
+
+TEST_CASE("exec: a late hold that no renewal confirms is given back and waited for again") {
+  RedisServer redis;
+  // Scripts cached, so that the request the pause holds back is the acquisition itself.
+  REQUIRE(rlock(redis, {"exec", "L", "--", "true"}).status == 0);
+  redis.cmd({"CLIENT", "PAUSE", "3000", "WRITE"});
+  auto job = spawn_rlock(redis, {"--timeout", "10s", "exec", "--wait", "20s", "--lease", "2s", "L",
+                                 "--", "echo", "ran"});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 1; }, 10s));
+  // Held back behind the acquisition, a DEL takes the lock away as soon as it is granted:
+  // the renewal that would confirm the late hold finds it gone.
+  Spawned del({"redis-cli", "-p", std::to_string(redis.port()), "DEL", lock_key("L")});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 2; }, 10s));
+  auto status = job.wait(deadline(20s));
+  INFO("stderr: " << job.err());
+  CHECK(status == std::optional<int>(0));
+  CHECK(job.out() == "ran\n");
+  CHECK(del.wait(deadline(10s)) == std::optional<int>(0));
+}
+
 TEST_CASE("exec, sem exec, delay-pop: under libfaketime the lease is kept while the job runs") {
   REQUIRE_MESSAGE(run({"faketime", "-f", "+1h", "true"}).status == 0,
                   "faketime is needed (scripts/install-deps.sh faketime)");
