@@ -23,20 +23,10 @@ std::string join(const std::vector<std::string>& argv) {
   return out;
 }
 
-int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
-             const Settings& settings) {
-  Console console(settings);
-  LockRequest req = resolve_lock_request(f.lock, settings);
-  if (req.mode == prim::LockMode::kShared && f.supervise.min_hold != "0") {
-    throw UsageError(
-        "--min-hold keeps a lock busy for everyone after the command; it has no meaning with "
-        "--shared");
-  }
-  Supervision supervision(f.supervise, req.lease, console);
-  redis::Topology topology(settings.connect);
-  prim::KeyLayout layout(settings.prefix);
-  prim::Lock lock(topology, layout, req.name);
-  supervision.prepare_during_next_script(topology);
+// One wait for the lock and, once it is held, the command run under it.
+int acquire_and_run(const std::vector<std::string>& command, const LockRequest& req,
+                    const Console& console, Supervision& supervision, redis::Topology& topology,
+                    prim::Lock& lock) {
   auto a = lock.acquire(req.owner, req.lease, req.wait_until,
                         supervision.wait_hooks(wait_hooks(console, req.name)),
                         prim::HoldKind::kExec, req.mode);
@@ -61,6 +51,28 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
                           {"RLOCK_FENCE", std::to_string(held.fence)},
                           {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}},
                          lock.hold(req.owner, req.lease, held), topology);
+}
+
+int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
+             const Settings& settings) {
+  Console console(settings);
+  LockRequest req = resolve_lock_request(f.lock, settings);
+  if (req.mode == prim::LockMode::kShared && f.supervise.min_hold != "0") {
+    throw UsageError(
+        "--min-hold keeps a lock busy for everyone after the command; it has no meaning with "
+        "--shared");
+  }
+  Supervision supervision(f.supervise, req.lease, console);
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::Lock lock(topology, layout, req.name);
+  supervision.prepare_during_next_script(topology);
+  supervision.wait_again_until(req.wait_until);
+  int code;
+  do {
+    code = acquire_and_run(command, req, console, supervision, topology, lock);
+  } while (supervision.came_too_late());
+  return code;
 }
 
 }  // namespace

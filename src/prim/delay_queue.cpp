@@ -128,9 +128,13 @@ class QueueLease : public Hold {
   }
 
   void job_ended(int exit_code) override { succeeded_ = exit_code == 0; }
+  void job_not_started() override { started_ = false; }
 
   Released release(Millis /*keep*/) override {
-    return q_.finish(leased_, succeeded_, lease_) ? Released::kReleased : Released::kNotHeld;
+    using F = DelayQueue::Finish;
+    bool done = started_ ? q_.finish(leased_, succeeded_ ? F::kAck : F::kNack, lease_)
+                         : q_.finish(leased_, F::kUnrun, Millis(0));
+    return done ? Released::kReleased : Released::kNotHeld;
   }
 
   std::string lost_reason() const override {
@@ -144,6 +148,7 @@ class QueueLease : public Hold {
   DelayQueue& q_;
   LeasedItem leased_;
   bool succeeded_ = false;  // until told otherwise (the job never started, or failed)
+  bool started_ = true;     // until told that no job ran
 };
 
 DelayQueue::DelayQueue(redis::Topology& topology, const KeyLayout& layout, std::string name)
@@ -234,11 +239,11 @@ std::unique_ptr<Hold> DelayQueue::hold(const LeasedItem& leased) {
   return std::make_unique<QueueLease>(*this, leased);
 }
 
-bool DelayQueue::finish(const LeasedItem& leased, bool ack, Millis retry_after) {
-  auto reply =
-      run(redis::scripts::queue_finish,
-          {channel_, leased.item.id, leased.token, ack ? "ack" : "nack", millis_arg(retry_after)},
-          redis::Retry::kIdempotent);
+bool DelayQueue::finish(const LeasedItem& leased, Finish how, Millis retry_after) {
+  const char* word = how == Finish::kAck ? "ack" : how == Finish::kNack ? "nack" : "unrun";
+  auto reply = run(redis::scripts::queue_finish,
+                   {channel_, leased.item.id, leased.token, word, millis_arg(retry_after)},
+                   redis::Retry::kIdempotent);
   bool done = reply.at(0).integer() == 1;
   // The reply came: no retry needs the finish's record any more. Best effort: a record
   // left behind expires (queue_common.lua).
@@ -251,7 +256,9 @@ bool DelayQueue::finish(const LeasedItem& leased, bool ack, Millis retry_after) 
   return done;
 }
 
-bool DelayQueue::give_back(const LeasedItem& leased) { return finish(leased, false, Millis(0)); }
+bool DelayQueue::give_back(const LeasedItem& leased) {
+  return finish(leased, Finish::kUnrun, Millis(0));
+}
 
 std::vector<QueueItem> DelayQueue::take_dead(long long count) {
   auto reply = run(redis::scripts::queue_dead_pop, {channel_, std::to_string(count)},

@@ -90,7 +90,8 @@ class DelayQueue {
   // timeout) otherwise.
   std::unique_ptr<Hold> hold(const LeasedItem& leased);
 
-  // Gives a lease back at once (the job never ran): the item is due again now.
+  // Gives a lease back at once (the job never ran): the item is due again now, and this
+  // delivery does not count towards --max-deliveries.
   bool give_back(const LeasedItem& leased);
 
   // Takes up to `count` items off the dead-letter list (oldest first) and forgets them.
@@ -112,7 +113,8 @@ class DelayQueue {
   redis::Reply run(const redis::Script& script, const std::vector<std::string>& args,
                    redis::Retry retry, const std::string& reply_key = {});
   std::string new_reply_key() const;
-  bool finish(const LeasedItem& leased, bool ack, Millis retry_after);
+  enum class Finish { kAck, kNack, kUnrun };  // see queue_finish.lua
+  bool finish(const LeasedItem& leased, Finish how, Millis retry_after);
 
   redis::Topology& topology_;
   std::string name_;
