@@ -4,6 +4,7 @@
 --        no change when a key is not a limiter's.
 -- @include common.lua
 local denied = first_denied({{'DEL', KEYS[1]}, {'DEL', KEYS[2]}})
+  or first_denied_use({{'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'ZCARD', KEYS[2]}})
 if denied then return denied end
 local err = first_bad_type({'hash', 'zset'})
 if err then return err end

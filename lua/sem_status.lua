@@ -2,6 +2,12 @@
 -- Reply: {capacity, now_ms, n_permits, id1, owner1, expiry1, ..., n_waiters,
 --         member1, arrival_us1, ..., n_grants, member1, ...}; expired permits and
 --        reservations are left out. Error "BADTYPE <type> <key>" / "MALFORMED <key>".
+-- @include common.lua
+local denied = first_denied_use({
+  {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'HGET', KEYS[2], 'f'}, {'TIME'},
+  {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZRANGE', KEYS[4], '0', '0'},
+})
+if denied then return denied end
 local want = {'zset', 'hash', 'hash', 'zset', 'zset', 'zset'}
 for i = 1, 6 do
   local t = redis.call('TYPE', KEYS[i])['ok']

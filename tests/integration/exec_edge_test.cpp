@@ -105,6 +105,17 @@ TEST_CASE("exec: the job may run on every CPU rlock may, though it starts on rlo
   }
 }
 
+// rlock ignores SIGPIPE (a server closing the connection must not kill it silently); the
+// command must not inherit that: `yes | head -1` in it would go on writing into errors.
+TEST_CASE("exec: the command gets SIGPIPE at its default, though rlock ignores it") {
+  t::RedisServer server;
+  auto r = t::rlock(server, {"exec", "sp", "--", "grep", "^SigIgn:", "/proc/self/status"});
+  REQUIRE(r.status == 0);
+  REQUIRE(r.out.rfind("SigIgn:\t", 0) == 0);
+  const unsigned long long ignored = std::stoull(r.out.substr(8), nullptr, 16);
+  CHECK((ignored & (1ULL << (SIGPIPE - 1))) == 0);
+}
+
 // The guardian is started while the acquisition is with the server; when it cannot be
 // (here: no process left under RLIMIT_NPROC), the job must not run and the lock goes back.
 TEST_CASE("exec: a guardian that cannot start runs no job and gives the lock back") {
