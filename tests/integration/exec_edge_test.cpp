@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -124,10 +125,20 @@ TEST_CASE("exec: a guardian that cannot start runs no job and gives the lock bac
     return;
   }
   t::RedisServer server;
+  // uid 65534 may not reach the build tree (a checkout in root's mode-700 home): it runs a
+  // copy in a directory it can enter.
+  t::TempDir dir;
+  const auto copy = dir.path() / "rlock";
+  std::filesystem::copy_file(t::rlock_binary(), copy);
+  namespace fs = std::filesystem;
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
   auto argv = t::rlock_argv(server, {"exec", "np", "--", "echo", "ran"});
+  argv.front() = copy.string();
   argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                              "prlimit", "--nproc=1"});
   auto r = t::run(argv);
+  INFO("stderr: " << r.err);
   CHECK(r.status == 71);
   CHECK(r.out.empty());
   CHECK(t::line_count(r.err) == 1);
