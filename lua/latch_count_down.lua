@@ -26,8 +26,13 @@ if left == 0 and redis.call('PTTL', KEYS[1]) < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
 if id ~= '' then redis.call('SADD', KEYS[2], id) end
+-- The ids go with the count (or a moment later: Redis 7.0's clock moves inside a script,
+-- and ids without their count are never read). A count whose expiry is this very
+-- millisecond has a PTTL of 0 (it is gone only once that ms has passed): its ids get 1 ms,
+-- not no expiry at all (a `ttl > 0` test left them forever), nor PEXPIRE 0 (which would
+-- delete them while the count still lives, and let an id count twice).
 local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ttl) end
+if ttl >= 0 and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], math.max(ttl, 1)) end
 if left == 0 then redis.call('PUBLISH', ARGV[3], 'zero') end
 return {1, left, applied}
 end, function(r) return r[1] == 1 and r[3] > 0 end)

@@ -27,11 +27,14 @@ return once(ARGV[8] ~= '1' and KEYS[3], function()
 -- Allows for the rounding of doubles (a quarter of a microsecond near 2^51).
 local EPS = 1
 
-if ARGV[8] ~= '1' then
-  local denied = first_denied({
+do
+  local denied = ARGV[8] ~= '1' and first_denied({
     {'HSET', KEYS[1], 'f', '1'}, {'HDEL', KEYS[1], 'f'}, {'PEXPIRE', KEYS[1], '1'},
     {'DEL', KEYS[1]}, {'ZADD', KEYS[2], '1', 'm'}, {'ZREMRANGEBYSCORE', KEYS[2], '0', '1'},
     {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
+  }) or first_denied_use({
+    {'TIME'}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'HMGET', KEYS[1], 'f'}, {'HGET', KEYS[1], 'f'},
+    {'ZRANGE', KEYS[2], '0', '0'}, {'ZSCORE', KEYS[2], 'm'},
   })
   if denied then return denied end
 end

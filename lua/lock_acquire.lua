@@ -48,6 +48,8 @@ if not shared then
   if grant == member then
     local err = first_denied({{'DEL', KEYS[5]}, {'PEXPIRE', KEYS[1], '1'}, {'SET', KEYS[6], 'm'},
       {'SET', KEYS[7], '1'}, {'ZREM', KEYS[3], 'm'}, {'ZREM', KEYS[4], 'm'}})
+      or first_denied_use({{'TIME'}, {'TYPE', KEYS[1]}, {'GET', KEYS[7]}, {'HGET', KEYS[1], 'f'},
+        {'PTTL', KEYS[1]}})
       or first_bad_type(LOCK_KEY_TYPES, 7) or malformed_fence()
     if err then return err end
     if redis.call('GET', KEYS[7]) == '0' then return {-1} end

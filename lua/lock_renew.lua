@@ -6,11 +6,11 @@
 -- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] exec hold id or "", ARGV[4] reader id or ""
 -- Reply: the hold's remaining lease in ms (> 0) when renewed; 0 when the hold is gone
 --        (expired, deleted, forced, or the keys now hold other types).
-if redis.acl_check_cmd and not (redis.acl_check_cmd('PEXPIRE', KEYS[1], '1') and redis.acl_check_cmd('SET', KEYS[2], '1')
-                                and redis.acl_check_cmd('HSET', KEYS[3], 'f', '1') and redis.acl_check_cmd('ZADD', KEYS[4], '1', 'm')
-                                and redis.acl_check_cmd('PEXPIRE', KEYS[4], '1')) then
-  return redis.error_reply('NOPERM rlock needs PEXPIRE, SET, HSET and ZADD on ' .. KEYS[1] .. ' and its :exec, :readers and :rexp keys (nothing was changed)')
-end
+-- @include common.lua
+local denied = first_denied({{'PEXPIRE', KEYS[1], '1'}, {'SET', KEYS[2], '1'}, {'HSET', KEYS[3], 'f', '1'},
+  {'ZADD', KEYS[4], '1', 'm'}, {'PEXPIRE', KEYS[4], '1'}}) or first_denied_use({{'TIME'}, {'TYPE', KEYS[1]},
+  {'HEXISTS', KEYS[1], 'f'}, {'GET', KEYS[2]}, {'HGET', KEYS[3], 'f'}, {'PTTL', KEYS[1]}})
+if denied then return denied end
 local lease = tonumber(ARGV[2])
 if ARGV[4] ~= '' then
   if redis.call('TYPE', KEYS[3])['ok'] ~= 'hash' then return 0 end

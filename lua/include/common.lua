@@ -36,6 +36,23 @@ local function first_denied(needs)
   end
 end
 
+-- The first of `uses` (argument lists of the commands a script runs besides its writes:
+-- TIME, PUBSUB NUMSUB, its reads) that the caller's ACL refuses, as an error reply naming
+-- the command and its key; nil when all are allowed or the server has no ACL checks.
+-- Checked with the writes, before the first write: a read or a TIME refused after one
+-- would end the script half-done (an unlock that released but did not pass the lock on).
+local function first_denied_use(uses)
+  if not redis.acl_check_cmd then return nil end
+  for _, argv in ipairs(uses) do
+    if not redis.acl_check_cmd(unpack(argv)) then
+      local name, at = argv[1], 2
+      if name == 'PUBSUB' then name, at = name .. ' ' .. argv[2], 3 end  -- a subcommand's right
+      local on = argv[at] and ' on ' .. argv[at] or ''
+      return redis.error_reply('NOPERM rlock needs ' .. name .. on .. ' (nothing was changed)')
+    end
+  end
+end
+
 -- Server time as {ms = ..., us = ...} since the epoch, read once per script run: a run is
 -- atomic, so one instant serves all of it (and TIME is a call less each time it is asked).
 local now_of_run

@@ -35,7 +35,12 @@ local function check_rights(channel)
     {'ZADD', KEYS[11], '1', 'm'}, {'ZREM', KEYS[11], 'm'}, {'DEL', KEYS[11]}, {'PEXPIRE', KEYS[11], '1'},
     {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
   }
-  return first_denied(needs)
+  return first_denied(needs) or first_denied_use({
+    {'TIME'}, {'PUBSUB', 'NUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'GET', KEYS[2]},
+    {'HGET', KEYS[1], 'f'}, {'HGETALL', KEYS[1]}, {'HVALS', KEYS[1]}, {'HKEYS', KEYS[8]},
+    {'HEXISTS', KEYS[8], 'f'}, {'PTTL', KEYS[1]}, {'ZRANGE', KEYS[3], '0', '0'},
+    {'ZRANGEBYSCORE', KEYS[4], '0', '1'}, {'ZSCORE', KEYS[3], 'm'},
+  })
 end
 
 -- The types of KEYS[1..9].

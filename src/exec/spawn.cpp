@@ -13,6 +13,7 @@
 
 #include "exec/fd.hpp"
 #include "exec/guardian.hpp"
+#include "exec/signals.hpp"
 #include "util/error.hpp"
 
 extern char** environ;
@@ -34,6 +35,7 @@ struct ChildPlan {
   int procs_fd = -1;  // cgroup.procs when the child must move itself into the cgroup
   bool take_terminal = false;
   const sigset_t* mask = nullptr;
+  bool default_sigpipe = false;  // rlock ignores SIGPIPE; the job gets its default back
   sigset_t with_ttou{};
   int exec_errno = 0;               // written by the child (shared memory under vfork)
   int announce_errno = 0;           // by the child: the guardian could not be told of the job
@@ -83,6 +85,12 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
     if (errno == EINTR) continue;
     plan->announce_errno = errno;
     _exit(127);
+  }
+  if (plan->default_sigpipe) {
+    // The child has its own dispositions (no CLONE_SIGHAND): rlock keeps ignoring.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGPIPE, &dfl, nullptr);
   }
   if (plan->mask) sigprocmask(SIG_SETMASK, plan->mask, nullptr);
   execvpe(plan->argv[0], plan->argv.data(), plan->envp.data());
@@ -205,6 +213,7 @@ Job start_job(const JobSpec& spec, int announce_fd) {
 
   plan.take_terminal = in_terminal_foreground();
   plan.mask = spec.signal_mask;
+  plan.default_sigpipe = sigpipe_was_default();
   sigemptyset(&plan.with_ttou);
   sigaddset(&plan.with_ttou, SIGTTOU);
 
