@@ -34,7 +34,7 @@ do
     {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
   }) or first_denied_use({
     {'TIME'}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'HMGET', KEYS[1], 'f'}, {'HGET', KEYS[1], 'f'},
-    {'ZRANGE', KEYS[2], '0', '0'}, {'ZSCORE', KEYS[2], 'm'},
+    {'ZRANGE', KEYS[2], '0', '0'}, {'ZSCORE', KEYS[2], 'm'}, {'ZCARD', KEYS[2]},
   })
   if denied then return denied end
 end

@@ -14,6 +14,7 @@
 local denied = first_denied_use({
   {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'HGET', KEYS[2], 'f'}, {'TIME'}, {'ZCOUNT', KEYS[1], '0', '1'},
   {'ZRANGE', KEYS[1], '0', '0'}, {'ZRANGE', KEYS[4], '0', '0'}, {'ZSCORE', KEYS[1], 'm'},
+  {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZCARD', KEYS[1]}, {'HMGET', KEYS[2], 'f'},
 })
 if denied then return denied end
 local err = first_bad_type({'zset', 'hash', 'hash', 'zset', 'zset', 'zset'}, 6)

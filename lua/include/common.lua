@@ -98,6 +98,8 @@ end
 -- No key (the client passed none): nothing is recorded (a read-only request).
 local function once(key, body, changed)
   if not key then return body() end
+  local unreadable = first_denied_use({{'GET', key}})
+  if unreadable then return unreadable end
   local seen = redis.call('GET', key)
   if seen then return cmsgpack.unpack(seen) end
   local denied = first_denied({{'SET', key, 'r'}})

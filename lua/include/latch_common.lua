@@ -26,7 +26,8 @@ local function check_latch_keys(channel)
   if channel then
     denied = check_rights(channel)
   else
-    denied = first_denied_use({{'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'SMEMBERS', KEYS[2]}})
+    denied = first_denied_use({{'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'SCARD', KEYS[2]},
+      {'SSCAN', KEYS[2], '0'}})
   end
   if denied then return denied end
   local err = bad_type(KEYS[1], 'string') or bad_type(KEYS[2], 'set')

@@ -39,7 +39,8 @@ local function check_rights(channel)
     {'TIME'}, {'PUBSUB', 'NUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'GET', KEYS[2]},
     {'HGET', KEYS[1], 'f'}, {'HGETALL', KEYS[1]}, {'HVALS', KEYS[1]}, {'HKEYS', KEYS[8]},
     {'HEXISTS', KEYS[8], 'f'}, {'PTTL', KEYS[1]}, {'ZRANGE', KEYS[3], '0', '0'},
-    {'ZRANGEBYSCORE', KEYS[4], '0', '1'}, {'ZSCORE', KEYS[3], 'm'},
+    {'ZRANGEBYSCORE', KEYS[4], '0', '1'}, {'ZSCORE', KEYS[3], 'm'}, {'HLEN', KEYS[8]},
+    {'ZCARD', KEYS[11]}, {'ZCOUNT', KEYS[11], '0', '1'}, {'ZRANGEBYSCORE', KEYS[11], '0', '1'},
   })
 end
 

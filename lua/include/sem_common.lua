@@ -28,7 +28,8 @@ local function check_sem_rights(channel)
   return first_denied(needs) or first_denied_use({
     {'TIME'}, {'PUBSUB', 'NUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'GET', KEYS[7]},
     {'HGET', KEYS[2], 'f'}, {'PTTL', KEYS[1]}, {'ZCARD', KEYS[1]}, {'ZRANGE', KEYS[4], '0', '0'},
-    {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZSCORE', KEYS[1], 'm'},
+    {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZSCORE', KEYS[1], 'm'}, {'HMGET', KEYS[2], 'f'},
+    {'ZCOUNT', KEYS[1], '0', '1'},
   })
 end
 

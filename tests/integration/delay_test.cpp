@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "documented_acl.hpp"
 #include "harness.hpp"
 #include "reply_records.hpp"
 
@@ -469,12 +470,7 @@ TEST_CASE("delay: inspect shows scheduled, due, in-flight items with consumers, 
 }
 
 // The rights documented under ACL in rlock(1), and nothing more.
-const std::string kQueueAcl =
-    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +subscribe "
-    "+unsubscribe +ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time "
-    "+zrangebyscore +zrem +zrange +pubsub|numsub +hset +pexpire +set +publish +del +hget "
-    "+hincrby +zscore +zadd +exists +hexists +hdel +hkeys +decrby +sadd +sismember +smembers "
-    "+scard +srandmember +hlen +llen +rpush +lpop +zcount";
+const std::string kQueueAcl = documented_acl_user();
 
 TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and changes nothing") {
   {
