@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh dpkg-dev lintian man-db  # dpkg-dev: dpkg-shlibdeps, for Depends
+# dpkg-dev: dpkg-shlibdeps, for Depends; bash-completion: to load the completion as bash does
+scripts/install-deps.sh dpkg-dev lintian man-db bash-completion
 fail() { echo "package-test: $*" >&2; exit 1; }
 
 if dpkg-query -W -f='${Status}' rlock 2>/dev/null | grep -q 'install ok installed' ||
@@ -28,8 +29,8 @@ ls -l "$deb"
 dpkg-deb -f "$deb" Depends | grep -q 'libc6' || fail "Depends was not computed (dpkg-shlibdeps)"
 
 echo "== lintian (remaining tags are overridden with their reasons: cmake/debian/lintian-overrides)"
-lintian_out=$(lintian --fail-on error,warning "$deb" 2>&1 | grep -v '^running with root privileges') ||
-  fail "lintian: $lintian_out"
+lintian_out=$(lintian --fail-on error,warning "$deb" 2>&1) || fail "lintian: $lintian_out"
+lintian_out=$(grep -v '^running with root privileges' <<<"$lintian_out" || true)
 [ -z "$lintian_out" ] || fail "lintian: $lintian_out"
 
 echo "== apt-get install $deb"
@@ -57,8 +58,9 @@ for f in /usr/share/bash-completion/completions/rlock \
 done
 # Where each shell finds them, for the shells installed here.
 if [ -f /usr/share/bash-completion/bash_completion ]; then
-  bash -c 'source /usr/share/bash-completion/bash_completion && _completion_loader rlock &&
-           complete -p rlock' >/dev/null || fail "bash-completion does not load rlock's"
+  # The loader returns 124 ("completion loaded, try again"); `complete -p` says what it loaded.
+  bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader rlock
+           complete -p rlock' | grep -q -- '-F _rlock rlock$' || fail "bash-completion does not load rlock's"
 fi
 if command -v zsh >/dev/null; then
   zsh -fc '[[ ${fpath[(I)/usr/share/zsh/vendor-completions]} -gt 0 ]]' ||
@@ -84,5 +86,5 @@ while read -r f; do
   [ -d "$f" ] || [ ! -e "$f" ] || fail "left after remove: $f"
 done <<<"$files"
 [ ! -e /usr/bin/rlock ] || fail "left after remove: /usr/bin/rlock"
-[ -z "$(find /usr/bin -newer "$deb" -name '*rlock*')" ] || fail "rlock files left in /usr/bin"
+[ -z "$(find /usr/bin -name '*rlock*')" ] || fail "left after remove: $(find /usr/bin -name '*rlock*')"
 echo "== package test passed"
