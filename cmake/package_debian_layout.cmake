@@ -1,10 +1,12 @@
 # Run by CPack (CPACK_PRE_BUILD_SCRIPTS) on the staged install tree, before it becomes the
 # .deb: what Debian keeps elsewhere than `cmake --install` does.
-# - zsh completions: Debian's zsh searches /usr/share/zsh/vendor-completions, not
-#   /usr/share/zsh/site-functions (that one only under /usr/local).
+# - zsh completions: Debian's zsh searches /usr/share/zsh/vendor-completions (and
+#   /usr/local/share/zsh/site-functions, where `cmake --install` puts them), not
+#   /usr/share/zsh/site-functions.
 # - man page and changelog gzip'd with -9n (no name or time stamp: reproducible), policy 12.1.
 # - /usr/share/doc/rlock/copyright (policy 12.5) and changelog.gz (a native package's).
-# - the binary without .comment and .note, as dh_strip leaves it.
+# - the binary stripped (even when built with RLOCK_INSTALL_STRIP=OFF) and without .comment
+#   and .note, as dh_strip leaves it.
 # - lintian's overrides, each with its reason.
 set(root "${CPACK_TEMPORARY_INSTALL_DIRECTORY}${CPACK_PACKAGING_INSTALL_PREFIX}")
 if(NOT EXISTS "${root}/bin/rlock")

@@ -67,6 +67,7 @@ if command -v zsh >/dev/null; then
     fail "zsh's fpath has no /usr/share/zsh/vendor-completions"
 fi
 if command -v fish >/dev/null; then
+  # shellcheck disable=SC2016  # fish expands it
   fish -c 'contains /usr/share/fish/vendor_completions.d $fish_complete_path' ||
     fail "fish's complete path has no /usr/share/fish/vendor_completions.d"
 fi
