@@ -66,6 +66,15 @@ if [ ${#failed[@]} -ne "$before" ]; then
 else
   stage "tests (build/): unit, integration and fuzz" tests
 fi
+# The recipes in examples/ (their files parsed and verified, the commands they run run).
+stage "examples (examples/): recipes checked and run" scripts/examples-test.sh
+# The Debian package built, installed, checked, exercised and removed. The suite's
+# exec, lock and command-line cases run against the installed /usr/bin/rlock (the whole
+# suite ran against build/ above; running it twice would not fit CI's time).
+if [ -z "${RLOCK_TEST_BINARY:-}" ]; then
+  stage "Debian package (build-pkg/): built, installed, exercised, removed" \
+    scripts/package-test.sh -tc='exec:*,lock*,unlock*,hostile: the command line guides*,completions*'
+fi
 stage "ASan+UBSan build (build-asan/): unit tests and fuzz pass" sanitized
 
 if [ ${#failed[@]} -gt 0 ]; then
