@@ -103,6 +103,28 @@ TEST_CASE("exec: a late hold that no renewal confirms is given back and waited f
   CHECK(del.wait(deadline(10s)) == std::optional<int>(0));
 }
 
+TEST_CASE("exec: a late hold given back and then busy until --wait ends exits 75 unrun") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"exec", "L", "--", "true"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "w", "--owner", "o"}).status == 0);  // lock script cached
+  redis.cmd({"CLIENT", "PAUSE", "3000", "WRITE"});
+  auto job = spawn_rlock(redis, {"--timeout", "10s", "exec", "--wait", "4s", "--lease", "2s", "L",
+                                 "--", "echo", "ran"});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 1; }, 10s));
+  // Behind the acquisition: a DEL takes the lock away, then another owner takes it for
+  // longer than the --wait left, so that waiting again ends busy.
+  Spawned del({"redis-cli", "-p", std::to_string(redis.port()), "DEL", lock_key("L")});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 2; }, 10s));
+  auto other = spawn_rlock(redis, {"lock", "L", "--owner", "other", "--lease", "60s"});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 3; }, 10s));
+  auto status = job.wait(deadline(20s));
+  INFO("stderr: " << job.err());
+  CHECK(status == std::optional<int>(75));
+  CHECK(job.out().empty());
+  CHECK(other.wait(deadline(10s)) == std::optional<int>(0));
+  CHECK(del.wait(deadline(10s)) == std::optional<int>(0));
+}
+
 TEST_CASE("sem exec: a late hold that no renewal confirms is given back and waited for again") {
   RedisServer redis;
   REQUIRE(rlock(redis, {"sem", "exec", "--permits", "1", "S", "--", "true"}).status == 0);
