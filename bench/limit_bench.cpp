@@ -30,8 +30,8 @@ int print_evalsha_args(const std::string& name) {
   rlock::prim::KeyLayout layout;
   auto r = request();
   // KEYS and ARGV as Limiter::decide sends them (see lua/limit_decide.lua), one a line
-  // (the client id is the empty line).
-  std::printf("EVALSHA\n%s\n2\n%s\n%s\n%lld\n%lld\n%lld\n0\n0\n1\n\n0\n0\n",
+  // (the client id is the empty line; no reply record, so its life, the last, is unused).
+  std::printf("EVALSHA\n%s\n2\n%s\n%s\n%lld\n%lld\n%lld\n0\n0\n1\n\n0\n0\n5000\n",
               rlock::redis::scripts::limit_decide.sha1, layout.limiter_key(name).c_str(),
               layout.limiter_clients_key(name).c_str(), r.config.rate, r.config.per_ms,
               r.config.burst);

@@ -4,7 +4,8 @@
 -- expiry, or for ARGV[4] ms when it had none (so that a finished latch is told apart
 -- from one never set).
 -- ARGV[1] amount (>= 1), ARGV[2] participant id ('' = none), ARGV[3] latch channel,
--- ARGV[4] how long a reached latch without expiry is kept (ms)
+-- ARGV[4] how long a reached latch without expiry is kept (ms), ARGV[5] ms the reply
+-- record is kept
 -- Reply: {1, count, applied} counted down (applied = how much, 0 when it was at 0);
 --        {2, count} the id has counted down already: nothing changed;
 --        {-1} there is no such latch (never set, or expired): nothing changed;
@@ -13,7 +14,7 @@
 -- request gets the first run's reply (what this call applied) and changes nothing.
 -- @include common.lua
 -- @include latch_common.lua
-return once(KEYS[3], function()
+return once(KEYS[3], ARGV[5], function()
 local err, count = check_latch_keys(ARGV[3])
 if err then return err end
 if not count then return {-1} end

@@ -6,7 +6,8 @@
 -- ARGV[1] rate, ARGV[2] per_ms, ARGV[3] burst, ARGV[4] per_client '0'|'1',
 -- ARGV[5] client_rate ('0': none), ARGV[6] cost (1..burst), ARGV[7] client id ('' for none),
 -- ARGV[8] '1' to peek (decide without consuming or writing anything),
--- ARGV[9] '1' to store ARGV[1..5] over a different stored config (--reconfigure)
+-- ARGV[9] '1' to store ARGV[1..5] over a different stored config (--reconfigure),
+-- ARGV[10] ms the reply record is kept
 -- Reply: {1, allowed 0|1, remaining, retry_after_us, reset_after_us, now_us}; with a peek,
 --        reset_after_us is that of the state as it is (the peeked call not consumed)
 --        {0, rate, per_ms, burst, per_client, client_rate}: another config is stored;
@@ -23,7 +24,7 @@
 -- KEYS[3] this request's reply record (see once in common.lua), absent for a peek: a
 -- repeated decision returns the first one and consumes nothing more.
 -- @include common.lua
-return once(ARGV[8] ~= '1' and KEYS[3], function()
+return once(ARGV[8] ~= '1' and KEYS[3], ARGV[10], function()
 -- Allows for the rounding of doubles (a quarter of a microsecond near 2^51).
 local EPS = 1
 

@@ -1,13 +1,13 @@
 -- Takes items off the dead-letter list, oldest first, and forgets them.
 -- KEYS: see queue_common.lua.
--- ARGV[1] queue channel, ARGV[2] most items to take.
+-- ARGV[1] queue channel, ARGV[2] most items to take, ARGV[3] ms the reply record is kept.
 -- Reply: {now_ms, id, payload (nil when missing), due_ms, deliveries, reason, ...}: the
 --        reason a script stored, else the deliveries that made it a dead letter;
 --        error "BADTYPE <type> <key>" and no change otherwise.
 -- KEYS[9] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include queue_common.lua
-return once(KEYS[9], function()
+return once(KEYS[9], ARGV[3], function()
 local err = check_queue_keys(ARGV[1])
 if err then return err end
 local out = {server_time().ms}

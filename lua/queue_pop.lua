@@ -7,7 +7,7 @@
 -- KEYS: see queue_common.lua.
 -- ARGV[1] queue channel, ARGV[2] 'take' | 'lease', ARGV[3] most items to take,
 -- ARGV[4] visibility (lease) ms, ARGV[5] max deliveries (0 = none), ARGV[6] lease token,
--- ARGV[7] consumer (for inspect).
+-- ARGV[7] consumer (for inspect), ARGV[8] ms the reply record is kept.
 -- Reply: {1, now_ms, id, payload, due_ms, lateness_ms, deliveries, ...} items taken;
 --        {0, now_ms, ms until the next item or lease expiry (-1: none)} nothing due;
 --        error "BADTYPE <type> <key>" and no change otherwise.
@@ -15,7 +15,7 @@
 -- pop returns the same items and deliveries, counting no delivery twice.
 -- @include common.lua
 -- @include queue_common.lua
-return once(KEYS[9], function()
+return once(KEYS[9], ARGV[8], function()
 local err = check_queue_keys(ARGV[1])
 if err then return err end
 local now = server_time().ms

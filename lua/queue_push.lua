@@ -3,13 +3,13 @@
 -- nothing. Wakes the consumers when the item is now the earliest.
 -- KEYS: see queue_common.lua.
 -- ARGV[1] queue channel, ARGV[2] 'delay' | 'at', ARGV[3] the delay in ms, or the due time
--- (Unix ms), ARGV[4] item id, ARGV[5] payload.
+-- (Unix ms), ARGV[4] item id, ARGV[5] payload, ARGV[6] ms the reply record is kept.
 -- Reply: {1, due_ms, now_ms} pushed; {0, due_ms, now_ms} a duplicate id: nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
 -- KEYS[9] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include queue_common.lua
-return once(KEYS[9], function()
+return once(KEYS[9], ARGV[6], function()
 local err = check_queue_keys(ARGV[1])
 if err then return err end
 local now = server_time().ms

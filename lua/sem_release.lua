@@ -1,13 +1,13 @@
 -- Gives permits back and passes the freed ones to the head waiters (KEYS: see
 -- sem_common.lua), or cleans up after a request that gave up.
 -- ARGV[1] semaphore channel, ARGV[2] claim ms, ARGV[3] mode, ARGV[4] keep ms (for "hold"),
--- then per mode:
---   "release" ARGV[5..] permit ids: each one still held is freed (a permit released twice,
+-- ARGV[5] ms the reply record KEYS[9] is kept, then per mode:
+--   "release" ARGV[6..] permit ids: each one still held is freed (a permit released twice,
 --             expired or never issued is not credited again);
 --   "hold"    as "release", for the permits of request KEYS[7]; the request is marked
 --             released, so that a retry after a lost reply still reports them released;
 --             keep > 0 leaves them in use that many ms more (--min-hold);
---   "abandon" ARGV[5] the request's waiters member: gives back what the request took or
+--   "abandon" ARGV[6] the request's waiters member: gives back what the request took or
 --             was granted, leaves the queue, marks the request given up.
 --   "force"   frees every permit.
 -- Reply: {released, id1, owner1, id2, owner2, ...}: how many permits were freed and, for
@@ -18,7 +18,7 @@
 -- request (a retry after a lost reply) gets the first run's reply and changes nothing.
 -- @include common.lua
 -- @include sem_common.lua
-return once(KEYS[9], function()
+return once(KEYS[9], ARGV[5], function()
 local err = check_sem_keys(ARGV[1])
 if err then return err end
 local channel, claim_ms, mode = ARGV[1], ARGV[2], ARGV[3]
@@ -55,7 +55,7 @@ if mode == 'force' then
   redis.call('DEL', KEYS[1], KEYS[3])
   reply[1] = #all
 elseif mode == 'abandon' then
-  local member = ARGV[5]
+  local member = ARGV[6]
   local req = redis.call('GET', KEYS[7])
   if req ~= '0' then ids = recorded_ids(req) end
   redis.call('ZREM', KEYS[6], member)
@@ -63,7 +63,7 @@ elseif mode == 'abandon' then
   redis.call('SET', KEYS[7], '0', 'PX', REQUEST_TTL)
   reply[1] = free(ids, {})
 else
-  for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
+  for i = 6, #ARGV do ids[#ids + 1] = ARGV[i] end
   if mode == 'hold' and redis.call('GET', KEYS[7]) == '0' then return {-1} end
   reply[1] = free(ids, reply)
   if mode == 'hold' then redis.call('SET', KEYS[7], '0', 'PX', REQUEST_TTL) end

@@ -1,8 +1,9 @@
 -- Shared by every primitive's scripts (spliced in at build time where a script says
 -- @include, before the primitive's own helpers).
 
--- Requests are remembered this long (ms): long enough for a retry or a clean-up that was
--- queued behind the request in a stalled server.
+-- A waiting request's record (given up, or what it took) is remembered this long (ms): long
+-- enough for a retry or a clean-up that was queued behind the request in a stalled server.
+-- Reply records (once, below) live as long as the client says instead.
 local REQUEST_TTL = 60000
 -- Waiters' keys outlive the longest wait in them by this much (ms).
 local QUEUE_MARGIN = 1000
@@ -90,13 +91,14 @@ end
 -- Runs `body` (the script's work, returning its reply) once per request: the reply of the
 -- first run that changed something (`changed(reply)`, or any run when `changed` is nil)
 -- is recorded under `key` (this request's own key, computed by the client from the
--- request id; kept REQUEST_TTL), and the same request sent again (a retry after a lost
+-- request id; kept `ttl_ms`, the client's --timeout budget plus a margin: see
+-- prim::reply_record_ttl_arg), and the same request sent again (a retry after a lost
 -- reply or a timeout, or a stalled server running the original after its retry) gets that
 -- reply back without running again. A run that changed nothing (a refusal, "not held",
 -- nothing due) leaves no record: running it again is as if only the repeat had run, and
 -- its reply says what is true then. Error replies change nothing and are not recorded.
 -- No key (the client passed none): nothing is recorded (a read-only request).
-local function once(key, body, changed)
+local function once(key, ttl_ms, body, changed)
   if not key then return body() end
   local unreadable = first_denied_use({{'GET', key}})
   if unreadable then return unreadable end
@@ -106,7 +108,7 @@ local function once(key, body, changed)
   if denied then return denied end
   local reply = body()
   if type(reply) == 'table' and not reply.err and (not changed or changed(reply)) then
-    redis.call('SET', key, cmsgpack.pack(reply), 'PX', REQUEST_TTL)
+    redis.call('SET', key, cmsgpack.pack(reply), 'PX', tonumber(ttl_ms))
   end
   return reply
 end

@@ -2,9 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "cli/command.hpp"
+#include "cli/stdout_writer.hpp"
 #include "util/error.hpp"
 
 namespace rlock::cli {
@@ -181,11 +184,16 @@ std::string overview(CLI::App& app) {
   return app.get_formatter()->make_help(&app, "rlock", CLI::AppFormatMode::Normal);
 }
 
+// Help is a result like any other: a failed write exits 74.
+int print_text(const std::string& text) {
+  int error = 0;
+  write_stdout(text, &error);
+  if (error != 0) throw Error(kExitIoError, stdout_failure(error));
+  return 0;
+}
+
 int print_help(CLI::App& app, const std::string& topic) {
-  if (topic.empty()) {
-    std::cout << overview(app);
-    return 0;
-  }
+  if (topic.empty()) return print_text(overview(app));
   CLI::App* sub = nullptr;
   try {
     sub = app.get_subcommand(topic);
@@ -196,12 +204,9 @@ int print_help(CLI::App& app, const std::string& topic) {
     throw UsageError("help: unknown subcommand '" + topic + "'" + suggestion(topic, names) +
                      "; see rlock help");
   }
-  if (topic == "help") {
-    std::cout << overview(app);
-    return 0;
-  }
-  std::cout << sub->get_formatter()->make_help(sub, "rlock " + topic, CLI::AppFormatMode::Normal);
-  return 0;
+  if (topic == "help") return print_text(overview(app));
+  return print_text(
+      sub->get_formatter()->make_help(sub, "rlock " + topic, CLI::AppFormatMode::Normal));
 }
 
 // `rlock` alone, or with global options only (`rlock -qv`): like every usage error, one
@@ -270,7 +275,11 @@ int run(int argc, char** argv) {
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version: CLI11 prints them on std::cout
+      std::ostringstream text;
+      app.exit(e, text, text);
+      return print_text(text.str());
+    }
     const CLI::App* parsed = parsed_subcommand(commands);
     const Subcommand* entry = parsed ? find_subcommand(parsed->get_name()) : nullptr;
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {

@@ -16,8 +16,11 @@ class Console {
  public:
   explicit Console(const Settings& s) : quiet_(s.quiet), verbose_(s.verbose && !s.quiet) {}
 
-  void result(const Json& doc) const;
-  void result_text(const std::string& text) const;
+  // A write that fails (full disk, closed pipe) throws exit 74 naming the error, and then
+  // `done`: what the command did on the server that stands all the same, said so that the
+  // user can undo it (empty: nothing to undo). Nothing is given back: the user decides.
+  void result(const Json& doc, const std::string& done = {}) const;
+  void result_text(const std::string& text, const std::string& done = {}) const;
   void notice(const std::string& line) const;
   void warning(const std::string& line) const;  // printed even with -q
   void explain(const std::string& line) const;  // only with -v
@@ -27,5 +30,8 @@ class Console {
   bool quiet_;
   bool verbose_;
 };
+
+// `s` as one word for a POSIX shell: what a line that tells a command to run quotes.
+std::string shell_quote(const std::string& s);
 
 }  // namespace rlock::cli

@@ -1,5 +1,4 @@
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,7 +13,10 @@
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/lock_options.hpp"
+#include "cli/stdout_writer.hpp"
 #include "cli/supervised.hpp"
+#include "cli/whole_flag.hpp"
 #include "exec/signals.hpp"
 #include "prim/delay_queue.hpp"
 #include "util/duration.hpp"
@@ -27,15 +29,17 @@ namespace rlock::cli {
 namespace {
 
 constexpr long long kMaxCount = 1000;
+// Deliveries are counted by the scripts in Lua numbers: far below where they stop being exact.
+constexpr long long kMaxDeliveries = 1'000'000'000;
 // A --forever consumer that lost Redis tries again after this long.
 constexpr Millis kForeverRetry{1000};
 
 struct PopFlags {
   std::string queue;
   std::string wait;
-  std::optional<long long> count;
+  std::optional<std::string> count;
   std::optional<std::string> visibility;
-  std::optional<long long> max_deliveries;
+  std::optional<std::string> max_deliveries;
   bool forever = false;
   bool dead = false;
   int conflict_exit_code = kExitNotNow;
@@ -80,40 +84,6 @@ std::string item_line(const std::string& queue, const prim::QueueItem& it, bool 
   return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-// Writes `text` to fd 1 with write(2), so that every failure is seen (stdio keeps some in
-// its buffer and reports none). SIGPIPE is held back meanwhile: a reader that went away is
-// a failed write (EPIPE) like a full disk, not a death with the items unprinted. Returns
-// the bytes written; `*error` is the errno of the failure, 0 when everything went out.
-size_t write_stdout(const std::string& text, int* error) {
-  sigset_t pipe_only, old;
-  sigemptyset(&pipe_only);
-  sigaddset(&pipe_only, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
-  size_t done = 0;
-  *error = 0;
-  while (done < text.size()) {
-    ssize_t n = write(STDOUT_FILENO, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      // A non-blocking stdout (set by whoever shares it) that is full: wait until it drains.
-      pollfd p{STDOUT_FILENO, POLLOUT, 0};
-      if (poll(&p, 1, -1) >= 0 || errno == EINTR) continue;
-    }
-    if (n <= 0) {
-      *error = n < 0 ? errno : EIO;
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (*error == EPIPE && !sigismember(&old, SIGPIPE)) {
-    // This write's SIGPIPE is pending: take it, so that restoring the mask does not deliver it.
-    timespec now{0, 0};
-    sigtimedwait(&pipe_only, nullptr, &now);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return done;
-}
-
 // With fd 1 closed, the next descriptor opened (the Redis connection, a signalfd) would
 // become "stdout" and the items would be written into it: refuse before taking any.
 void require_stdout(const std::string& queue) {
@@ -141,7 +111,7 @@ void print_items(prim::DelayQueue& q, const std::vector<prim::QueueItem>& items,
   while (printed < ends.size() && ends[printed] <= written) ++printed;
   std::vector<prim::QueueItem> rest(items.begin() + static_cast<long>(printed), items.end());
   auto n = static_cast<long long>(rest.size());
-  std::string what = "writing to stdout: " + std::string(std::strerror(error)) + "; ";
+  std::string what = stdout_failure(error) + "; ";
   try {
     long long back = q.put_back(rest, dead);
     std::string where = (dead ? "the dead letters of queue '" : "queue '") + q.name() + "'";
@@ -166,12 +136,9 @@ PopRequest resolve(const PopFlags& f, bool with_command) {
   validate_name(f.queue);
   PopRequest r;
   if (f.count) {
-    if (*f.count < 1 || *f.count > kMaxCount)
-      throw UsageError("--count must be from 1 to " + std::to_string(kMaxCount) + ", not " +
-                       std::to_string(*f.count));
-    if (with_command && *f.count != 1)
+    r.count = parse_whole_flag(*f.count, "--count", 1, kMaxCount);
+    if (with_command && r.count != 1)
       throw UsageError("--count: with -- CMD one run handles one item");
-    r.count = *f.count;
   }
   if (!with_command && !f.dead && (f.visibility || f.max_deliveries))
     throw UsageError("--visibility and --max-deliveries are for reliable consumption (-- CMD)");
@@ -185,12 +152,8 @@ PopRequest resolve(const PopFlags& f, bool with_command) {
     r.visibility = parse_duration(*f.visibility, "--visibility");
     if (r.visibility.count() < 1) throw UsageError("--visibility must be at least 1ms, not 0");
   }
-  if (f.max_deliveries) {
-    if (*f.max_deliveries < 1)
-      throw UsageError("--max-deliveries must be at least 1, not " +
-                       std::to_string(*f.max_deliveries));
-    r.max_deliveries = *f.max_deliveries;
-  }
+  if (f.max_deliveries)
+    r.max_deliveries = parse_whole_flag(*f.max_deliveries, "--max-deliveries", 1, kMaxDeliveries);
   return r;
 }
 
@@ -291,30 +254,35 @@ Outcome run_one(const PopFlags& f, const PopRequest& r, const std::vector<std::s
   prim::DelayQueue q(topology, layout, f.queue);
   Deadline until = SteadyClock::now() + (f.forever ? kMaxDuration : r.wait);
   supervision.prepare_during_next_script(topology);
-  auto leased =
-      q.lease(r.visibility, r.max_deliveries, consumer, until, supervision.wait_hooks({}));
-  if (int signo = supervision.stop_signal()) {
-    if (leased) q.give_back(*leased);
-    if (!f.forever)
-      console.notice("interrupted by signal " + std::to_string(signo) +
-                     " while waiting on queue '" + f.queue + "'; the command did not run");
-    return {128 + signo, true, false};
-  }
-  if (!leased) return {f.conflict_exit_code, false, true};
-  const prim::QueueItem& it = leased->item;
-  console.explain("leased item '" + it.id + "' of queue '" + f.queue + "' (delivery " +
-                  std::to_string(it.deliveries) + ", visibility " + format_duration(r.visibility) +
-                  ", renewed every " + format_duration(supervision.renew_interval()) + ")");
-  payload_as_stdin(it.payload);
-  int code = supervision.run(command,
-                             {{"RLOCK_QUEUE", f.queue},
-                              {"RLOCK_ITEM_ID", it.id},
-                              {"RLOCK_DELIVERIES", std::to_string(it.deliveries)},
-                              {"RLOCK_DUE_MS", std::to_string(it.due_ms)},
-                              {"RLOCK_LEASE_MS", std::to_string(r.visibility.count())}},
-                             q.hold(*leased), topology);
-  // The item is settled (acknowledged or given back) when run() returns.
-  return {code, supervision.stop_signal() != 0, false};
+  // An item leased too late to run is given back uncounted (due again at once) and leased
+  // again: most likely by this consumer, which waits for it.
+  return supervision.until_in_time(until, [&]() -> Outcome {
+    auto leased =
+        q.lease(r.visibility, r.max_deliveries, consumer, until, supervision.wait_hooks({}));
+    if (int signo = supervision.stop_signal()) {
+      if (leased) q.give_back(*leased);
+      if (!f.forever)
+        console.notice("interrupted by signal " + std::to_string(signo) +
+                       " while waiting on queue '" + f.queue + "'; the command did not run");
+      return {128 + signo, true, false};
+    }
+    if (!leased) return {f.conflict_exit_code, false, true};
+    const prim::QueueItem& it = leased->item;
+    console.explain("leased item '" + it.id + "' of queue '" + f.queue + "' (delivery " +
+                    std::to_string(it.deliveries) + ", visibility " +
+                    format_duration(r.visibility) + ", renewed every " +
+                    format_duration(supervision.renew_interval()) + ")");
+    payload_as_stdin(it.payload);
+    int code = supervision.run(command,
+                               {{"RLOCK_QUEUE", f.queue},
+                                {"RLOCK_ITEM_ID", it.id},
+                                {"RLOCK_DELIVERIES", std::to_string(it.deliveries)},
+                                {"RLOCK_DUE_MS", std::to_string(it.due_ms)},
+                                {"RLOCK_LEASE_MS", std::to_string(r.visibility.count())}},
+                               q.hold(*leased), topology);
+    // The item is settled (acknowledged or given back) when run() returns.
+    return {code, supervision.stop_signal() != 0, false};
+  });
 }
 
 int run_command(const PopFlags& f, const PopRequest& r, const std::vector<std::string>& command,
@@ -376,20 +344,20 @@ Runner define_delay_pop_command(CLI::App& app, std::vector<std::string>& command
   app.add_option("-w,--wait", f->wait,
                  "wait up to DUR for a due item, inf: forever (default: don't)")
       ->type_name("DUR");
-  app.add_option("--count", f->count, "take up to N due items at once (default 1; without CMD)")
+  app.add_option("--count", f->count,
+                 "take up to N due items at once (1 to 1000, default 1; without CMD)")
       ->type_name("N");
   app.add_option("--visibility", f->visibility,
                  "-- CMD: lease of the item while CMD runs, renewed (default 30s)")
       ->type_name("DUR");
   app.add_option("--max-deliveries", f->max_deliveries,
-                 "-- CMD: after N deliveries an item goes to the dead letters (default: never)")
+                 "-- CMD: after N deliveries (1 to 1000000000) an item goes to the dead letters "
+                 "(default: never)")
       ->type_name("N");
   app.add_flag("--forever", f->forever, "keep serving the queue until INT/TERM (exit 0)");
   app.add_flag("--dead", f->dead, "read (and remove) up to --count dead letters instead");
-  app.add_option("-E,--conflict-exit-code", f->conflict_exit_code,
-                 "exit code when no item was due in time (default 75)")
-      ->check(CLI::Range(0, 255))
-      ->type_name("N");
+  add_conflict_exit_code_flag(app, f->conflict_exit_code,
+                              "exit code when no item was due in time (default 75)");
   add_supervise_flags(app, f->supervise);
   app.footer(R"(Takes due items of a delayed queue. Consumers do not poll: they sleep until the
 earliest due time, or until a push of an earlier item wakes them (pub/sub); a lost wake-up

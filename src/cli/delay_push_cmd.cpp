@@ -80,10 +80,22 @@ Json pushed_json(const std::string& queue, const prim::Pushed& p) {
   return {{"queue", queue}, {"id", p.id}, {"due_ms", p.due_ms}, {"duplicate", p.duplicate}};
 }
 
+// What stands when the lines of `r` could not be printed: the items are queued, and their
+// ids (the first and last of a long batch, numbered by line with --lines --id) say which.
+std::string queued_line(const std::string& queue, const std::vector<prim::Pushed>& r) {
+  if (r.empty()) return {};
+  std::string ids = "'" + r.front().id + "'";
+  if (r.size() == 2) ids += ", '" + r.back().id + "'";
+  if (r.size() > 2) ids += " ... '" + r.back().id + "'";
+  return (r.size() == 1 ? "the item is" : "the " + std::to_string(r.size()) + " items are") +
+         " queued all the same on queue '" + queue + "' (" + (r.size() == 1 ? "id " : "ids ") +
+         ids + ")";
+}
+
 void print(const Console& console, const std::string& queue, const std::vector<prim::Pushed>& r) {
   std::string text;
   for (const auto& p : r) text += pushed_json(queue, p).dump() + "\n";
-  console.result_text(text);
+  console.result_text(text, queued_line(queue, r));
 }
 
 // --lines: one item per stdin line (without its '\n'), pushed kLinesBatch at a time. With

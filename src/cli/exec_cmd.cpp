@@ -67,12 +67,9 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(topology, layout, req.name);
   supervision.prepare_during_next_script(topology);
-  supervision.wait_again_until(req.wait_until);
-  int code;
-  do {
-    code = acquire_and_run(command, req, console, supervision, topology, lock);
-  } while (supervision.came_too_late());
-  return code;
+  return supervision.until_in_time(req.wait_until, [&] {
+    return acquire_and_run(command, req, console, supervision, topology, lock);
+  });
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include <poll.h>
 
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -11,6 +10,7 @@
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/supervised.hpp"
+#include "cli/whole_flag.hpp"
 #include "exec/signals.hpp"
 #include "prim/limiter.hpp"
 #include "util/duration.hpp"
@@ -31,17 +31,6 @@ struct LimitFlags {
   int conflict_exit_code = kExitNotNow;
   std::vector<const CLI::Option*> decision_options;  // what --reset takes none of
 };
-
-// A whole number in [1, max]; `what` names it in the error.
-long long parse_count(const std::string& text, const std::string& what, long long max) {
-  long long v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 1 || v > max) {
-    throw UsageError(what + " must be a whole number from 1 to " + std::to_string(max) + ", not '" +
-                     text + "'");
-  }
-  return v;
-}
 
 // A period as a user would type it: the largest unit that divides it (1h, 90s, 250ms).
 std::string format_period(long long ms) {
@@ -73,21 +62,22 @@ Call resolve_call(const LimitFlags& f) {
   }
   Call c;
   prim::LimiterConfig& cfg = c.request.config;
-  cfg.rate = parse_count(f.rate, "--rate", kMaxRate);
+  cfg.rate = parse_whole_flag(f.rate, "--rate", 1, kMaxRate);
   cfg.per_ms = parse_duration(f.per, "--per").count();
   if (cfg.per_ms < 1) throw UsageError("--per must be at least 1ms, not '" + f.per + "'");
-  cfg.burst = parse_count(f.burst, "--burst", kMaxRate);
+  cfg.burst = parse_whole_flag(f.burst, "--burst", 1, kMaxRate);
   if (f.client_rate && !f.client)
     throw UsageError("--client-rate needs --client ID (the client it limits)");
   if (f.client) validate_client_id(*f.client);
   cfg.per_client = f.client.has_value();
-  if (f.client_rate) cfg.client_rate = parse_count(*f.client_rate, "--client-rate", kMaxRate);
+  if (f.client_rate)
+    cfg.client_rate = parse_whole_flag(*f.client_rate, "--client-rate", 1, kMaxRate);
   // A bucket refills fully in per*burst/rate: bounded like every other duration.
   long long slowest = cfg.client_rate > 0 ? std::min(cfg.rate, cfg.client_rate) : cfg.rate;
   if (static_cast<long double>(cfg.per_ms) * cfg.burst / slowest > kMaxDuration.count()) {
     throw UsageError("--per x --burst / rate must be at most 36500d (the time to refill a burst)");
   }
-  c.request.cost = parse_count(f.cost, "--cost", kMaxRate);
+  c.request.cost = parse_whole_flag(f.cost, "--cost", 1, kMaxRate);
   if (c.request.cost > cfg.burst) {
     throw UsageError("--cost " + f.cost + " is above --burst " + std::to_string(cfg.burst) +
                      ": such a call could never pass");

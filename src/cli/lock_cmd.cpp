@@ -5,20 +5,29 @@
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
 #include "prim/lock.hpp"
+#include "util/duration.hpp"
 
 namespace rlock::cli {
 namespace {
 
+std::string unlock_command(const LockRequest& req) {
+  return std::string("rlock unlock ") + (req.mode == prim::LockMode::kShared ? "-s " : "") +
+         shell_quote(req.name) + " --owner " + shell_quote(req.owner);
+}
+
+// What stands when the result could not be printed: the hold, and how to give it back.
+std::string held_line(const LockRequest& req, const prim::Held& held) {
+  return "lock '" + req.name + "' is held all the same (" +
+         (req.mode == prim::LockMode::kShared ? "shared, " : "") + "owner '" + req.owner +
+         "', count " + std::to_string(held.count) + ", fence " + std::to_string(held.fence) +
+         ", lease " + format_duration(held.lease) + "); give it back with: " + unlock_command(req);
+}
+
 // `lock` without an owner holds for a made-up one that only this line (and stdout, which
 // -q hides) tells: said on stderr even with -q, with the command that releases it.
 std::string made_up_owner_warning(const LockRequest& req) {
-  auto quote = [](const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-  };
   return "no --owner or RLOCK_OWNER: holding lock '" + req.name + "' as owner '" + req.owner +
-         "'; release it with: rlock unlock " + quote(req.name) + " --owner " + quote(req.owner);
+         "'; release it with: " + unlock_command(req);
 }
 
 }  // namespace
@@ -63,7 +72,7 @@ stderr, even with -q, says how to unlock it.)");
     Json out = {{"name", req.name},    {"owner", req.owner},  {"acquired", true},
                 {"count", held.count}, {"fence", held.fence}, {"lease_ms", held.lease.count()}};
     if (req.mode == prim::LockMode::kShared) out["shared"] = true;
-    console.result(out);
+    console.result(out, held_line(req, held));
     return 0;
   }};
 }

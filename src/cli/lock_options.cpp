@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/whole_flag.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 #include "util/name.hpp"
@@ -12,12 +13,7 @@ namespace {
 
 // An exit code for -E: decimal digits only (CLI11 would read `010` as octal 8).
 int parse_exit_code(const std::string& text) {
-  bool digits = !text.empty() && text.size() <= 3 &&
-                text.find_first_not_of("0123456789") == std::string::npos;
-  if (!digits || std::stoi(text) > 255) {
-    throw UsageError("-E/--conflict-exit-code: '" + text + "' is not a number from 0 to 255");
-  }
-  return std::stoi(text);
+  return static_cast<int>(parse_whole_flag(text, "-E/--conflict-exit-code", 0, 255));
 }
 
 }  // namespace

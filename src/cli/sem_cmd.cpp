@@ -108,6 +108,16 @@ prim::WaitHooks permit_wait_hooks(const Console& console, const std::string& nam
   return hooks;
 }
 
+// What stands when the result could not be printed: the permits, and how to give them back.
+std::string held_line(const Take& t, const prim::PermitsHeld& held) {
+  std::string release = "rlock sem release " + shell_quote(t.lock.name);
+  for (const auto& id : held.ids) release += " --permit " + shell_quote(id);
+  return "semaphore '" + t.lock.name + "': " + std::to_string(held.ids.size()) +
+         (held.ids.size() == 1 ? " permit is" : " permits are") + " held all the same (owner '" +
+         t.lock.owner + "', lease " + format_duration(held.lease) + "); give " +
+         (held.ids.size() == 1 ? "it" : "them") + " back with: " + release;
+}
+
 int run_acquire(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   Take t = resolve_take(f.take, settings);
@@ -129,7 +139,8 @@ int run_acquire(const SemFlags& f, const Settings& settings) {
                   {"acquired", true},
                   {"permits", strings_json(held.ids)},
                   {"capacity", t.permits.capacity},
-                  {"lease_ms", held.lease.count()}});
+                  {"lease_ms", held.lease.count()}},
+                 held_line(t, held));
   return 0;
 }
 
@@ -139,14 +150,9 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-int run_exec(const SemFlags& f, const std::vector<std::string>& command, const Settings& settings) {
-  Console console(settings);
-  Take t = resolve_take(f.take, settings);
-  Supervision supervision(f.supervise, t.lock.lease, console);
-  redis::Topology topology(settings.connect);
-  prim::KeyLayout layout(settings.prefix);
-  prim::Semaphore sem(topology, layout, t.lock.name);
-  supervision.prepare_during_next_script(topology);
+// One wait for the permits and, once they are held, the command run under them.
+int acquire_and_run(const std::vector<std::string>& command, const Take& t, const Console& console,
+                    Supervision& supervision, redis::Topology& topology, prim::Semaphore& sem) {
   auto a = sem.acquire(t.permits, t.lock.wait_until,
                        supervision.wait_hooks(permit_wait_hooks(console, t.lock.name)));
   if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
@@ -170,6 +176,19 @@ int run_exec(const SemFlags& f, const std::vector<std::string>& command, const S
                           {"RLOCK_PERMITS", join(held.ids, " ")},
                           {"RLOCK_LEASE_MS", std::to_string(t.lock.lease.count())}},
                          sem.hold(held, t.lock.lease), topology);
+}
+
+int run_exec(const SemFlags& f, const std::vector<std::string>& command, const Settings& settings) {
+  Console console(settings);
+  Take t = resolve_take(f.take, settings);
+  Supervision supervision(f.supervise, t.lock.lease, console);
+  redis::Topology topology(settings.connect);
+  prim::KeyLayout layout(settings.prefix);
+  prim::Semaphore sem(topology, layout, t.lock.name);
+  supervision.prepare_during_next_script(topology);
+  return supervision.until_in_time(t.lock.wait_until, [&] {
+    return acquire_and_run(command, t, console, supervision, topology, sem);
+  });
 }
 
 std::string not_held_line(const std::string& name, const std::vector<std::string>& ids) {

@@ -76,11 +76,21 @@ class Supervision {
 
   Millis renew_interval() const;
 
-  // Until `until`, a hold that comes too late to start the command and that no renewal
-  // confirms is given back quietly, and run() returns with came_too_late() true: the
-  // caller waits for the hold again. Default: never (run() says so and returns 76).
-  void wait_again_until(Deadline until) { wait_again_until_ = until; }
-  bool came_too_late() const { return came_too_late_; }
+  // Calls `attempt` (one wait for the hold and, once held, run() under it) and returns what
+  // it returns; while `until` has not passed, a hold that came too late to start the command
+  // and that no renewal confirmed is given back quietly by run() and `attempt` is called
+  // again: a server that stalled with the acquisition costs a wait, not the run. After
+  // `until`, run() says so and returns 76. Every form that runs a command under a hold
+  // (exec, sem exec, delay-pop -- CMD) goes through here.
+  template <typename Attempt>
+  auto until_in_time(Deadline until, Attempt attempt) {
+    wait_again_until_ = until;
+    while (true) {
+      came_too_late_ = false;  // an attempt that ends before run() (busy, a signal) is final
+      auto outcome = attempt();
+      if (!came_too_late_) return outcome;
+    }
+  }
 
  private:
   // The cgroup and the guardian, once; never throws (a failure is kept for run()).

@@ -88,10 +88,11 @@ class QueuePop : public Waitable {
       reply_key_ = q_.new_reply_key();
       sent_ = SteadyClock::now();
     }
-    auto reply = q_.run(redis::scripts::queue_pop,
-                        {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_),
-                         millis_arg(visibility_), std::to_string(max_), token_, consumer_},
-                        redis::Retry::kIdempotent, reply_key_);
+    auto reply = q_.run(
+        redis::scripts::queue_pop,
+        {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_), millis_arg(visibility_),
+         std::to_string(max_), token_, consumer_, reply_record_ttl_arg(q_.topology_)},
+        redis::Retry::kIdempotent, reply_key_);
     reply_key_.clear();
     return reply;
   }
@@ -180,6 +181,7 @@ std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTim
   prefix.insert(prefix.end(), keys_.begin(), keys_.end());
   std::string mode = due.absolute ? "at" : "delay";
   std::string due_arg = std::to_string(due.ms);
+  std::string ttl = reply_record_ttl_arg(topology_);
   std::vector<std::vector<std::string>> cmds;
   std::vector<std::string> reply_keys;
   cmds.reserve(items.size());
@@ -189,7 +191,7 @@ std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTim
     // nothing twice and reports what the first run did.
     reply_keys.push_back(new_reply_key());
     cmd.push_back(reply_keys.back());
-    for (auto a : {channel_, mode, due_arg, it.id, it.payload}) cmd.push_back(std::move(a));
+    for (auto a : {channel_, mode, due_arg, it.id, it.payload, ttl}) cmd.push_back(std::move(a));
     cmds.push_back(std::move(cmd));
   }
   auto replies = topology_.pipeline(cmds, redis::Retry::kIdempotent);
@@ -201,7 +203,7 @@ std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTim
     if (r->is_error()) {
       // NOSCRIPT (the server had not cached it: EVAL below caches it) or a refusal, which
       // the script made before writing anything and which run() reports as it should.
-      again.emplace(run(script, {channel_, mode, due_arg, items[i].id, items[i].payload},
+      again.emplace(run(script, {channel_, mode, due_arg, items[i].id, items[i].payload, ttl},
                         redis::Retry::kIdempotent, reply_keys[i]));
       r = &*again;
     }
@@ -261,7 +263,8 @@ bool DelayQueue::give_back(const LeasedItem& leased) {
 }
 
 std::vector<QueueItem> DelayQueue::take_dead(long long count) {
-  auto reply = run(redis::scripts::queue_dead_pop, {channel_, std::to_string(count)},
+  auto reply = run(redis::scripts::queue_dead_pop,
+                   {channel_, std::to_string(count), reply_record_ttl_arg(topology_)},
                    redis::Retry::kIdempotent, new_reply_key());
   std::vector<QueueItem> out;
   long long now = reply.at(0).integer();

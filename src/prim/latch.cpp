@@ -49,7 +49,8 @@ LatchSet Latch::set(long long count, Millis expire, bool force) {
   std::string reply_key = reply_key_prefix_ + random_hex(16);
   auto reply =
       run_object_script(topology_, redis::scripts::latch_set, {key_, ids_key_, reply_key},
-                        {n, ms, force ? "1" : "0", channel_}, kKind, redis::Retry::kIdempotent);
+                        {n, ms, force ? "1" : "0", channel_, reply_record_ttl_arg(topology_)},
+                        kKind, redis::Retry::kIdempotent);
   LatchSet r;
   r.set = reply.at(0).integer() == 1;
   if (!r.set) {
@@ -68,9 +69,9 @@ LatchCountDown Latch::count_down(long long amount, const std::string& id) {
   // call applied and whether it reached 0), not the id's "repeated".
   std::string reply_key = reply_key_prefix_ + random_hex(16);
   YieldToServer yield;  // the count may reach 0 and open the latch with the reply
-  auto reply =
-      run_object_script(topology_, redis::scripts::latch_count_down, {key_, ids_key_, reply_key},
-                        {by, id, channel_, keep}, kKind, redis::Retry::kIdempotent);
+  auto reply = run_object_script(
+      topology_, redis::scripts::latch_count_down, {key_, ids_key_, reply_key},
+      {by, id, channel_, keep, reply_record_ttl_arg(topology_)}, kKind, redis::Retry::kIdempotent);
   LatchCountDown r;
   switch (reply.at(0).integer()) {
     case 1:

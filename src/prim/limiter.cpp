@@ -27,12 +27,13 @@ LimitOutcome Limiter::decide(const LimitRequest& r) {
   // A consuming decision repeated after a lost reply gets the first decision back (its
   // reply record); a peek writes nothing, not even that.
   std::string reply_key = reply_key_prefix_ + random_hex(16);
+  std::string ttl = reply_record_ttl_arg(topology_);
   std::vector<std::string_view> keys = {key_, clients_key_};
   if (!r.peek) keys.push_back(reply_key);
   auto reply = run_object_script(topology_, redis::scripts::limit_decide, keys,
                                  {rate, per, burst, c.per_client ? "1" : "0", client_rate, cost,
                                   c.per_client ? std::string_view(r.client) : std::string_view(),
-                                  r.peek ? "1" : "0", r.reconfigure ? "1" : "0"},
+                                  r.peek ? "1" : "0", r.reconfigure ? "1" : "0", ttl},
                                  kKind, redis::Retry::kIdempotent);
   if (reply.at(0).integer() == 0) {
     ConfigMismatch m;
@@ -52,8 +53,8 @@ LimitOutcome Limiter::decide(const LimitRequest& r) {
 LimitReset Limiter::reset() {
   std::string reply_key = reply_key_prefix_ + random_hex(16);
   auto reply =
-      run_object_script(topology_, redis::scripts::limit_reset, {key_, clients_key_, reply_key}, {},
-                        kKind, redis::Retry::kIdempotent);
+      run_object_script(topology_, redis::scripts::limit_reset, {key_, clients_key_, reply_key},
+                        {reply_record_ttl_arg(topology_)}, kKind, redis::Retry::kIdempotent);
   return {reply.at(0).integer() == 1, reply.at(1).integer()};
 }
 

@@ -218,7 +218,8 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
   auto reply = run_object_script(
       topology_, redis::scripts::lock_release, keys(request_key, reply_key),
       {owner, channel_, millis_arg(keep), hold_id, millis_arg(kClaimWindow), "release", "",
-       kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode)},
+       kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode),
+       reply_record_ttl_arg(topology_)},
       kKind, redis::Retry::kIdempotent);
   Release r;
   long long status = reply.at(0).integer();
@@ -237,7 +238,8 @@ std::vector<Holder> Lock::force_release() {
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
   auto reply =
       run_object_script(topology_, redis::scripts::lock_force_release, keys(request_key, reply_key),
-                        {channel_, millis_arg(kClaimWindow)}, kKind, redis::Retry::kIdempotent);
+                        {channel_, millis_arg(kClaimWindow), reply_record_ttl_arg(topology_)},
+                        kKind, redis::Retry::kIdempotent);
   return decode_holders(reply, 0, key_);
 }
 

@@ -1,5 +1,6 @@
 #include "prim/object_script.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "redis/errors.hpp"
@@ -29,6 +30,11 @@ redis::Reply run_object_script(redis::Topology& topology, const redis::Script& s
     }
     throw;
   }
+}
+
+std::string reply_record_ttl_arg(const redis::Topology& topology) {
+  return std::to_string(
+      std::max(kReplyRecordFloor, topology.options().command_timeout + kReplyRecordMargin).count());
 }
 
 }  // namespace rlock::prim

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,5 +16,17 @@ redis::Reply run_object_script(redis::Topology& topology, const redis::Script& s
                                const std::vector<std::string_view>& args,
                                std::string_view object_kind,
                                redis::Retry retry = redis::Retry::kNever);
+
+// How long the server keeps a request's reply record (KeyLayout::reply_key), as the
+// script argument `once` in lua/include/common.lua takes: the request and every repeat of
+// it are sent within one --timeout budget, so a record that outlives the budget by a
+// margin (for the repeats a stalled server runs late) answers them all, and is gone soon
+// after instead of piling up (a limiter deciding 1000 calls/s kept 60,000 such keys at
+// 60s). At least kReplyRecordFloor. What it leaves open: an original request held up on
+// its way longer than that (in a dead flow, a proxy) runs again as a new request when it
+// finally arrives after the record expired.
+inline constexpr Millis kReplyRecordMargin{2000};
+inline constexpr Millis kReplyRecordFloor{5000};
+std::string reply_record_ttl_arg(const redis::Topology& topology);
 
 }  // namespace rlock::prim

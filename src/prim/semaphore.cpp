@@ -115,7 +115,8 @@ class PermitWait : public Waitable {
   }
 
   void give_up() noexcept override {
-    std::vector<std::string> args = {sem_.channel_, millis_arg(kClaimWindow), "abandon", "0",
+    // No reply record for a clean-up: its ARGV[5] (the record's life) is a placeholder.
+    std::vector<std::string> args = {sem_.channel_, millis_arg(kClaimWindow), "abandon", "0", "0",
                                      member_};
     clean_up(sem_.topology_, redis::scripts::sem_release, sem_.keys(request_key_), args);
   }
@@ -214,6 +215,7 @@ PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
 redis::Reply Semaphore::release_script(const std::string& request_key,
                                        std::vector<std::string> args) {
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
+  args.insert(args.begin() + 4, reply_record_ttl_arg(topology_));  // ARGV[5], after keep
   YieldToServer yield;  // permits may go to waiters with the reply
   return run_sem_script(topology_, redis::scripts::sem_release, keys(request_key, reply_key), args,
                         name_, redis::Retry::kIdempotent);

@@ -14,7 +14,7 @@ inline constexpr int kExitNotNow = 75;       // busy, wait ran out, not the hold
 inline constexpr int kExitLockLost = 76;     // exec: the lock was lost while the child ran
 inline constexpr int kExitNoPerm = 77;       // the server's ACL refused a command, key or channel
 inline constexpr int kExitInternal = 70;     // a bug in rlock
-inline constexpr int kExitIoError = 74;      // delay-pop: a write to stdout failed (EX_IOERR)
+inline constexpr int kExitIoError = 74;      // a write to stdout failed (EX_IOERR)
 
 // An error the user can act on. Thrown where the problem is known, translated into
 // one stderr line and an exit code once, in main.

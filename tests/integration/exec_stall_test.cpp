@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "lossy_proxy.hpp"
+#include "redis/topology.hpp"
 
 namespace rlock::test {
 namespace {
@@ -99,6 +101,83 @@ TEST_CASE("exec: a late hold that no renewal confirms is given back and waited f
   CHECK(status == std::optional<int>(0));
   CHECK(job.out() == "ran\n");
   CHECK(del.wait(deadline(10s)) == std::optional<int>(0));
+}
+
+TEST_CASE("exec: a late hold given back and then busy until --wait ends exits 75 unrun") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"exec", "L", "--", "true"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "w", "--owner", "o"}).status == 0);  // lock script cached
+  redis.cmd({"CLIENT", "PAUSE", "3000", "WRITE"});
+  auto job = spawn_rlock(redis, {"--timeout", "10s", "exec", "--wait", "4s", "--lease", "2s", "L",
+                                 "--", "echo", "ran"});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 1; }, 10s));
+  // Behind the acquisition: a DEL takes the lock away, then another owner takes it for
+  // longer than the --wait left, so that waiting again ends busy.
+  Spawned del({"redis-cli", "-p", std::to_string(redis.port()), "DEL", lock_key("L")});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 2; }, 10s));
+  auto other = spawn_rlock(redis, {"lock", "L", "--owner", "other", "--lease", "60s"});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 3; }, 10s));
+  auto status = job.wait(deadline(20s));
+  INFO("stderr: " << job.err());
+  CHECK(status == std::optional<int>(75));
+  CHECK(job.out().empty());
+  CHECK(other.wait(deadline(10s)) == std::optional<int>(0));
+  CHECK(del.wait(deadline(10s)) == std::optional<int>(0));
+}
+
+TEST_CASE("sem exec: a late hold that no renewal confirms is given back and waited for again") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"sem", "exec", "--permits", "1", "S", "--", "true"}).status == 0);
+  redis.cmd({"CLIENT", "PAUSE", "3000", "WRITE"});
+  auto job = spawn_rlock(redis, {"--timeout", "10s", "sem", "exec", "--permits", "1", "--wait",
+                                 "20s", "--lease", "2s", "S", "--", "echo", "ran"});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 1; }, 10s));
+  // Held back behind the acquisition, a DEL of the permits takes them away as soon as they
+  // are granted: the renewal that would confirm them finds them gone.
+  Spawned del({"redis-cli", "-p", std::to_string(redis.port()), "DEL", "rlock:sem:{S}"});
+  REQUIRE(poll_until([&] { return blocked_clients(redis) == 2; }, 10s));
+  auto status = job.wait(deadline(20s));
+  INFO("stderr: " << job.err());
+  CHECK(status == std::optional<int>(0));
+  CHECK(job.out() == "ran\n");
+  CHECK(del.wait(deadline(10s)) == std::optional<int>(0));
+}
+
+TEST_CASE("delay-pop -- CMD: an item leased too late and not confirmed runs later, uncounted") {
+  RedisServer redis;
+  LossyProxy proxy(redis.port());
+  // Scripts cached, so that the requests held back are the lease-pop and the renewal.
+  rlock(redis, {"delay-push", "w", "--delay", "0", "x"});
+  rlock(redis, {"delay-pop", "w", "--", "true"});
+  auto pushed = rlock(redis, {"delay-push", "q", "item", "--delay", "0", "--id", "late-item"});
+  REQUIRE(pushed.status == 0);
+  // The lease-pop waits out the pause and comes back past its local deadline; every try of
+  // the renewal that would confirm it (the first request naming the item) gets no reply.
+  proxy.lose("late-item", LossyProxy::Loss::kStalledReply, redis::kMaxTries);
+  redis.cmd({"CLIENT", "PAUSE", "3000", "WRITE"});
+  std::vector<std::string> argv = {"--url",
+                                   proxy.url(),
+                                   "--timeout",
+                                   "10s",
+                                   "delay-pop",
+                                   "q",
+                                   "--wait",
+                                   "20s",
+                                   "--max-deliveries",
+                                   "1",
+                                   "--visibility",
+                                   "2s",
+                                   "--",
+                                   "sh",
+                                   "-c",
+                                   "cat; echo \" $RLOCK_DELIVERIES\""};
+  auto r = rlock_raw(argv);
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(proxy.losses() == redis::kMaxTries);
+  CHECK(r.status == 0);
+  CHECK(r.out == "item 1\n");  // run once, as its first delivery
+  CHECK(redis.cmd_int({"LLEN", "rlock:queue:{q}:dead"}) == 0);
+  CHECK(redis.cmd_int({"EXISTS", "rlock:queue:{q}:items"}) == 0);  // acknowledged
 }
 
 TEST_CASE("exec, sem exec, delay-pop: under libfaketime the lease is kept while the job runs") {

@@ -204,6 +204,44 @@ TEST_CASE("hostile: --wait inf waits, compound durations, bounds and decimal -E"
   CHECK(redis.cmd_int({"EXISTS", lock_key("X")}) == 0);
 }
 
+TEST_CASE("hostile: delay-pop's whole-number flags are decimal and never clamped") {
+  RedisServer redis;
+  for (int i = 0; i < 9; ++i)
+    REQUIRE(rlock(redis, {"delay-push", "q", "p", "--delay", "0"}).status == 0);
+  struct Bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Bad> cases = {
+      {{"delay-pop", "q", "--count", "0x2"}, "--count must be a whole number from 1 to 1000"},
+      {{"delay-pop", "q", "--count", "99999999999999999999"}, "not '99999999999999999999'"},
+      {{"delay-pop", "q", "--count", "-1"}, "--count must be a whole number from 1 to 1000"},
+      {{"delay-pop", "q", "--count", "1001"}, "not '1001'"},
+      {{"delay-pop", "q", "--max-deliveries", "1e3", "--", "true"},
+       "--max-deliveries must be a whole number from 1 to 1000000000, not '1e3'"},
+      {{"delay-pop", "q", "--max-deliveries", "18446744073709551617", "--", "true"},
+       "--max-deliveries must be a whole number"},
+      {{"delay-pop", "q", "--max-deliveries", "0", "--", "true"}, "not '0'"},
+      {{"delay-pop", "q", "-E", "0x4B"}, "-E/--conflict-exit-code must be a whole number"},
+      {{"delay-pop", "q", "-E", "256"}, "from 0 to 255, not '256'"},
+      {{"limit", "l", "--rate", "+5", "--per", "1s"}, "--rate must be a whole number"},
+  };
+  for (const auto& c : cases) {
+    auto r = rlock(redis, c.args);
+    INFO("args: " << c.args[2] << " " << c.args[3] << "; stderr: " << r.err);
+    CHECK(r.status == 64);
+    CHECK(line_count(r.err) == 1);
+    CHECK(r.err.find(c.message) != std::string::npos);
+  }
+  CHECK(redis.cmd_int({"HLEN", "rlock:queue:{q}:items"}) == 9);  // nothing taken
+  // 010 is ten, not octal 8: all nine items come out (and -E 010 exits 10).
+  auto r = rlock(redis, {"delay-pop", "q", "--count", "010", "-E", "010"});
+  CHECK(r.status == 0);
+  CHECK(line_count(r.out) == 9);
+  r = rlock(redis, {"delay-pop", "q", "--count", "010", "-E", "010"});
+  CHECK(r.status == 10);
+}
+
 TEST_CASE("hostile: owner ids and names with escapes stay on one line of stderr") {
   RedisServer redis;
   const std::string evil = "x\nrlock: lock released\x1b[2K\r";

@@ -198,6 +198,38 @@ TEST_CASE("lost reply: delay-pop -- CMD runs the item it leased, and a stuck ack
   CHECK(redis.cmd_int({"ZCARD", "rlock:queue:{Q}:inflight"}) == 0);
 }
 
+TEST_CASE("reply records live --timeout plus 2s, at least 5s, not a minute") {
+  RedisServer redis;
+  auto record_pttl = [&](const std::string& name) {
+    auto keys = redis.cmd({"KEYS", "rlock:req:{" + name + "}:*"});
+    REQUIRE(keys.size() == 1);
+    return redis.cmd_int({"PTTL", keys.front()});
+  };
+  REQUIRE(
+      rlock(redis, {"--timeout", "1s", "limit", "l1", "--rate", "1000", "--per", "1s"}).status ==
+      0);
+  auto short_life = record_pttl("l1");
+  CHECK(short_life > 0);
+  CHECK(short_life <= 5000);  // the floor: 1s + 2s is less
+  REQUIRE(
+      rlock(redis, {"--timeout", "10s", "limit", "l2", "--rate", "1000", "--per", "1s"}).status ==
+      0);
+  auto long_life = record_pttl("l2");
+  CHECK(long_life > 5000);
+  CHECK(long_life <= 12000);  // 10s + 2s
+  // Every other kind of record goes by the same rule.
+  REQUIRE(rlock(redis, {"--timeout", "1s", "delay-push", "q", "p", "--delay", "1h"}).status == 0);
+  CHECK(record_pttl("q") <= 5000);
+  REQUIRE(rlock(redis, {"lock", "L", "--owner", "a"}).status == 0);
+  REQUIRE(rlock(redis, {"--timeout", "1s", "unlock", "L", "--owner", "a"}).status == 0);
+  CHECK(record_pttl("L") <= 5000);
+  REQUIRE(rlock(redis, {"sem", "acquire", "S", "--permits", "1", "--owner", "a"}).status == 0);
+  REQUIRE(rlock(redis, {"--timeout", "1s", "sem", "release", "S", "--force"}).status == 0);
+  CHECK(record_pttl("S") <= 5000);
+  REQUIRE(rlock(redis, {"--timeout", "1s", "latch", "set", "T", "2"}).status == 0);
+  CHECK(record_pttl("T") <= 5000);
+}
+
 TEST_CASE("--timeout bounds lock, exec, sem and shared forms against a stalled server") {
   RedisServer redis;
   // The scripts are cached: a stalled server is the only thing in the way.

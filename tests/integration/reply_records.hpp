@@ -1,6 +1,7 @@
-// Reply records (rlock:req:{NAME}:ID, kept 60s, so that a request repeated after a lost
-// reply gets its first run's reply back: `once` in lua/include/common.lua) are not state an
-// object leaves behind: what tests of "nothing is left" look at, without them.
+// Reply records (rlock:req:{NAME}:ID, kept --timeout plus 2s, at least 5s, so that a
+// request repeated after a lost reply gets its first run's reply back: `once` in
+// lua/include/common.lua) are not state an object leaves behind: what tests of "nothing
+// is left" look at, without them.
 #pragma once
 
 #include <string>
