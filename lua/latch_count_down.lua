@@ -25,5 +25,5 @@ end
 if id ~= '' then redis.call('SADD', KEYS[2], id) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ttl) end
-if left == 0 then redis.call('PUBLISH', ARGV[3], 'zero') end
+if left == 0 then publish(ARGV[3], 'zero') end
 return {1, left, applied}

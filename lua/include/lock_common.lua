@@ -28,7 +28,7 @@ local function check_rights(channel)
     {'DEL', KEYS[5]}, {'SET', KEYS[6], 'm'}, {'DEL', KEYS[6]}, {'SET', KEYS[7], '1'},
     {'HSET', KEYS[8], 'f', '1'}, {'HDEL', KEYS[8], 'f'}, {'DEL', KEYS[8]}, {'PEXPIRE', KEYS[8], '1'},
     {'HSET', KEYS[9], 'f', '1'}, {'HDEL', KEYS[9], 'f'}, {'DEL', KEYS[9]}, {'PEXPIRE', KEYS[9], '1'},
-    {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
+    {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
   }
   return first_denied(needs)
 end
@@ -98,7 +98,7 @@ local function first_live(channel)
     local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
     if not head then return nil end
     local wait_id = string.match(head, '^%d+:%a+:(%x+):')
-    if wait_id and redis.call('PUBSUB', 'NUMSUB', channel .. ':' .. wait_id)[2] > 0 then
+    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then
       return head
     end
     leave_queue(head)
@@ -168,9 +168,9 @@ local function grant(head, channel, claim_ms)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   if kind == 'exec' then redis.call('SET', KEYS[6], wait_id, 'PX', claim_ms) end
   redis.call('SET', KEYS[5], head, 'PX', claim_ms)
-  redis.call('PUBLISH', channel .. ':' .. wait_id, 'grant')
+  publish(channel .. ':' .. wait_id, 'grant')
   -- The holder's expiry just got shorter: waiters sleeping until the old one wake earlier.
-  redis.call('PUBLISH', channel, 'changed ' .. claim_ms)
+  publish(channel, 'changed ' .. claim_ms)
 end
 
 -- Reserves a shared hold for the waiter `head` (a reader entry that lasts claim_ms) and
@@ -183,8 +183,8 @@ local function grant_reader(head, channel, claim_ms, now_ms)
   reader_set(id, (c or 0) + 1, now_ms + claim_ms, now_ms)
   redis.call('HSET', KEYS[9], head, 1)
   extend(KEYS[9], claim_ms)
-  redis.call('PUBLISH', channel .. ':' .. wait_id, 'grant')
-  redis.call('PUBLISH', channel, 'changed ' .. claim_ms)
+  publish(channel .. ':' .. wait_id, 'grant')
+  publish(channel, 'changed ' .. claim_ms)
 end
 
 -- Hands the lock to whoever is next, if it is free for them: the run of shared waiters at
@@ -209,7 +209,7 @@ local function pass_on(channel, claim_ms)
     grant_reader(head, channel, claim_ms, now_ms)
     granted = granted + 1
   end
-  if granted == 0 and readers == 0 then redis.call('PUBLISH', channel, 'released') end
+  if granted == 0 and readers == 0 then publish(channel, 'released') end
 end
 
 -- Releases one level held by `owner` (the caller checked that it holds one). `keep` > 0 at
@@ -221,7 +221,7 @@ local function release_level(owner, count, keep, channel, claim_ms)
   if count == 1 and keep > 0 then
     redis.call('HSET', KEYS[1], owner, 0)
     redis.call('PEXPIRE', KEYS[1], keep)
-    redis.call('PUBLISH', channel, 'changed ' .. keep)
+    publish(channel, 'changed ' .. keep)
     return 0
   end
   redis.call('DEL', KEYS[1])

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "redis/url.hpp"
@@ -204,18 +205,18 @@ Settings resolve_settings(const GlobalFlags& f) {
   if (s.connect.connect_timeout.count() == 0 || s.connect.command_timeout.count() == 0) {
     throw UsageError("--connect-timeout and --timeout must be greater than 0");
   }
-  if (s.target.kind != redis::Deployment::kStandalone) {
-    // The URL forms are parsed and resolved already; the topologies behind them are not
-    // in this build yet (issue 14).
-    throw UnavailableError(s.target.describe() +
-                           ": Sentinel and Cluster URLs are not supported by this build yet");
-  }
   if (auto o = env("RLOCK_OWNER")) {
     s.owner = o;
   } else {
     s.owner = config_value(cfg, "owner");
   }
   return s;
+}
+
+redis::Topology open_topology(const Settings& s) {
+  std::function<void(const std::string&)> notice;
+  if (s.verbose) notice = [](const std::string& line) { std::cerr << "rlock: " << line << '\n'; };
+  return redis::Topology(s.target, s.connect, std::move(notice));
 }
 
 }  // namespace rlock::cli

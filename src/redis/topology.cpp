@@ -12,18 +12,20 @@
 namespace rlock::redis {
 namespace {
 
+// Redirects a request follows at most: a slot moves once, an ASK is followed by ASKING, a
+// failover's pauses (Router::after_error) are bounded by the timeout anyway.
+constexpr int kMaxRedirects = 16;
+
 // A request that failed on a connection the server closed (idle timeout, CLIENT KILL, a
 // proxy dropping the flow) was never executed or was executed in full; a timeout says
 // nothing of the kind, so only the former is retried.
 bool retryable(const IoError& e) { return dynamic_cast<const TimeoutError*>(&e) == nullptr; }
 
 template <typename F>
-auto with_retry(Retry retry, F&& attempt, std::optional<Connection>& conn) {
+auto with_retry(Retry retry, F&& attempt, Router& router) {
   // A connection that failed is closed at once: a request that timed out must not wait in
   // its socket for the next use.
-  auto drop_broken = [&] {
-    if (conn && conn->broken()) conn.reset();
-  };
+  auto drop_broken = [&] { router.drop_broken(); };
   try {
     return attempt();
   } catch (const IoError& e) {
@@ -55,17 +57,51 @@ void append(redisContext* c, const std::vector<std::string>& argv) {
 
 }  // namespace
 
-Connection& Topology::connection() {
-  if (!conn_ || conn_->broken()) {
-    conn_.reset();
-    auto opts = options_;
-    if (timeout_limit_.count() > 0) {
-      opts.connect_timeout = std::min(opts.connect_timeout, timeout_limit_);
-      opts.command_timeout = std::min(opts.command_timeout, timeout_limit_);
-    }
-    conn_.emplace(Connection::open(opts));
+Topology::Topology(ConnectOptions options)
+    : Topology(Target{Deployment::kStandalone, options.endpoint, {}, {}, {}, {}}, options) {}
+
+Topology::Topology(const Target& target, ConnectOptions options,
+                   std::function<void(const std::string&)> notice)
+    : options_(std::move(options)), router_(make_router(target, std::move(notice))) {}
+
+Topology::~Topology() = default;
+
+ConnectOptions Topology::effective_options() const {
+  auto opts = options_;
+  if (timeout_limit_.count() > 0) {
+    opts.connect_timeout = std::min(opts.connect_timeout, timeout_limit_);
+    opts.command_timeout = std::min(opts.command_timeout, timeout_limit_);
   }
-  return *conn_;
+  return opts;
+}
+
+Connection& Topology::connection(std::string_view key) {
+  return router_->connection_for(key, effective_options());
+}
+
+template <typename F>
+auto Topology::routed(std::string_view key, Retry retry, F&& attempt) {
+  ConnectOptions opts = effective_options();
+  Deadline until = SteadyClock::now() + opts.command_timeout;
+  Connection* ask = nullptr;
+  for (int round = 0;; ++round) {
+    try {
+      return with_retry(
+          retry,
+          [&] {
+            if (!ask) return attempt(connection(key));
+            // The importing node serves the key for the next command only.
+            Connection& there = *std::exchange(ask, nullptr);
+            there.command({"ASKING"});
+            return attempt(there);
+          },
+          *router_);
+    } catch (const ReplyError& e) {
+      Router::Next next = router_->after_error(key, e, until, opts, round);
+      if (next.kind == Router::Next::kThrow || round >= kMaxRedirects) throw;
+      ask = next.ask;
+    }
+  }
 }
 
 void Topology::retire(Subscriber subscriber) { retired_.push_back(std::move(subscriber)); }
@@ -76,26 +112,27 @@ void Topology::limit_timeout(Millis timeout) {
   timeout_limit_ = timeout;
   Millis effective =
       timeout.count() > 0 ? std::min(timeout, options_.command_timeout) : options_.command_timeout;
-  if (conn_ && !conn_->broken()) conn_->set_timeout(effective);
+  router_->set_timeout(effective);
 }
 
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry) {
-  return Reply(with_retry(
-      retry,
-      [&] { return run_script(connection(), script, keys, args, std::exchange(in_flight_, {})); },
-      conn_));
+  return Reply(routed(keys.empty() ? std::string_view() : keys.front(), retry, [&](Connection& c) {
+    return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
+  }));
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
-  return Reply(with_retry(
-      retry, [&] { return connection().command(argv); }, conn_));
+  // Every command rlock sends names its key first, if it has one.
+  return Reply(routed(argv.size() > 1 ? argv[1] : std::string_view(), retry,
+                      [&](Connection& c) { return c.command(argv); }));
 }
 
-std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands) {
+std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands,
+                                      std::string_view key) {
   std::vector<Reply> out;
   for (auto& r : with_retry(
-           Retry::kNever, [&] { return connection().pipeline(commands); }, conn_)) {
+           Retry::kNever, [&] { return connection(key).pipeline(commands); }, *router_)) {
     out.emplace_back(std::move(r));
   }
   return out;
@@ -103,27 +140,59 @@ std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>
 
 void Topology::send(const std::vector<std::vector<std::string>>& commands) {
   with_retry(
-      Retry::kNever, [&] { connection().send(commands); }, conn_);
+      Retry::kNever, [&] { connection().send(commands); }, *router_);
 }
 
 std::vector<Reply> Topology::receive(size_t replies) {
   std::vector<Reply> out;
   for (auto& r : with_retry(
-           Retry::kNever, [&] { return connection().receive(replies); }, conn_)) {
+           Retry::kNever, [&] { return connection().receive(replies); }, *router_)) {
     out.emplace_back(std::move(r));
   }
   return out;
 }
 
-Subscriber Topology::subscribe(const std::vector<std::string>& channels) const {
-  return Subscriber::open(options_, channels);
+Subscriber Topology::subscribe(const std::vector<std::string>& channels) {
+  ConnectOptions opts = options_;
+  std::string_view key = channels.empty() ? std::string_view() : channels.front();
+  Deadline until = SteadyClock::now() + opts.command_timeout;
+  for (int round = 0;; ++round) {
+    opts.endpoint = router_->endpoint_for(key, options_);
+    try {
+      return Subscriber::open(opts, channels, !router_->cluster());
+    } catch (const ReplyError& e) {
+      // MOVED: the slot's owner changed since the last request.
+      Router::Next next = router_->after_error(key, e, until, options_, round);
+      if (next.kind != Router::Next::kResend || round >= kMaxRedirects) throw;
+    }
+  }
+}
+
+void Topology::for_each_master(const std::function<void(Topology&)>& fn) {
+  std::vector<Endpoint> masters = router_->masters(effective_options());
+  if (!router_->cluster()) return fn(*this);
+  for (const Endpoint& ep : masters) {
+    ConnectOptions opts = options_;
+    opts.endpoint = ep;
+    Topology node(opts);
+    fn(node);
+  }
 }
 
 bool Topology::send_cleanup(const Script& script, const std::vector<std::string>& keys,
-                            const std::vector<std::string>& args, Millis patience) const noexcept {
+                            const std::vector<std::string>& args, Millis patience) noexcept {
   // AUTH, SELECT and EVAL go out in one write, without waiting for any reply in between: a
   // stalled server accepts the connection and the bytes, and runs all three when it resumes.
-  const Endpoint& ep = options_.endpoint;
+  // The server is the one the last request for these keys went to (no round trip to find
+  // it: this runs when a server may be stalled).
+  std::string_view key = keys.empty() ? std::string_view() : keys.front();
+  Endpoint ep;
+  try {
+    auto known = router_->known_endpoint_for(key);
+    ep = known ? *known : router_->endpoint_for(key, options_);
+  } catch (const Error&) {
+    return false;
+  }
   timeval tv = to_timeval(std::min(options_.connect_timeout, patience));
   ContextPtr c(ep.kind == Endpoint::Kind::kUnix
                    ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)

@@ -860,8 +860,8 @@ json hash_of(const RedisServer& server, const std::string& key, int db) {
 }
 
 long long subscribers(const RedisServer& server, const std::string& channel) {
-  auto reply = server.cmd({"PUBSUB", "NUMSUB", channel});
-  if (reply.size() != 2) throw RedisError("unexpected PUBSUB NUMSUB reply");
+  auto reply = server.cmd({"PUBSUB", "SHARDNUMSUB", channel});
+  if (reply.size() != 2) throw RedisError("unexpected PUBSUB SHARDNUMSUB reply");
   return std::stoll(reply[1]);
 }
 

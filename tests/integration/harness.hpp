@@ -282,7 +282,7 @@ class PidGuard {
 };
 
 // Re-checks `condition` every `interval` until it holds or `timeout` passes; returns whether
-// it held. Only for state that offers no event to wait on (e.g. PUBSUB NUMSUB).
+// it held. Only for state that offers no event to wait on (e.g. PUBSUB SHARDNUMSUB).
 bool poll_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds interval = 10ms);
 
@@ -298,7 +298,7 @@ std::string lock_channel(std::string_view name, std::string_view prefix = "rlock
 
 // HGETALL as a JSON object field -> value (strings); {} when the key does not exist.
 json hash_of(const RedisServer& server, const std::string& key, int db = 0);
-// Number of subscribers of a pub/sub channel (PUBSUB NUMSUB).
+// Number of subscribers of a pub/sub channel (PUBSUB SHARDNUMSUB: rlock subscribes with SSUBSCRIBE).
 long long subscribers(const RedisServer& server, const std::string& channel);
 
 // Parses `text` as one JSON document; FAILs the test with the text if it is not JSON.
