@@ -168,7 +168,9 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
         },
         description);
   };
-  required_value("--url", f.url, "redis://[user[:pass]@]host[:port][/db] or unix:///path[?db=N]")
+  required_value("--url", f.url,
+                 "redis://[user[:pass]@]host[:port][/db], unix:///path[?db=N], "
+                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2")
       ->type_name("URL");
   required_value("--password-file", f.password_file, "read the password from FILE (mode 600)")
       ->type_name("FILE");

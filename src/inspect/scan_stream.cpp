@@ -103,8 +103,8 @@ std::vector<Shown> decode_batch(std::vector<Pending>& objects,
 namespace {
 
 // scan_objects() on one server.
-void scan_node(redis::Topology& topology, const prim::KeyLayout& layout,
-               std::string_view name_glob, const std::vector<const ObjectType*>& types,
+void scan_node(redis::Topology& topology, const prim::KeyLayout& layout, std::string_view name_glob,
+               const std::vector<const ObjectType*>& types,
                const std::function<void(const std::vector<Shown>&)>& emit) {
   const std::string pattern = types.size() == 1 ? types[0]->key_pattern(layout, name_glob)
                                                 : layout.any_key_pattern(name_glob);

@@ -17,6 +17,14 @@ bool pause_before_resend(int round, Deadline until) {
   return true;
 }
 
+ReplyPtr command_asking(Connection& conn, const std::vector<std::string_view>& argv) {
+  auto replies = conn.pipeline({{"ASKING"}, std::vector<std::string>(argv.begin(), argv.end())});
+  for (auto& r : replies) {
+    if (r->type == REDIS_REPLY_ERROR) throw ReplyError(std::string(r->str, r->len));
+  }
+  return std::move(replies.back());
+}
+
 ClusterRouter::ClusterRouter(Target target, std::function<void(const std::string&)> notice)
     : target_(std::move(target)),
       notice_(std::move(notice)),
@@ -84,9 +92,8 @@ Connection& ClusterRouter::connection_for(std::string_view key, const ConnectOpt
   return seed(options);
 }
 
-Router::Next ClusterRouter::after_error(std::string_view key, const ReplyError& e,
-                                        Deadline until, const ConnectOptions& options,
-                                        int round) {
+Router::Next ClusterRouter::after_error(std::string_view key, const ReplyError& e, Deadline until,
+                                        const ConnectOptions& options, int round) {
   const std::string& code = e.code();
   if (code == "MOVED" || code == "ASK") {
     std::string asked_host = endpoint_for(key, options).host;
@@ -126,9 +133,11 @@ std::vector<Endpoint> ClusterRouter::masters(const ConnectOptions& options) {
   SlotMap map;
   try {
     map = SlotMap::fetch(conn);
-  } catch (const ReplyError& e) {
-    // "ERR This instance has cluster support disabled": a standalone server.
-    if (cluster_ || e.reply().find("cluster support disabled") == std::string::npos) throw;
+  } catch (const ReplyError&) {
+    // "ERR This instance has cluster support disabled": a standalone server. A refusal
+    // (NOPERM: a minimal ACL for a standalone server has no cluster commands) says the
+    // same for a redis:// URL.
+    if (cluster_) throw;
     return {conn.options().endpoint};
   }
   became_cluster("cluster_enabled:1");

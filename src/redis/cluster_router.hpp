@@ -42,7 +42,7 @@ class ClusterRouter : public Router {
   Target target_;
   std::function<void(const std::string&)> notice_;
   bool cluster_;
-  std::map<std::string, Connection> nodes_;  // by Endpoint::describe()
+  std::map<std::string, Connection> nodes_;      // by Endpoint::describe()
   std::unordered_map<int, NodeAddress> owners_;  // slot -> master, as redirects said
   size_t seed_ = 0;                              // the seed that answered last
 };

@@ -53,6 +53,10 @@ class Router {
   virtual bool cluster() const = 0;
 };
 
+// Sends ASKING and `argv` in one write (the importing node of an ASK serves the slot for
+// the next command only) and returns the reply to `argv`; error replies throw ReplyError.
+ReplyPtr command_asking(Connection& conn, const std::vector<std::string_view>& argv);
+
 // Pauses before a resend after TRYAGAIN, CLUSTERDOWN or LOADING: 50 ms doubling to 500 ms
 // with `round`, never past `until`. False (without pausing) when no time is left.
 bool pause_before_resend(int round, Deadline until);

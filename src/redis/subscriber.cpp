@@ -8,8 +8,8 @@
 
 namespace rlock::redis {
 
-Subscriber Subscriber::open(const ConnectOptions& options,
-                            const std::vector<std::string>& channels, bool classic_allowed) {
+Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std::string>& channels,
+                            bool classic_allowed) {
   Subscriber sub(Connection::open(options));
   std::vector<std::string_view> argv = {"SSUBSCRIBE"};
   argv.insert(argv.end(), channels.begin(), channels.end());

@@ -89,11 +89,8 @@ auto Topology::routed(std::string_view key, Retry retry, F&& attempt) {
       return with_retry(
           retry,
           [&] {
-            if (!ask) return attempt(connection(key));
-            // The importing node serves the key for the next command only.
-            Connection& there = *std::exchange(ask, nullptr);
-            there.command({"ASKING"});
-            return attempt(there);
+            if (!ask) return attempt(connection(key), false);
+            return attempt(*std::exchange(ask, nullptr), true);
           },
           *router_);
     } catch (const ReplyError& e) {
@@ -117,15 +114,19 @@ void Topology::limit_timeout(Millis timeout) {
 
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry) {
-  return Reply(routed(keys.empty() ? std::string_view() : keys.front(), retry, [&](Connection& c) {
-    return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
-  }));
+  return Reply(routed(keys.empty() ? std::string_view() : keys.front(), retry,
+                      [&](Connection& c, bool asking) {
+                        if (asking) return run_script(c, script, keys, args, {}, true);
+                        return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
+                      }));
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
   // Every command rlock sends names its key first, if it has one.
   return Reply(routed(argv.size() > 1 ? argv[1] : std::string_view(), retry,
-                      [&](Connection& c) { return c.command(argv); }));
+                      [&](Connection& c, bool asking) {
+                        return asking ? command_asking(c, argv) : c.command(argv);
+                      }));
 }
 
 std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands,

@@ -86,7 +86,8 @@ TEST_CASE("cluster: a plain redis:// URL of one node is used as the seed, with a
   std::string name;
   for (int i = 0; name.empty(); ++i) {
     std::string n = "v" + std::to_string(i);
-    if (cluster.slot_owner_ports()[redis::key_slot(lock_key(n))] != cluster.node(0).port()) name = n;
+    if (cluster.slot_owner_ports()[redis::key_slot(lock_key(n))] != cluster.node(0).port())
+      name = n;
   }
   RunResult r = on(url, {"-v", "exec", name, "--", "true"});
   CHECK(r.status == 0);
@@ -131,6 +132,67 @@ TEST_CASE("cluster: a waiter is woken through sharded pub/sub when the holder en
     MESSAGE(name << ": the waiter ended " << handoff << " ms after the holder");
     CHECK(handoff < 1000);
   }
+}
+
+// Moves `slot` from `from` to `to` the way redis-cli --cluster reshard does, in two halves:
+// the keys first (the slot then MIGRATING on `from`, IMPORTING on `to`: requests for
+// missing keys are answered ASK), then the slot's owner on every master (MOVED).
+void migrate_keys(RedisServer& from, RedisServer& to, int slot) {
+  std::string s = std::to_string(slot);
+  to.cmd({"CLUSTER", "SETSLOT", s, "IMPORTING", from.cmd_str({"CLUSTER", "MYID"})});
+  from.cmd({"CLUSTER", "SETSLOT", s, "MIGRATING", to.cmd_str({"CLUSTER", "MYID"})});
+  auto keys = from.cmd({"CLUSTER", "GETKEYSINSLOT", s, "1000"});
+  REQUIRE(!keys.empty());
+  std::vector<std::string> argv = {"MIGRATE", "127.0.0.1", std::to_string(to.port()), "", "0",
+                                   "5000",    "KEYS"};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  from.cmd(argv);
+}
+
+// The importing node first, as redis-cli does: a client that the old owner redirects
+// finds the new one ready.
+void assign_slot(ClusterSetup& cluster, RedisServer& to, int slot) {
+  std::vector<std::string> argv = {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE",
+                                   to.cmd_str({"CLUSTER", "MYID"})};
+  to.cmd(argv);
+  for (RedisServer* m : cluster.masters()) {
+    if (m->port() != to.port()) m->cmd(argv);
+  }
+}
+
+TEST_CASE("cluster: the slot of a held lock migrates mid-hold: renewal, ASK, hand-off, release") {
+  ClusterSetup cluster;
+  const std::string name = "moving";
+  int slot = redis::key_slot(lock_key(name));
+  RedisServer& from = cluster.master_of_slot(slot);
+  RedisServer* to = nullptr;
+  for (RedisServer* m : cluster.masters()) {
+    if (m->port() != from.port()) to = m;
+  }
+  REQUIRE(to != nullptr);
+  Spawned holder = spawn_on(cluster.url(), {"exec", "--lease", "1500ms", name, "--", "sleep", "4"});
+  REQUIRE(poll_until([&] { return from.cmd({"EXISTS", lock_key(name)})[0] == "1"; }, 10s));
+  Spawned waiter = spawn_on(cluster.url(), {"exec", "--wait", "30s", name, "--", "true"});
+  REQUIRE(poll_until([&] { return subscribers(from, lock_channel(name)) > 0; }, 10s));
+
+  migrate_keys(from, *to, slot);
+  // The keys are on `to`, the slot still `from`'s: a request is answered ASK.
+  RunResult busy = on(cluster.url(), {"lock", name, "--owner", "other"});
+  CHECK(busy.status == 75);
+  CHECK(busy.err == "");
+  assign_slot(cluster, *to, slot);
+  cluster.await_converged();
+
+  REQUIRE(Spawned::wait_all({&holder, &waiter}, Clock::now() + 30s));
+  INFO("holder: " << holder.err() << " waiter: " << waiter.err());
+  CHECK(holder.wait(Clock::now()) == 0);  // renewed on the new owner all along
+  CHECK(waiter.wait(Clock::now()) == 0);
+  long long handoff = ms_between(holder.exit_time(), waiter.exit_time());
+  MESSAGE("after the migration the waiter ended " << handoff << " ms after the holder");
+  CHECK(handoff < 1500);
+  CHECK(to->cmd({"EXISTS", lock_key(name)})[0] == "0");  // released there
+  CHECK(holder.err().find("MOVED") == std::string::npos);
+  CHECK(waiter.err().find("CROSSSLOT") == std::string::npos);
 }
 
 TEST_CASE("sentinel: SENTINEL FAILOVER while an exec holds and another waits") {
