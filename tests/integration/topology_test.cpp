@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <thread>
 
 #include "deployments.hpp"
 #include "redis/slot.hpp"
@@ -176,11 +177,16 @@ TEST_CASE("cluster: the slot of a held lock migrates mid-hold: renewal, ASK, han
   REQUIRE(poll_until([&] { return subscribers(from, lock_channel(name)) > 0; }, 10s));
 
   migrate_keys(from, *to, slot);
-  // The keys are on `to`, the slot still `from`'s: a request is answered ASK.
-  RunResult busy = on(cluster.url(), {"lock", name, "--owner", "other"});
-  CHECK(busy.status == 75);
-  CHECK(busy.err == "");
+  // The keys are on `to`, the slot still `from`'s: a request is answered ASK, and `to`
+  // answers TRYAGAIN to a script whose keys are not all there yet, until the slot is
+  // assigned. The request keeps trying within --timeout and then finds the lock busy.
+  Spawned busy = spawn_on(cluster.url(), {"lock", name, "--owner", "other"});
+  std::this_thread::sleep_for(300ms);  // the migration's duration, not a synchronisation
+  CHECK(busy.running());
   assign_slot(cluster, *to, slot);
+  REQUIRE(busy.wait(Clock::now() + 10s).has_value());
+  CHECK(busy.wait(Clock::now()) == 75);
+  CHECK(busy.err() == "");
   cluster.await_converged();
 
   REQUIRE(Spawned::wait_all({&holder, &waiter}, Clock::now() + 30s));
