@@ -469,9 +469,9 @@ TEST_CASE("delay: inspect shows scheduled, due, in-flight items with consumers, 
 
 // The rights documented under ACL in rlock(1), and nothing more.
 const std::string kQueueAcl =
-    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +subscribe "
-    "+unsubscribe +ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time "
-    "+zrangebyscore +zrem +zrange +pubsub|numsub +hset +pexpire +set +publish +del +hget "
+    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +ssubscribe "
+    "+sunsubscribe +ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time "
+    "+zrangebyscore +zrem +zrange +pubsub|shardnumsub +hset +pexpire +set +spublish +del +hget "
     "+hincrby +zscore +zadd +exists +hexists +hdel +hkeys +decrby +sadd +sismember +smembers "
     "+scard +srandmember +hlen +llen +rpush +lpop +zcount";
 

@@ -198,11 +198,11 @@ TEST_CASE("replies of the wrong shape or absurd length end in one line and a doc
 
 // The rights rlock needs, and nothing more (documented under ACL in rlock(1)).
 const std::string kMinimalAcl =
-    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +subscribe "
-    "+unsubscribe "
+    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +ssubscribe "
+    "+sunsubscribe "
     "+ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time +zrangebyscore +zrem "
     "+zrange "
-    "+pubsub|numsub +hset +pexpire +set +publish +del +hget +hincrby +zscore +zadd +exists "
+    "+pubsub|shardnumsub +hset +pexpire +set +spublish +del +hget +hincrby +zscore +zadd +exists "
     "+hexists +hdel +hkeys +scard +srandmember +hscan +hlen +hmget +zcount";
 
 TEST_CASE("the documented minimal ACL is enough for lock, unlock, exec, waiting and inspect") {

@@ -339,9 +339,10 @@ TEST_CASE("latch: bad input is one stderr line with its code and changes nothing
 
 // The rights the latch scripts need beyond the lock's minimal ACL (see ACL in rlock(1)).
 const std::string kLatchAcl =
-    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +subscribe "
-    "+unsubscribe +ping +type +get +pttl +set +decrby +pexpire +del +sadd +sismember +scard +sscan "
-    "+exists +publish";
+    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +ssubscribe "
+    "+sunsubscribe +ping +type +get +pttl +set +decrby +pexpire +del +sadd +sismember +scard "
+    "+sscan "
+    "+exists +spublish";
 
 TEST_CASE("latch: the documented rights suffice; an ACL missing one changes nothing (77)") {
   {
