@@ -356,7 +356,7 @@ TEST_CASE("latch: the documented rights suffice; an ACL missing one changes noth
     CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
     CHECK(rlock_raw({"latch", "status", "a"}, as_rl).status == 0);
   }
-  for (const char* missing : {"decrby", "sadd", "publish", "pexpire", "set", "del"}) {
+  for (const char* missing : {"decrby", "sadd", "spublish", "pexpire", "set", "del"}) {
     CAPTURE(missing);
     RedisServer redis(RedisOptions{.config = {kLatchAcl + " -" + missing}});
     const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
