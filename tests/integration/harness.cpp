@@ -347,7 +347,11 @@ struct RedisServer::State {
     auto c = connect_admin(port, options.requirepass, 0, 2s);
     auto state = send(c.get(), {"CLUSTER", "INFO"});
     if (std::string(state->str, state->len).find("cluster_state:ok") != std::string::npos) return;
-    send(c.get(), {"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+    try {
+      send(c.get(), {"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+    } catch (const RedisError&) {
+      // "Slot 0 is already busy": a restart, whose nodes.conf kept the slots.
+    }
     const auto until = deadline(10s);
     while (Clock::now() < until) {
       auto info = send(c.get(), {"CLUSTER", "INFO"});
