@@ -99,7 +99,7 @@ complete -c rlock -n $global -l url -x -a 'redis:// unix://' -d 'Redis server UR
 complete -c rlock -n $global -l password-file -r -F -d 'Read the password from this file'
 complete -c rlock -n $global -l prefix -x -d 'Key prefix (default rlock:)'
 complete -c rlock -n $global -l connect-timeout -x -d 'Connect timeout (default 2s)'
-complete -c rlock -n $global -l timeout -x -d 'Per-command timeout (default 5s)'
+complete -c rlock -n $global -l timeout -x -d 'Per-request timeout, repeats and clean-up included (default 5s)'
 complete -c rlock -n $global -s v -l verbose -d 'Explain on stderr what rlock waits for'
 complete -c rlock -n $global -s q -l quiet -d 'Print no result JSON and no notices'
 complete -c rlock -n $global -l format -x -a 'json table' -d 'Output format for listings'

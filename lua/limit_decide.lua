@@ -20,15 +20,21 @@
 -- drops them with one ZREMRANGEBYSCORE (O(log n + removed)) and the largest score says
 -- when everything is full again, which is when both keys expire. A decision that stores a
 -- new config (--reconfigure) converts every live client bucket: O(clients), once per change.
+-- KEYS[3] this request's reply record (see once in common.lua), absent for a peek: a
+-- repeated decision returns the first one and consumes nothing more.
 -- @include common.lua
+return once(ARGV[8] ~= '1' and KEYS[3], function()
 -- Allows for the rounding of doubles (a quarter of a microsecond near 2^51).
 local EPS = 1
 
-if ARGV[8] ~= '1' then
-  local denied = first_denied({
+do
+  local denied = ARGV[8] ~= '1' and first_denied({
     {'HSET', KEYS[1], 'f', '1'}, {'HDEL', KEYS[1], 'f'}, {'PEXPIRE', KEYS[1], '1'},
     {'DEL', KEYS[1]}, {'ZADD', KEYS[2], '1', 'm'}, {'ZREMRANGEBYSCORE', KEYS[2], '0', '1'},
     {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
+  }) or first_denied_use({
+    {'TIME'}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'HMGET', KEYS[1], 'f'}, {'HGET', KEYS[1], 'f'},
+    {'ZRANGE', KEYS[2], '0', '0'}, {'ZSCORE', KEYS[2], 'm'}, {'ZCARD', KEYS[2]},
   })
   if denied then return denied end
 end
@@ -180,3 +186,4 @@ else
   if top[2] then redis.call('PEXPIRE', KEYS[2], ttl) end
 end
 return reply
+end, function(r) return r[1] == 1 and r[2] == 1 end)

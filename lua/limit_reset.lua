@@ -2,8 +2,12 @@
 -- KEYS[1] limiter (hash), KEYS[2] clients (zset): see limit_decide.lua
 -- Reply: {existed 0|1, client buckets dropped}; error "BADTYPE <type> <key>" / NOPERM and
 --        no change when a key is not a limiter's.
+-- KEYS[3] this request's reply record (see once in common.lua): a reset repeated after a
+-- lost reply reports what it removed, not "there was none".
 -- @include common.lua
+return once(KEYS[3], function()
 local denied = first_denied({{'DEL', KEYS[1]}, {'DEL', KEYS[2]}})
+  or first_denied_use({{'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'ZCARD', KEYS[2]}})
 if denied then return denied end
 local err = first_bad_type({'hash', 'zset'})
 if err then return err end
@@ -11,3 +15,4 @@ local existed = redis.call('EXISTS', KEYS[1])
 local clients = redis.call('ZCARD', KEYS[2])
 redis.call('DEL', KEYS[1], KEYS[2])
 return {existed, clients}
+end, function(r) return r[1] == 1 or r[2] > 0 end)

@@ -3,18 +3,23 @@
 -- exclude writers only. Waiters queue in arrival order; a free lock goes to the
 -- longest-waiting live waiter (or to the run of readers at the head), as a reservation that
 -- this script, run by that waiter, confirms (a grant message is only a wake-up: anyone can
--- PUBLISH). A fresh exclusive acquisition advances the fencing token.
+-- PUBLISH). A fresh exclusive acquisition advances the fencing token (a reservation took it
+-- when it was granted).
 -- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] mode:
 --   "try"    one attempt, never queued; re-enters a hold of the same owner
 --   "wait"   first attempt of a wait: re-enters, or queues when busy
 --   "queued" later attempts: claims a grant, takes a free lock at the head, keeps the place
 --   "last"   the wait's final attempt: as "queued", but leaves the queue when busy
 -- ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id, ARGV[6] "lock" or
--- "exec" (exclusive; an exec hold is exclusive even against its own owner) or "slock" or
--- "sexec" (shared), ARGV[7] lock channel, ARGV[8] ms a granted waiter has to claim,
--- ARGV[9] arrival (us) to keep, or "".
+-- "exec" (exclusive) or "slock" or "sexec" (shared), ARGV[7] lock channel, ARGV[8] ms a
+-- granted waiter has to claim, ARGV[9] arrival (us) to keep, or "".
+-- Same owner: a "lock" or "slock" request re-enters its owner's hold of the same mode (an
+-- "slock" also the owner's exclusive hold: a downgrade); an exec hold (either mode) is its
+-- process's own: no other exec of its owner runs beside an exclusive one, and an exclusive
+-- request waits for an "sexec" reader as for anyone's.
 -- Reply: {1, count, fence, pttl_ms, fresh} held (fresh = 1: a new hold);
---        {0, pttl_ms, arrival_us, same_owner_exec, owner1, count1, ...} busy;
+--        {0, pttl_ms, arrival_us, same_owner_exec, holders_total, owner1, count1, ...} busy
+--        (the writer and at most BUSY_LISTED readers);
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "UPGRADE" (a reader asked for the exclusive lock: it would deadlock),
 --        "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
@@ -24,6 +29,7 @@ local owner, lease, mode, wait_ms = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumbe
 local rid, kind, channel, claim_ms = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local shared = is_shared(kind)
 local member = ARGV[2] .. ':' .. kind .. ':' .. rid .. ':' .. owner
+local BUSY_LISTED = 100
 
 local function held_reply(c, fence, pttl, fresh)
   remember('1')
@@ -34,12 +40,16 @@ end
 -- The claim of an exclusive reservation for this very wait, the hand-off's second half, on
 -- its shortest path: it checks the types, values and rights of what it reads and writes
 -- (the release that granted checked the rest), about a third of the full checks' calls.
--- An unreadable grant key is left to the full checks, which name it.
+-- The grant key only names the wait: the reservation is in force while the lock hash holds
+-- its owner (and an exec's, its hold id); a grant that outlived it gives nothing. Its token
+-- was taken at the grant. An unreadable grant key is left to the full checks, which name it.
 if not shared then
   local grant = redis.pcall('GET', KEYS[5])
   if grant == member then
-    local err = first_denied({{'SET', KEYS[2], '1'}, {'DEL', KEYS[5]}, {'PEXPIRE', KEYS[1], '1'},
-      {'SET', KEYS[6], 'm'}, {'SET', KEYS[7], '1'}, {'ZREM', KEYS[3], 'm'}, {'ZREM', KEYS[4], 'm'}})
+    local err = first_denied({{'DEL', KEYS[5]}, {'PEXPIRE', KEYS[1], '1'}, {'SET', KEYS[6], 'm'},
+      {'SET', KEYS[7], '1'}, {'ZREM', KEYS[3], 'm'}, {'ZREM', KEYS[4], 'm'}})
+      or first_denied_use({{'TIME'}, {'TYPE', KEYS[1]}, {'GET', KEYS[7]}, {'HGET', KEYS[1], 'f'},
+        {'PTTL', KEYS[1]}})
       or first_bad_type(LOCK_KEY_TYPES, 7) or malformed_fence()
     if err then return err end
     if redis.call('GET', KEYS[7]) == '0' then return {-1} end
@@ -47,17 +57,18 @@ if not shared then
     if count and not string.match(count, '^%d+$') then
       return redis.error_reply('MALFORMED ' .. KEYS[1])
     end
-    local fence = next_fence()
-    redis.call('DEL', KEYS[5])
-    redis.call('PEXPIRE', KEYS[1], lease)
-    if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-    return held_reply(tonumber(count or '-1'), fence, redis.call('PTTL', KEYS[1]), 1)
+    if count and tonumber(count) >= 1 and (kind ~= 'exec' or redis.call('GET', KEYS[6]) == rid) then
+      redis.call('DEL', KEYS[5])
+      extend(KEYS[1], lease)
+      if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
+      return held_reply(tonumber(count), last_fence(), redis.call('PTTL', KEYS[1]), 1)
+    end
   end
 end
 
-local err = check_lock_keys(channel)
-if err then return err end
 local rid_key = reader_id(kind, owner, rid)
+local err = check_lock_keys(channel, rid_key)
+if err then return err end
 local first = mode == 'try' or mode == 'wait'
 local req = redis.call('GET', KEYS[7])
 if req == '0' then return {-1} end
@@ -67,22 +78,37 @@ drop_expired(now.ms)
 local readers, soonest = purge_readers(now.ms)
 local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
 local exec_hold = redis.call('GET', KEYS[6])
+-- The caller's own shared hold (for "lock" and "exec": its owner's `lock --shared` hold).
+local mine = reader_live(rid_key, now.ms)
 
 -- A shared hold for this request: the claim of a reservation (which already counts it), a
 -- new hold or a re-entry (one more level). Its own lease starts now; never shortened.
 local function take_shared(claim, fresh)
-  local c, expiry = reader_get(rid_key)
+  local c, expiry = reader_live(rid_key, now.ms)
   c = (c or 0) + (claim and 0 or 1)
   reader_set(rid_key, c, math.max(expiry or 0, now.ms + lease), now.ms)
   redis.call('HDEL', KEYS[9], member)
   return held_reply(c, last_fence(), lease, fresh and 1 or 0)
 end
 
+-- True while a shared reservation for this very wait is in force: its record has not lapsed
+-- and its reader entry lives. A lapsed one's record dies here, and the level it added to an
+-- entry that another hold of the same reader keeps alive goes with it.
+local function reserved()
+  local lapses = tonumber(redis.call('HGET', KEYS[9], member) or '')
+  if not lapses then return false end
+  local c, expiry = reader_live(rid_key, now.ms)
+  if lapses > now.ms and c then return true end
+  redis.call('HDEL', KEYS[9], member)
+  if c and c > 1 then reader_set(rid_key, c - 1, expiry, now.ms) end
+  return false
+end
+
 -- Claimed (a shared reservation for this very wait), or taken by an earlier try of this same
 -- request whose reply was lost (a retry).
 if shared then
-  if redis.call('HEXISTS', KEYS[9], member) == 1 and reader_get(rid_key) then return take_shared(true, true) end
-  if req == '1' and reader_get(rid_key) then return {1, reader_get(rid_key), last_fence(), lease, 0} end
+  if reserved() then return take_shared(true, true) end
+  if req == '1' and mine then return {1, mine, last_fence(), lease, 0} end
 else
   if req == '1' and count >= 1 and (kind ~= 'exec' or exec_hold == rid) then
     return {1, count, last_fence(), redis.call('PTTL', KEYS[1]), 0}
@@ -90,16 +116,19 @@ else
 end
 
 -- Re-entry is for the first attempt of a request only: a queued waiter waits for its grant.
--- A reader re-enters its own shared hold; a writer taking the shared lock downgrades.
-if first and shared and (reader_get(rid_key) or count >= 1) then return take_shared(false, false) end
-local same_owner_exec = count >= 1 and kind == 'exec' and exec_hold ~= false
+-- A reader re-enters its own shared hold; a writer taking the shared lock downgrades, unless
+-- an exec runs inside the write hold and this is another exec.
+local same_owner_exec = count >= 1 and exec_hold ~= false and (kind == 'exec' or kind == 'sexec')
+if first and shared and (mine or (count >= 1 and not same_owner_exec)) then
+  return take_shared(false, false)
+end
 if first and not shared and count >= 1 and not same_owner_exec then
   count = redis.call('HINCRBY', KEYS[1], owner, 1)
   extend(KEYS[1], lease)
   if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
   return held_reply(count, last_fence(), redis.call('PTTL', KEYS[1]), 0)
 end
-if first and not shared and count < 0 and owner_reads(owner) then
+if first and not shared and count < 0 and mine then
   return redis.error_reply('UPGRADE the owner holds the lock shared')
 end
 
@@ -120,7 +149,7 @@ if free then
   end
   -- Strict FIFO: nobody takes it ahead of a live waiter; it goes to the head instead.
   pass_on(channel, claim_ms)
-  if shared and redis.call('HEXISTS', KEYS[9], member) == 1 then return take_shared(true, true) end
+  if shared and reserved() then return take_shared(true, true) end
   readers, soonest = purge_readers(now.ms)
 end
 
@@ -131,4 +160,6 @@ else
   local queued = redis.call('ZSCORE', KEYS[3], member)
   arrival = stay_queued(KEYS[3], KEYS[4], member, queued, ARGV[9], now, wait_ms)
 end
-return holders_reply({0, holders_ttl(soonest), tonumber(arrival), same_owner_exec and 1 or 0})
+local total = redis.call('HLEN', KEYS[1]) + readers
+return holders_reply({0, holders_ttl(soonest), tonumber(arrival), same_owner_exec and 1 or 0, total},
+                     BUSY_LISTED)

@@ -4,15 +4,18 @@
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
 --        not a well-formed lock.
+-- KEYS[12] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include lock_common.lua
+return once(KEYS[12], function()
 local err = check_lock_keys(ARGV[1])
 if err then return err end
 purge_readers(server_time().ms)
 local holders = holders_reply({})
 redis.call('DEL', KEYS[5], KEYS[6], KEYS[9])
 if #holders > 0 then
-  redis.call('DEL', KEYS[1], KEYS[8])
+  redis.call('DEL', KEYS[1], KEYS[8], KEYS[11])
   pass_on(ARGV[1], ARGV[2])
 end
 return holders
+end, function(r) return #r > 0 end)

@@ -13,8 +13,11 @@
 --        {-2, owner1, count1, ...} refused: the last level belongs to a running exec;
 --        for "abandon": {1, n} with n = 1 when something was given back;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- KEYS[12] this request's reply record (see once in common.lua): a repeat of the same
+-- request (a retry after a lost reply) gets the first run's reply and changes nothing.
 -- @include common.lua
 -- @include lock_common.lua
+return once(KEYS[12], function()
 local err = check_lock_keys(ARGV[2])
 if err then return err end
 local owner, channel, keep, rid, claim_ms = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -26,13 +29,13 @@ purge_readers(now_ms)
 -- Drops one level of the shared hold `id`; at its last level the lock may be free for the
 -- next waiters. Returns the levels left, or nil when there is no such hold.
 local function release_shared(id)
-  local c, expiry = reader_get(id)
+  local c, expiry = reader_live(id, now_ms)
   if not c then return nil end
   if c > 1 then
     reader_set(id, c - 1, expiry, now_ms)
     return c - 1
   end
-  redis.call('HDEL', KEYS[8], id)
+  reader_del(id)
   pass_on(channel, claim_ms)
   return 0
 end
@@ -83,3 +86,4 @@ if rid ~= '' then
   remember('0')
 end
 return {1, release_level(owner, count, keep, channel, claim_ms)}
+end, function(r) return r[1] == 1 end)

@@ -4,8 +4,10 @@
 -- Reply: {now_ms, id, payload (nil when missing), due_ms, deliveries, reason, ...}: the
 --        reason a script stored, else the deliveries that made it a dead letter;
 --        error "BADTYPE <type> <key>" and no change otherwise.
+-- KEYS[9] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include queue_common.lua
+return once(KEYS[9], function()
 local err = check_queue_keys(ARGV[1])
 if err then return err end
 local out = {server_time().ms}
@@ -27,3 +29,4 @@ for _ = 1, tonumber(ARGV[2]) do
   drop_item(id, nil)
 end
 return out
+end, function(r) return #r > 1 end)

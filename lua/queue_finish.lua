@@ -1,11 +1,12 @@
 -- Ends a delivery iff its lease is still this delivery's (token): 'ack' deletes the item,
 -- 'nack' makes it due again after a pause (or moves it to the dead letters when it has
--- had its maximum of deliveries). A consumer whose lease ran out is refused: the item may
+-- had its maximum of deliveries), 'unrun' (the consumer did not run it: its lease came too
+-- late) makes it due again without counting the delivery. A consumer whose lease ran out is refused: the item may
 -- be with another consumer now, and completes only once. A retry of a finish that was
 -- applied (its reply lost) finds the token among the finished deliveries and is told done.
 -- KEYS: see queue_common.lua.
--- ARGV[1] queue channel, ARGV[2] item id, ARGV[3] lease token, ARGV[4] 'ack' | 'nack',
--- ARGV[5] nack: ms until the item is due again.
+-- ARGV[1] queue channel, ARGV[2] item id, ARGV[3] lease token,
+-- ARGV[4] 'ack' | 'nack' | 'unrun', ARGV[5] nack, unrun: ms until the item is due again.
 -- Reply: {1} done; {0} the lease is not this delivery's: nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
 -- @include common.lua
@@ -27,6 +28,10 @@ if not m then return redis.error_reply('MALFORMED ' .. KEYS[4]) end
 if ARGV[4] == 'ack' then
   drop_item(id, nil)
 else
+  if ARGV[4] == 'unrun' and m.deliveries > 0 then
+    m.deliveries = m.deliveries - 1
+    write_meta(id, m)
+  end
   reschedule(id, m, now + tonumber(ARGV[5]), ARGV[1])
 end
 remember_finished(ARGV[3], now)

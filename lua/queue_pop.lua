@@ -11,8 +11,11 @@
 -- Reply: {1, now_ms, id, payload, due_ms, lateness_ms, deliveries, ...} items taken;
 --        {0, now_ms, ms until the next item or lease expiry (-1: none)} nothing due;
 --        error "BADTYPE <type> <key>" and no change otherwise.
+-- KEYS[9] this request's reply record (see once in common.lua): a repeat of the same
+-- pop returns the same items and deliveries, counting no delivery twice.
 -- @include common.lua
 -- @include queue_common.lua
+return once(KEYS[9], function()
 local err = check_queue_keys(ARGV[1])
 if err then return err end
 local now = server_time().ms
@@ -71,3 +74,4 @@ local expiry = earliest(KEYS[5])
 if expiry and (not next_at or expiry < next_at) then next_at = expiry end
 if not next_at then return {0, now, -1} end
 return {0, now, math.max(next_at - now, 0)}
+end, function(r) return r[1] == 1 end)

@@ -6,8 +6,10 @@
 -- (Unix ms), ARGV[4] item id, ARGV[5] payload.
 -- Reply: {1, due_ms, now_ms} pushed; {0, due_ms, now_ms} a duplicate id: nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- KEYS[9] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include queue_common.lua
+return once(KEYS[9], function()
 local err = check_queue_keys(ARGV[1])
 if err then return err end
 local now = server_time().ms
@@ -26,3 +28,4 @@ redis.call('HSET', KEYS[3], id, ARGV[5])
 write_meta(id, {seq = seq, due = due, deliveries = 0, max = 0})
 if not first or due < first then publish(ARGV[1], 'due') end
 return {1, due, now}
+end, function(r) return r[1] == 1 end)

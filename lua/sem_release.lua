@@ -14,8 +14,11 @@
 --        "release"/"hold", the ids that were not held (for "force": the permits freed with
 --        their holders); for "hold" released = -1 when the request was released before;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
+-- KEYS[9] this request's reply record (see once in common.lua): a repeat of the same
+-- request (a retry after a lost reply) gets the first run's reply and changes nothing.
 -- @include common.lua
 -- @include sem_common.lua
+return once(KEYS[9], function()
 local err = check_sem_keys(ARGV[1])
 if err then return err end
 local channel, claim_ms, mode = ARGV[1], ARGV[2], ARGV[3]
@@ -71,3 +74,4 @@ elseif not pass_on(channel, claim_ms, now.ms, nil) and reply[1] > 0 then
   publish(channel, 'released')
 end
 return reply
+end, function(r) return r[1] > 0 end)

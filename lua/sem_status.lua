@@ -11,6 +11,12 @@
 --        scores come back as the strings stored. Error "BADTYPE <type> <key>" /
 --        "MALFORMED <key>" (a capacity that is not a whole number of at most 15 digits).
 -- @include common.lua
+local denied = first_denied_use({
+  {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'HGET', KEYS[2], 'f'}, {'TIME'}, {'ZCOUNT', KEYS[1], '0', '1'},
+  {'ZRANGE', KEYS[1], '0', '0'}, {'ZRANGE', KEYS[4], '0', '0'}, {'ZSCORE', KEYS[1], 'm'},
+  {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZCARD', KEYS[1]}, {'HMGET', KEYS[2], 'f'},
+})
+if denied then return denied end
 local err = first_bad_type({'zset', 'hash', 'hash', 'zset', 'zset', 'zset'}, 6)
 if err then return err end
 if redis.call('EXISTS', KEYS[8]) == 1 then return redis.error_reply('BADTYPE lock ' .. KEYS[8]) end

@@ -2,11 +2,13 @@
 #include <string>
 
 #include "cli/app.hpp"
+#include "exec/signals.hpp"
 #include "util/error.hpp"
 #include "util/one_line.hpp"
 
 // The one place where errors become a stderr line and an exit code.
 int main(int argc, char** argv) {
+  rlock::exec::ignore_sigpipe();
   try {
     return rlock::cli::run(argc, argv);
   } catch (const rlock::Error& e) {

@@ -71,6 +71,23 @@ local function numsub(channel)
   return redis.call('PUBSUB', 'NUMSUB', channel)[2]
 end
 
+-- The first of `uses` (argument lists of the commands a script runs besides its writes:
+-- TIME, PUBSUB NUMSUB, its reads) that the caller's ACL refuses, as an error reply naming
+-- the command and its key; nil when all are allowed or the server has no ACL checks.
+-- Checked with the writes, before the first write: a read or a TIME refused after one
+-- would end the script half-done (an unlock that released but did not pass the lock on).
+local function first_denied_use(uses)
+  if not redis.acl_check_cmd then return nil end
+  for _, argv in ipairs(uses) do
+    if not redis.acl_check_cmd(unpack(argv)) then
+      local name, at = argv[1], 2
+      if name == 'PUBSUB' then name, at = name .. ' ' .. argv[2], 3 end  -- a subcommand's right
+      local on = argv[at] and ' on ' .. argv[at] or ''
+      return redis.error_reply('NOPERM rlock needs ' .. name .. on .. ' (nothing was changed)')
+    end
+  end
+end
+
 -- Server time as {ms = ..., us = ...} since the epoch, read once per script run: a run is
 -- atomic, so one instant serves all of it (and TIME is a call less each time it is asked).
 local now_of_run
@@ -103,4 +120,28 @@ local function stay_queued(waiters, timeouts, member, arrival, kept, now, wait_m
   extend(waiters, wait_ms + QUEUE_MARGIN)
   extend(timeouts, wait_ms + QUEUE_MARGIN)
   return arrival
+end
+
+-- Runs `body` (the script's work, returning its reply) once per request: the reply of the
+-- first run that changed something (`changed(reply)`, or any run when `changed` is nil)
+-- is recorded under `key` (this request's own key, computed by the client from the
+-- request id; kept REQUEST_TTL), and the same request sent again (a retry after a lost
+-- reply or a timeout, or a stalled server running the original after its retry) gets that
+-- reply back without running again. A run that changed nothing (a refusal, "not held",
+-- nothing due) leaves no record: running it again is as if only the repeat had run, and
+-- its reply says what is true then. Error replies change nothing and are not recorded.
+-- No key (the client passed none): nothing is recorded (a read-only request).
+local function once(key, body, changed)
+  if not key then return body() end
+  local unreadable = first_denied_use({{'GET', key}})
+  if unreadable then return unreadable end
+  local seen = redis.call('GET', key)
+  if seen then return cmsgpack.unpack(seen) end
+  local denied = first_denied({{'SET', key, 'r'}})
+  if denied then return denied end
+  local reply = body()
+  if type(reply) == 'table' and not reply.err and (not changed or changed(reply)) then
+    redis.call('SET', key, cmsgpack.pack(reply), 'PX', REQUEST_TTL)
+  end
+  return reply
 end

@@ -12,17 +12,24 @@ local function check_rights(channel)
     {'SADD', KEYS[2], 'm'}, {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
     {'SPUBLISH', channel, 'x'},
   }
-  return first_denied(needs)
+  return first_denied(needs) or first_denied_use({
+    {'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'EXISTS', KEYS[2]},
+    {'SISMEMBER', KEYS[2], 'm'},
+  })
 end
 
 -- The checks every latch script starts with (ACL rights when `channel` is given, types, a
 -- well-formed count): nothing is written before they pass. Returns err, count (nil when
 -- the latch does not exist).
 local function check_latch_keys(channel)
+  local denied
   if channel then
-    local denied = check_rights(channel)
-    if denied then return denied end
+    denied = check_rights(channel)
+  else
+    denied = first_denied_use({{'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'SCARD', KEYS[2]},
+      {'SSCAN', KEYS[2], '0'}})
   end
+  if denied then return denied end
   local err = bad_type(KEYS[1], 'string') or bad_type(KEYS[2], 'set')
   if err then return err end
   local stored = redis.call('GET', KEYS[1])

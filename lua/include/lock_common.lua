@@ -10,9 +10,13 @@
 --   KEYS[8] readers (hash reader id -> "<count>:<expiry server ms>"): shared holds, each with
 --           its own lease; a reader id is the owner (`lock --shared`) or the owner, byte 31
 --           and the hold id (`exec --shared`, one entry per process)
---   KEYS[9] reader grants (hash member -> 1): shared waiters granted, until they claim
+--   KEYS[9] reader grants (hash member -> server ms at which the reservation lapses): shared
+--           waiters granted, until they claim; a record past that time is dead
 --   KEYS[10] the permits of a semaphore of the same name (a name is one object: while it
 --           has permits in use it is no lock)
+--   KEYS[11] reader expiries (zset reader id -> its expiry, server ms): KEYS[8] in expiry
+--           order, so that expiring readers and counting the live ones cost O(log readers)
+--           per script, never a pass over all of them
 -- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"
 -- (exclusive) or "slock" or "sexec" (shared); its grant channel is the lock channel ..
 -- ':' .. wait_id.
@@ -28,9 +32,16 @@ local function check_rights(channel)
     {'DEL', KEYS[5]}, {'SET', KEYS[6], 'm'}, {'DEL', KEYS[6]}, {'SET', KEYS[7], '1'},
     {'HSET', KEYS[8], 'f', '1'}, {'HDEL', KEYS[8], 'f'}, {'DEL', KEYS[8]}, {'PEXPIRE', KEYS[8], '1'},
     {'HSET', KEYS[9], 'f', '1'}, {'HDEL', KEYS[9], 'f'}, {'DEL', KEYS[9]}, {'PEXPIRE', KEYS[9], '1'},
+    {'ZADD', KEYS[11], '1', 'm'}, {'ZREM', KEYS[11], 'm'}, {'DEL', KEYS[11]}, {'PEXPIRE', KEYS[11], '1'},
     {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
   }
-  return first_denied(needs)
+  return first_denied(needs) or first_denied_use({
+    {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'GET', KEYS[2]},
+    {'HGET', KEYS[1], 'f'}, {'HGETALL', KEYS[1]}, {'HVALS', KEYS[1]}, {'HKEYS', KEYS[8]},
+    {'HEXISTS', KEYS[8], 'f'}, {'PTTL', KEYS[1]}, {'ZRANGE', KEYS[3], '0', '0'},
+    {'ZRANGEBYSCORE', KEYS[4], '0', '1'}, {'ZSCORE', KEYS[3], 'm'}, {'HLEN', KEYS[8]},
+    {'ZCARD', KEYS[11]}, {'ZCOUNT', KEYS[11], '0', '1'}, {'ZRANGEBYSCORE', KEYS[11], '0', '1'},
+  })
 end
 
 -- The types of KEYS[1..9].
@@ -42,12 +53,16 @@ local function malformed_fence()
   if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
 end
 
+local READER_VALUE = '^(%d+):(%d+)$'
+
 -- The checks every lock script starts with (types, well-formed values, ACL rights for
--- publishing on `channel`): nothing is written before they pass.
-local function check_lock_keys(channel)
+-- publishing on `channel`): nothing is written before they pass. Of the readers, only the
+-- entry `reader` (the caller's, or nil) is read, unless the expiry index disagrees with the
+-- readers hash (something else wrote it): then every entry, once, before the index is rebuilt.
+local function check_lock_keys(channel, reader)
   local denied = check_rights(channel)
   if denied then return denied end
-  local err = first_bad_type(LOCK_KEY_TYPES)
+  local err = first_bad_type(LOCK_KEY_TYPES) or bad_type(KEYS[11], 'zset')
   if err then return err end
   if redis.call('EXISTS', KEYS[10]) == 1 then
     return redis.error_reply('BADTYPE semaphore ' .. KEYS[10])
@@ -57,8 +72,14 @@ local function check_lock_keys(channel)
   for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
     if not string.match(v, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
   end
-  for _, v in ipairs(redis.call('HVALS', KEYS[8])) do
-    if not string.match(v, '^%d+:%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[8]) end
+  local values
+  if redis.call('ZCARD', KEYS[11]) ~= redis.call('HLEN', KEYS[8]) then
+    values = redis.call('HVALS', KEYS[8])
+  elseif reader then
+    values = {redis.call('HGET', KEYS[8], reader) or '0:0'}
+  end
+  for _, v in ipairs(values or {}) do
+    if not string.match(v, READER_VALUE) then return redis.error_reply('MALFORMED ' .. KEYS[8]) end
   end
 end
 
@@ -117,53 +138,76 @@ local function reader_id(kind, owner, hold_id)
   return owner
 end
 
--- count, expiry (server ms) of a reader, or nil.
-local function reader_get(id)
+-- count, expiry (server ms) of the reader `id` while its lease lasts, else nil (an entry
+-- past its expiry is dropped on the way). A value that is no reader entry counts as none:
+-- check_lock_keys refused such values, unless something else overwrote one since.
+local function reader_live(id, now_ms)
   local v = redis.call('HGET', KEYS[8], id)
   if not v then return nil end
-  local c, e = string.match(v, '^(%d+):(%d+)$')
-  return tonumber(c), tonumber(e)
+  local c, e = string.match(v, READER_VALUE)
+  if c and tonumber(e) > now_ms then return tonumber(c), tonumber(e) end
+  redis.call('HDEL', KEYS[8], id)
+  redis.call('ZREM', KEYS[11], id)
+  return nil
 end
 
 local function reader_set(id, count, expiry, now_ms)
-  redis.call('HSET', KEYS[8], id, count .. ':' .. string.format('%.0f', expiry))
+  local at = string.format('%.0f', expiry)
+  redis.call('HSET', KEYS[8], id, count .. ':' .. at)
+  redis.call('ZADD', KEYS[11], at, id)
   extend(KEYS[8], expiry - now_ms)  -- the hash lives as long as its longest reader
+  extend(KEYS[11], expiry - now_ms)
 end
 
--- Drops the readers whose own lease ran out; returns how many are left and the least time
--- (ms) until one of them expires (-1 when none is left).
-local function purge_readers(now_ms)
+local function reader_del(id)
+  redis.call('HDEL', KEYS[8], id)
+  redis.call('ZREM', KEYS[11], id)
+end
+
+-- Expired readers dropped per script run: the cost of a run stays bounded however many
+-- expire at once; the rest go in later runs and meanwhile count as nothing (see below).
+local PURGE_BATCH = 200
+
+-- Rebuilds the expiry index from the readers hash (called when their sizes differ: readers
+-- written by an rlock without the index): once, after which they agree again.
+local function index_readers()
+  redis.call('DEL', KEYS[11])
   local all = redis.call('HGETALL', KEYS[8])
-  local left, soonest = 0, -1
   for i = 1, #all, 2 do
-    local _, e = string.match(all[i + 1], '^(%d+):(%d+)$')
-    e = tonumber(e)
-    if e <= now_ms then
-      redis.call('HDEL', KEYS[8], all[i])
-    else
-      left = left + 1
-      if soonest < 0 or e - now_ms < soonest then soonest = e - now_ms end
-    end
+    local _, e = string.match(all[i + 1], READER_VALUE)
+    if e then redis.call('ZADD', KEYS[11], e, all[i]) end
   end
-  return left, soonest
+  local pttl = redis.call('PTTL', KEYS[8])
+  if pttl > 0 then redis.call('PEXPIRE', KEYS[11], pttl) end
 end
 
--- True when `owner` has a shared hold (as `lock --shared` or any `exec --shared`).
-local function owner_reads(owner)
-  if redis.call('HEXISTS', KEYS[8], owner) == 1 then return true end
-  local prefix = owner .. '\31'
-  for _, id in ipairs(redis.call('HKEYS', KEYS[8])) do
-    if string.sub(id, 1, #prefix) == prefix then return true end
+-- Drops (a bounded batch of) the readers whose own lease ran out; returns how many live
+-- readers there are and the least time (ms) until one of them expires (-1 when none).
+local function purge_readers(now_ms)
+  local n = redis.call('HLEN', KEYS[8])
+  local indexed = redis.call('ZCARD', KEYS[11])
+  if n == 0 and indexed == 0 then return 0, -1 end  -- the common case of no reader at all
+  if n ~= indexed then index_readers() end
+  local now = string.format('%.0f', now_ms)
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[11], '-inf', now, 'LIMIT', 0, PURGE_BATCH)
+  if #gone > 0 then
+    redis.call('HDEL', KEYS[8], unpack(gone))
+    redis.call('ZREM', KEYS[11], unpack(gone))
   end
-  return false
+  local left = redis.call('ZCOUNT', KEYS[11], '(' .. now, '+inf')
+  local first = redis.call('ZRANGEBYSCORE', KEYS[11], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #first == 0 then return left, -1 end
+  return left, tonumber(first[2]) - now_ms
 end
 
 -- Reserves the free lock for the exclusive waiter `head` for claim_ms and wakes it; it
 -- confirms with a claim (lock_acquire.lua) or the reservation runs out and the next waiter
--- gets its turn.
+-- gets its turn. The reservation is a fresh hold and takes its fencing token now: its
+-- owner may re-enter it before the claim, and must not get the previous holder's token.
 local function grant(head, channel, claim_ms)
   local _, kind, wait_id, waiter = parse_member(head)
   leave_queue(head)
+  next_fence()
   redis.call('HSET', KEYS[1], waiter, 1)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   if kind == 'exec' then redis.call('SET', KEYS[6], wait_id, 'PX', claim_ms) end
@@ -179,9 +223,9 @@ local function grant_reader(head, channel, claim_ms, now_ms)
   local _, kind, wait_id, waiter = parse_member(head)
   leave_queue(head)
   local id = reader_id(kind, waiter, wait_id)
-  local c = reader_get(id)
-  reader_set(id, (c or 0) + 1, now_ms + claim_ms, now_ms)
-  redis.call('HSET', KEYS[9], head, 1)
+  local c, expiry = reader_live(id, now_ms)
+  reader_set(id, (c or 0) + 1, math.max(expiry or 0, now_ms + claim_ms), now_ms)
+  redis.call('HSET', KEYS[9], head, string.format('%.0f', now_ms + claim_ms))
   extend(KEYS[9], claim_ms)
   publish(channel .. ':' .. wait_id, 'grant')
   publish(channel, 'changed ' .. claim_ms)
@@ -218,6 +262,9 @@ local function release_level(owner, count, keep, channel, claim_ms)
   if count > 1 then
     return redis.call('HINCRBY', KEYS[1], owner, -1)
   end
+  -- A reservation released before its claim ends here, and its grant with it: a late claim
+  -- must find nothing to claim.
+  redis.call('DEL', KEYS[5])
   if count == 1 and keep > 0 then
     redis.call('HSET', KEYS[1], owner, 0)
     redis.call('PEXPIRE', KEYS[1], keep)
@@ -229,15 +276,28 @@ local function release_level(owner, count, keep, channel, claim_ms)
   return 0
 end
 
--- Appends owner, count pairs of the writer and of every reader (a reader's owner without
--- its hold id) to `reply`.
-local function holders_reply(reply)
+-- Appends owner, count pairs of the writer and of the live readers (a reader's owner
+-- without its hold id) to `reply`: every reader, or with `limit` the `limit` that expire
+-- first (a busy reply stays small and cheap beside any number of readers).
+local function holders_reply(reply, limit)
   for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
-  local all = redis.call('HGETALL', KEYS[8])
-  for i = 1, #all, 2 do
-    reply[#reply + 1] = string.match(all[i], '^([^\31]*)')
-    reply[#reply + 1] = string.match(all[i + 1], '^(%d+)')
+  local now_ms = server_time().ms
+  local function add(id, value)
+    local c, e = string.match(value or '', READER_VALUE)
+    if c and tonumber(e) > now_ms then
+      reply[#reply + 1] = string.match(id, '^([^\31]*)')
+      reply[#reply + 1] = c
+    end
   end
+  if limit then
+    local now = '(' .. string.format('%.0f', now_ms)
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[11], now, '+inf', 'LIMIT', 0, limit)) do
+      add(id, redis.call('HGET', KEYS[8], id))
+    end
+    return reply
+  end
+  local all = redis.call('HGETALL', KEYS[8])
+  for i = 1, #all, 2 do add(all[i], all[i + 1]) end
   return reply
 end
 

@@ -2,7 +2,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 
 #include "cli/command.hpp"
@@ -205,12 +204,11 @@ int print_help(CLI::App& app, const std::string& topic) {
   return 0;
 }
 
-// `rlock` alone: a short usage (the overview is `rlock help`), then main's error line.
+// `rlock` alone, or with global options only (`rlock -qv`): like every usage error, one
+// line (main's), which names the subcommands; the overview is `rlock help`.
 [[noreturn]] void missing_subcommand() {
-  std::string usage = "Usage: rlock [OPTIONS] SUBCOMMAND [ARGS...]\nSubcommands: " +
-                      listed(subcommand_names(), ", ") + ", help\n";
-  std::fputs(usage.c_str(), stderr);
-  throw UsageError("missing subcommand; see rlock help");
+  throw UsageError("missing subcommand (" + listed(subcommand_names(), ", ") +
+                   " or help); see rlock help");
 }
 
 // Whether `parsed` (the subcommand entered, of table entry `entry`) runs a command after

@@ -402,7 +402,7 @@ null plus "id_base64" / "payload_base64". Items print even with -q. Nothing due 
 payload) goes to the dead letters with a reason, and the pop goes on with the next.
 
 Without CMD an item is removed as it is taken: at-most-once (a crash between the
-take and the print, or a reply lost to a dropped connection or --timeout, loses it).
+take and the print, or a reply lost through every repeat within --timeout, loses it).
 A failed write to stdout (full disk, closed pipe) exits 74, --forever too: the items
 whose lines were not written whole are put back, due as before (a line cut short is
 not a delivery); an item whose id was pushed again meanwhile, or all of them when

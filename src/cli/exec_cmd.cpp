@@ -23,20 +23,10 @@ std::string join(const std::vector<std::string>& argv) {
   return out;
 }
 
-int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
-             const Settings& settings) {
-  Console console(settings);
-  LockRequest req = resolve_lock_request(f.lock, settings);
-  if (req.mode == prim::LockMode::kShared && f.supervise.min_hold != "0") {
-    throw UsageError(
-        "--min-hold keeps a lock busy for everyone after the command; it has no meaning with "
-        "--shared");
-  }
-  Supervision supervision(f.supervise, req.lease, console);
-  redis::Topology topology = open_topology(settings);
-  prim::KeyLayout layout(settings.prefix);
-  prim::Lock lock(topology, layout, req.name);
-  supervision.prepare_during_next_script(topology);
+// One wait for the lock and, once it is held, the command run under it.
+int acquire_and_run(const std::vector<std::string>& command, const LockRequest& req,
+                    const Console& console, Supervision& supervision, redis::Topology& topology,
+                    prim::Lock& lock) {
   auto a = lock.acquire(req.owner, req.lease, req.wait_until,
                         supervision.wait_hooks(wait_hooks(console, req.name)),
                         prim::HoldKind::kExec, req.mode);
@@ -63,6 +53,28 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
                          lock.hold(req.owner, req.lease, held), topology);
 }
 
+int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
+             const Settings& settings) {
+  Console console(settings);
+  LockRequest req = resolve_lock_request(f.lock, settings);
+  if (req.mode == prim::LockMode::kShared && f.supervise.min_hold != "0") {
+    throw UsageError(
+        "--min-hold keeps a lock busy for everyone after the command; it has no meaning with "
+        "--shared");
+  }
+  Supervision supervision(f.supervise, req.lease, console);
+  redis::Topology topology = open_topology(settings);
+  prim::KeyLayout layout(settings.prefix);
+  prim::Lock lock(topology, layout, req.name);
+  supervision.prepare_during_next_script(topology);
+  supervision.wait_again_until(req.wait_until);
+  int code;
+  do {
+    code = acquire_and_run(command, req, console, supervision, topology, lock);
+  } while (supervision.came_too_late());
+  return code;
+}
+
 }  // namespace
 
 Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
@@ -76,8 +88,8 @@ every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not
 126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,
 or no renewal succeeds by lease deadline - kill-after - margin, the job gets --on-lost,
 then KILL, dead before the lease can expire, and rlock exits 76. Two execs never run at
-once on one lock, whatever their owner. The job sees RLOCK_NAME, RLOCK_OWNER, RLOCK_FENCE
-and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a RLOCK_URL/REDIS_URL holding a password (a
+once on one lock, whatever their owner, unless both are --shared. The job sees RLOCK_NAME,
+RLOCK_OWNER, RLOCK_FENCE and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a RLOCK_URL/REDIS_URL holding a password (a
 job that runs rlock uses --password-file, or exec --keep-secrets). A NAME that starts with
 '-' goes after a -- of its own: rlock exec -- -NAME -- CMD.
 

@@ -28,7 +28,8 @@ Runner define_lock_command(CLI::App& app, std::vector<std::string>& /*command_af
   auto* sub = &app;
   add_lock_flags(*sub, *flags);
   sub->footer(R"(Prints {"name","owner","acquired":true,"count","fence","lease_ms"}; when the lock
-is held by someone else prints {"name","acquired":false,"holders","ttl_ms"} and exits 75 (or -E).
+is held by someone else prints {"name","acquired":false,"holders","holders_total","ttl_ms"}
+and exits 75 (or -E); "holders" lists the writer and at most 100 readers.
 The same owner again re-enters (count + 1); a re-entry never shortens the lease in force.
 
 Examples:
@@ -53,6 +54,7 @@ stderr, even with -q, says how to unlock it.)");
       console.result({{"name", req.name},
                       {"acquired", false},
                       {"holders", holders_json(busy->holders)},
+                      {"holders_total", busy->holders_total},
                       {"ttl_ms", busy->ttl.count()}});
       return req.conflict_exit_code;
     }

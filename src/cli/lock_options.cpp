@@ -122,6 +122,9 @@ std::string describe_busy(const std::string& name, const prim::Busy& busy, Milli
       (waited.count() > 0 ? "gave up after waiting " + format_duration(waited) + ": lock '"
                           : "lock '") +
       name + "' is held by " + describe_holders(busy.holders);
+  auto listed = static_cast<long long>(busy.holders.size());
+  if (busy.holders_total > listed)
+    line += " and " + std::to_string(busy.holders_total - listed) + " more";
   if (busy.same_owner_exec)
     line += " in another `rlock exec` (concurrent execs never share a hold, whatever the owner)";
   if (busy.ttl.count() >= 0) line += ", lease " + format_duration(busy.ttl) + " left";

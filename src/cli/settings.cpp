@@ -180,7 +180,9 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
       ->type_name("PREFIX");
   required_value("--connect-timeout", f.connect_timeout, "connect timeout (default 2s)")
       ->type_name("DUR");
-  required_value("--timeout", f.timeout, "timeout of each command (default 5s)")->type_name("DUR");
+  required_value("--timeout", f.timeout,
+                 "timeout of each request, its repeats and clean-up (default 5s)")
+      ->type_name("DUR");
   app.add_option("--format", f.format, "output of listings: json or table")
       ->check(CLI::IsMember({"json", "table"}))
       ->type_name("FMT");

@@ -134,6 +134,7 @@ int Supervision::run(const std::vector<std::string>& command,
   prepare();
   if (prepare_error_) {  // no guardian: the job must not start, and the hold goes back
     try {
+      hold->job_not_started();
       hold->release(Millis(0));
     } catch (const Error&) {  // it expires with its lease
     }
@@ -142,7 +143,7 @@ int Supervision::run(const std::vector<std::string>& command,
   exec::JobSpec job;
   job.argv = command;
   job.env = std::move(env);
-  job.unset = std::move(secret_names_);
+  job.unset = secret_names_;  // a copy: a hold that came too late runs again
   job.signal_mask = &signals_.original_mask();
   exec::Watchdog watchdog(std::move(hold), topology);
   options_.acquired_at = SteadyClock::now();
@@ -150,7 +151,14 @@ int Supervision::run(const std::vector<std::string>& command,
   options_.warn = [this](const std::string& m) { console_.notice(m); };
   options_.started = [&topology] { topology.close_retired(); };
   options_.forwarded = [this](int s) { stop_signal_ = s; };
-  return exec::supervise(job, watchdog, signals_, *guardian_, options_);
+  came_too_late_ = false;
+  options_.wait_again = [this] {
+    came_too_late_ = SteadyClock::now() < wait_again_until_;
+    return came_too_late_;
+  };
+  int code = exec::supervise(job, watchdog, signals_, *guardian_, options_);
+  if (came_too_late_) guardian_.reset();  // it was told to finish: the next run starts one
+  return code;
 }
 
 int Supervision::run_unheld(const std::vector<std::string>& command,

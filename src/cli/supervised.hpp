@@ -76,6 +76,12 @@ class Supervision {
 
   Millis renew_interval() const;
 
+  // Until `until`, a hold that comes too late to start the command and that no renewal
+  // confirms is given back quietly, and run() returns with came_too_late() true: the
+  // caller waits for the hold again. Default: never (run() says so and returns 76).
+  void wait_again_until(Deadline until) { wait_again_until_ = until; }
+  bool came_too_late() const { return came_too_late_; }
+
  private:
   // The cgroup and the guardian, once; never throws (a failure is kept for run()).
   void prepare() noexcept;
@@ -89,6 +95,8 @@ class Supervision {
   std::optional<exec::JobCgroup> cgroup_;
   std::optional<exec::Guardian> guardian_;
   int stop_signal_ = 0;
+  Deadline wait_again_until_{};
+  bool came_too_late_ = false;
 };
 
 }  // namespace rlock::cli

@@ -219,6 +219,10 @@ class GuardedJob {
  private:
   void begin_stopping(std::int64_t kill_at) {
     signalled_ = true;
+    // Told before the job can die of it; to a dead rlock it goes nowhere.
+    GuardianMessage m{kGuardianStopping, 0, 0};
+    sys(SYS_sendto, kGuardianFd, reinterpret_cast<long>(&m), sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT,
+        0, 0);
     kill_at_ = kill_at;
     if (valid_ns_ != kNever && valid_ns_ - a_.margin_ns < kill_at_)
       kill_at_ = valid_ns_ - a_.margin_ns;
@@ -250,14 +254,18 @@ class GuardedJob {
   bool killed_ = false;
 };
 
-void arm(int timer, std::int64_t at_ns) {
+// Arms `timer` to fire at `at_ns` (boot clock as now_ns() reads it) with a relative time:
+// an absolute one is what time-faking preloads rewrite, into a time the kernel refuses.
+// False when it could not be armed.
+bool arm(int timer, std::int64_t at_ns) {
   itimerspec spec{};
   if (at_ns != kNever) {
-    if (at_ns < 1) at_ns = 1;
-    spec.it_value = {static_cast<time_t>(at_ns / 1'000'000'000),
-                     static_cast<long>(at_ns % 1'000'000'000)};
+    std::int64_t in_ns = at_ns - now_ns();
+    if (in_ns < 1) in_ns = 1;  // 0 would disarm it
+    spec.it_value = {static_cast<time_t>(in_ns / 1'000'000'000),
+                     static_cast<long>(in_ns % 1'000'000'000)};
   }
-  timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr);
+  return sys(SYS_timerfd_settime, timer, 0, reinterpret_cast<long>(&spec), 0) == 0;
 }
 
 constexpr int kIgnored[] = {SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
@@ -279,12 +287,12 @@ int guardian_entry(void* raw) {
   GuardedJob job(a);
   for (;;) {
     std::int64_t next = job.next_step();
-    if (timer >= 0) arm(timer, next);
+    // A timer that cannot be armed counts as none: the deadline is checked every interval.
+    bool timed = timer >= 0 && arm(timer, next);
     pollfd p[2] = {{kGuardianFd, POLLIN, 0}, {timer, POLLIN, 0}};
     timespec poll_interval{0, kGroupPollInterval.count() * kNsPerMs};  // without a timerfd
-    long n =
-        sys(SYS_ppoll, reinterpret_cast<long>(p), timer >= 0 ? 2 : 1,
-            reinterpret_cast<long>(timer >= 0 || next == kNever ? nullptr : &poll_interval), 0, 8);
+    long n = sys(SYS_ppoll, reinterpret_cast<long>(p), timed ? 2 : 1,
+                 reinterpret_cast<long>(timed || next == kNever ? nullptr : &poll_interval), 0, 8);
     if (n < 0) continue;
     // Messages first: a deadline that rlock moved just now must count before the old one.
     if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -376,10 +384,26 @@ Guardian Guardian::start(int signo, Millis kill_after, Millis margin,
   return g;
 }
 
-void Guardian::valid_until(Deadline t) {
-  if (life_.get() < 0) return;
+int Guardian::valid_until(Deadline t) {
+  if (life_.get() < 0) return EBADF;
   GuardianMessage m{kGuardianValidUntil, 0, t.time_since_epoch().count()};
-  (void)!send(life_.get(), &m, sizeof m, MSG_NOSIGNAL);
+  while (send(life_.get(), &m, sizeof m, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof m)) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
+Guardian::News Guardian::news() {
+  if (life_.get() < 0) return News::kNone;
+  News news = News::kNone;
+  GuardianMessage m{};
+  while (true) {
+    ssize_t r = recv(life_.get(), &m, sizeof m, MSG_DONTWAIT);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return news;
+    if (r != static_cast<ssize_t>(sizeof m)) return News::kGone;  // exited, or nonsense
+    if (m.kind == kGuardianStopping) news = News::kStopping;
+  }
 }
 
 void Guardian::finish() {

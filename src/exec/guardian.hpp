@@ -25,7 +25,9 @@ namespace rlock::exec {
 //  - if its socket closes without a "done" message (rlock died), it does the same at once,
 //    with KILL after kill_after but no later than T - margin, then removes the job's cgroup.
 // The job is its process group and, if `cgroup_dir` is not empty, every process in that
-// cgroup (the KILL is then cgroup.kill).
+// cgroup (the KILL is then cgroup.kill). Before it stops a job while rlock lives, it says
+// so on the socket (a "valid until" that came too late, under load), so that rlock reports
+// the stop instead of passing the job's TERM on as its own status.
 class Guardian {
  public:
   Guardian() = default;
@@ -39,9 +41,16 @@ class Guardian {
   // The socket the job sends its pid to (close-on-exec, so the job keeps no copy).
   int announce_fd() const { return life_.get(); }
   // The lease is valid until `t` (boot clock): the guardian's stop point moves there.
-  void valid_until(Deadline t);
+  // Returns 0, or the errno of a message that did not reach the guardian.
+  [[nodiscard]] int valid_until(Deadline t);
   // The job is gone: the guardian exits without doing anything.
   void finish();
+  // Readable when the guardian has news (see news()).
+  int news_fd() const { return life_.get(); }
+  enum class News { kNone, kStopping, kGone };
+  // Without blocking: kStopping once the guardian has begun stopping the job (its stop
+  // point passed before a newer "valid until" reached it), kGone if it has exited.
+  News news();
   // A child of rlock, but no part of the job.
   pid_t pid() const { return pid_; }
 
@@ -59,6 +68,7 @@ struct GuardianMessage {
 inline constexpr std::int32_t kGuardianJob = 1;
 inline constexpr std::int32_t kGuardianValidUntil = 2;
 inline constexpr std::int32_t kGuardianDone = 3;
+inline constexpr std::int32_t kGuardianStopping = 4;  // from the guardian: it stops the job
 
 // True while any process of the group exists (zombies included).
 bool group_alive(pid_t pgid);

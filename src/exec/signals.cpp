@@ -59,6 +59,19 @@ SignalFd::~SignalFd() {
 
 const sigset_t& SignalFd::original_mask() const { return started_with; }
 
+namespace {
+bool sigpipe_default = true;
+}  // namespace
+
+void ignore_sigpipe() {
+  struct sigaction ign {
+  }, old{};
+  ign.sa_handler = SIG_IGN;
+  if (sigaction(SIGPIPE, &ign, &old) == 0) sigpipe_default = old.sa_handler == SIG_DFL;
+}
+
+bool sigpipe_was_default() { return sigpipe_default; }
+
 std::optional<int> SignalFd::next() {
   signalfd_siginfo info;
   ssize_t n = read(fd_, &info, sizeof info);

@@ -29,6 +29,16 @@ class SignalFd {
   sigset_t original_{};  // restored when destroyed
 };
 
+// rlock writes to Redis through hiredis 0.14, which cannot pass MSG_NOSIGNAL: a server
+// that closes the connection under a request (at maxclients it accepts, says so and
+// closes) would kill rlock with SIGPIPE before it could say why. Called first in main:
+// rlock ignores SIGPIPE (a write fails with EPIPE and is reported), and the jobs it starts
+// get back the disposition it had (see sigpipe_was_default).
+void ignore_sigpipe();
+// Whether SIGPIPE was at its default disposition before ignore_sigpipe(): a job must die of
+// it as it would have without rlock (`yes | head` inside `rlock exec`).
+bool sigpipe_was_default();
+
 // The signals forwarded to the job's process group.
 bool is_forwarded(int signo);
 

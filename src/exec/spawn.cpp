@@ -13,6 +13,7 @@
 
 #include "exec/fd.hpp"
 #include "exec/guardian.hpp"
+#include "exec/signals.hpp"
 #include "util/error.hpp"
 
 extern char** environ;
@@ -34,8 +35,10 @@ struct ChildPlan {
   int procs_fd = -1;  // cgroup.procs when the child must move itself into the cgroup
   bool take_terminal = false;
   const sigset_t* mask = nullptr;
+  bool default_sigpipe = false;  // rlock ignores SIGPIPE; the job gets its default back
   sigset_t with_ttou{};
   int exec_errno = 0;               // written by the child (shared memory under vfork)
+  int announce_errno = 0;           // by the child: the guardian could not be told of the job
   int cgroup_errno = -1;            // by the child: 0 once it moved itself into the cgroup
   const cpu_set_t* cpus = nullptr;  // the affinity the child gives back to itself, if pinned
   int cpus_errno = 0;               // by the child: why it could not
@@ -76,7 +79,19 @@ std::vector<std::string> merged_environment(const JobSpec& spec) {
     tcsetpgrp(STDIN_FILENO, getpid());
   }
   GuardianMessage announce{kGuardianJob, getpid(), plan->valid_until_ns};
-  (void)!send(plan->announce_fd, &announce, sizeof announce, MSG_NOSIGNAL);
+  // A job the guardian does not know of would have no backstop: it does not start.
+  while (send(plan->announce_fd, &announce, sizeof announce, MSG_NOSIGNAL) !=
+         static_cast<ssize_t>(sizeof announce)) {
+    if (errno == EINTR) continue;
+    plan->announce_errno = errno;
+    _exit(127);
+  }
+  if (plan->default_sigpipe) {
+    // The child has its own dispositions (no CLONE_SIGHAND): rlock keeps ignoring.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGPIPE, &dfl, nullptr);
+  }
   if (plan->mask) sigprocmask(SIG_SETMASK, plan->mask, nullptr);
   execvpe(plan->argv[0], plan->argv.data(), plan->envp.data());
   plan->exec_errno = errno;
@@ -198,6 +213,7 @@ Job start_job(const JobSpec& spec, int announce_fd) {
 
   plan.take_terminal = in_terminal_foreground();
   plan.mask = spec.signal_mask;
+  plan.default_sigpipe = sigpipe_was_default();
   sigemptyset(&plan.with_ttou);
   sigaddset(&plan.with_ttou, SIGTTOU);
 
@@ -224,6 +240,12 @@ Job start_job(const JobSpec& spec, int announce_fd) {
     }
   }
   here.check_child(job.pid);
+  if (plan.announce_errno != 0) {
+    waitpid(job.pid, nullptr, 0);
+    restore_terminal(job);
+    throw Error(71, std::string("cannot tell the guardian about the job: ") +
+                        std::strerror(plan.announce_errno));
+  }
   if (plan.exec_errno != 0) {  // the child has exited (vfork resumes us after exec or _exit)
     waitpid(job.pid, nullptr, 0);
     restore_terminal(job);

@@ -72,14 +72,51 @@ class Run {
     Deadline wake = lost_ ? Deadline::max() : watchdog_.next_due();
     if (kill_at_ > now) wake = std::min(wake, kill_at_);
     if (!leader_alive()) wake = std::min(wake, now + kGroupPollInterval);
-    // An absolute timer on the boot clock, so that a deadline passed during a host suspend
-    // fires at once on resume.
-    timer_.arm(wake);
-    pollfd p[2] = {{signals_.fd(), POLLIN, 0}, {timer_.fd(), POLLIN, 0}};
-    poll(p, 2, -1);
+    // A timer on the boot clock, so that a deadline passed during a host suspend fires at
+    // once on resume.
+    int timeout = -1;
+    if (int err = timer_.arm(wake)) {
+      // Nothing would wake rlock to renew or to stop the job: the lease cannot be kept.
+      // Stopping goes on with poll timeouts, which at worst wake late after a suspend.
+      if (!lost_) {
+        lose(std::string("cannot arm the renewal timer (timerfd_settime: ") + std::strerror(err) +
+             ")");
+        return;
+      }
+      if (wake != Deadline::max()) timeout = static_cast<int>(millis_until(wake).count());
+    }
+    pollfd p[3] = {
+        {signals_.fd(), POLLIN, 0}, {timer_.fd(), POLLIN, 0}, {guardian_.news_fd(), POLLIN, 0}};
+    poll(p, guardian_gone_ ? 2 : 3, timeout);
     timer_.clear();
+    if (!guardian_gone_ && p[2].revents) hear_guardian();
   }
 
+ public:
+  // What the guardian did on its own: it stopped the job (its stop point passed before
+  // rlock's "valid until" reached it), or it is gone. Either way the lease was at stake.
+  void hear_guardian() {
+    switch (guardian_.news()) {
+      case Guardian::News::kNone:
+        return;
+      case Guardian::News::kStopping:
+        if (!lost_) {
+          lose(
+              "lock lost: the guardian began stopping the job, as no renewal reached it "
+              "before the job's stop point (rlock was stopped, paused or too slow)",
+              false);
+        }
+        return;
+      case Guardian::News::kGone:
+        guardian_gone_ = true;
+        if (!lost_ && leader_alive()) {
+          lose("the guardian is gone: nothing would stop the job if rlock could not");
+        }
+        return;
+    }
+  }
+
+ private:
   void handle_signals() {
     while (auto s = signals_.next()) {
       if (*s == SIGCHLD) {
@@ -139,22 +176,32 @@ class Run {
       case Watchdog::State::kHeld:
         if (watchdog_.lease_deadline() != told_) {
           told_ = watchdog_.lease_deadline();
-          guardian_.valid_until(told_);
+          // A guardian that cannot be told would stop the job at the old deadline, and one
+          // that is gone no longer backs rlock up: either way the job stops now.
+          if (int err = guardian_.valid_until(told_)) {
+            lose(std::string("cannot tell the guardian the renewed lease (") + std::strerror(err) +
+                 ")");
+          }
         }
         return;
       case Watchdog::State::kUnreachable:
         if (o_.verbose) o_.verbose("lease renewal failed, retrying: " + watchdog_.lost_reason());
         return;
       case Watchdog::State::kLost:
-        lost_ = true;
-        if (o_.warn) o_.warn("lock lost: " + watchdog_.lost_reason() + "; stopping the job");
-        signal_job(o_.on_lost_signal);
-        killed_ = o_.on_lost_signal == SIGKILL;
-        // Dead before the server may expire the lease, also when the lock is already gone.
-        kill_at_ =
-            std::min(SteadyClock::now() + o_.kill_after, watchdog_.lease_deadline() - o_.margin);
+        lose("lock lost: " + watchdog_.lost_reason());
         return;
     }
+  }
+
+  // The job must stop: the hold is gone, or rlock can no longer keep it; `why` is the line.
+  // `signal`: false when the guardian has signalled the job already.
+  void lose(const std::string& why, bool signal = true) {
+    lost_ = true;
+    if (o_.warn) o_.warn(why + "; stopping the job");
+    if (signal) signal_job(o_.on_lost_signal);
+    killed_ = o_.on_lost_signal == SIGKILL;
+    // Dead before the server may expire the lease, also when the lock is already gone.
+    kill_at_ = std::min(SteadyClock::now() + o_.kill_after, watchdog_.lease_deadline() - o_.margin);
   }
 
   // The leader is gone but processes of the job remain: they must not run on after the
@@ -191,6 +238,7 @@ class Run {
   bool draining_ = false;
   bool killed_ = false;
   bool job_stopped_ = false;
+  bool guardian_gone_ = false;
   Leftovers leftovers_;
   BootTimer timer_;
   Deadline kill_at_ = Deadline::max();
@@ -205,13 +253,20 @@ int refuse_to_start(Watchdog& watchdog, Guardian& guardian, const SuperviseOptio
   guardian.finish();
   std::string why;
   auto left = std::chrono::duration_cast<Millis>(watchdog.lease_deadline() - SteadyClock::now());
+  watchdog.job_not_started();
   watchdog.release(Millis(0), &why);
-  if (o.warn) {
+  if (o.wait_again && o.wait_again()) {
+    if (o.verbose) {
+      o.verbose("the hold came too late to run the command and no renewal confirmed it (" +
+                watchdog.lost_reason() + "); gave it back, waiting again");
+    }
+  } else if (o.warn) {
     o.warn("the lease ends " +
            (left.count() > 0 ? "in " + format_duration(left)
                              : "(ended " + format_duration(-left) + " ago)") +
            ", too soon to run the command and still stop it in time (--kill-after " +
            format_duration(o.kill_after) + " + margin " + format_duration(o.margin) +
+           ") and no renewal confirmed it (" + watchdog.lost_reason() +
            "); not running the command");
   }
   return kExitLockLost;
@@ -222,7 +277,10 @@ int refuse_to_start(Watchdog& watchdog, Guardian& guardian, const SuperviseOptio
 int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardian& guardian,
               const SuperviseOptions& options) {
   watchdog.stop_before_deadline(options.kill_after + options.margin);
-  if (SteadyClock::now() >= watchdog.stop_at()) return refuse_to_start(watchdog, guardian, options);
+  // A server that stalled with the acquisition answers late, on a lease that began when it
+  // took the request: a renewal now confirms the hold with a fresh deadline.
+  if (SteadyClock::now() >= watchdog.stop_at() && !watchdog.confirm())
+    return refuse_to_start(watchdog, guardian, options);
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   // Without a cgroup, children rlock already has (inherited from whoever exec'd it) are no
   // part of the job; with one, the cgroup says exactly what is.
@@ -237,6 +295,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
     job = start_job(with_cgroup, guardian.announce_fd());
   } catch (const Error&) {
     guardian.finish();
+    watchdog.job_not_started();
     watchdog.release(Millis(0), nullptr);
     throw;
   }
@@ -256,6 +315,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
           Leftovers(job.pid, cgroup, std::move(not_job)));
   run.loop();
   restore_terminal(job);
+  run.hear_guardian();  // its word comes before the job's death, maybe not before the SIGCHLD
 
   // Nothing of the job is left. Release first: a waiter's handoff should not wait for the
   // guardian's bookkeeping.

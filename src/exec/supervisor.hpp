@@ -23,6 +23,9 @@ struct SuperviseOptions {
   std::function<void(const std::string&)> warn;     // notices unless -q
   std::function<void()> started;                    // the job is running (its exec succeeded)
   std::function<void(int)> forwarded;               // a stop signal was passed on to the job
+  // Asked when the hold came too late to start the job and no renewal confirmed it: true
+  // if the caller will give it back and wait again (then no notice is printed).
+  std::function<bool()> wait_again;
 };
 
 // Runs the job while `watchdog` keeps its lock, forwards INT/TERM/HUP/QUIT to the job's

@@ -14,9 +14,10 @@
 
 namespace rlock::exec {
 
-// A timerfd on CLOCK_BOOTTIME armed at absolute deadlines: it becomes readable at the
-// deadline even if the host was suspended in between (a relative poll timeout would wait
-// the whole interval again after a resume). Move-only.
+// A timerfd on CLOCK_BOOTTIME: it becomes readable at the deadline even if the host was
+// suspended in between (a poll timeout, on the monotonic clock, would wait the whole
+// interval again after a resume). It is armed with relative times: an absolute time is
+// what time-faking preloads (libfaketime) rewrite, into a time the kernel refuses. Move-only.
 class BootTimer {
  public:
   BootTimer() : fd_(timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK)) {
@@ -24,11 +25,13 @@ class BootTimer {
   }
 
   int fd() const { return fd_.get(); }
-  // Readable from `at` on; Deadline::max() disarms. Re-arming discards a pending expiry.
-  void arm(Deadline at) {
+  // Readable from `at` on (at once if it has passed); Deadline::max() disarms. Re-arming
+  // discards a pending expiry. Returns 0, or the errno of a timer that could not be armed
+  // (then nothing will wake its reader: whoever depends on it must act without it).
+  [[nodiscard]] int arm(Deadline at) {
     itimerspec spec{};
-    if (at != Deadline::max()) spec.it_value = to_boot_timespec(at);
-    timerfd_settime(fd_.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
+    if (at != Deadline::max()) spec.it_value = relative_timespec(at - SteadyClock::now());
+    return timerfd_settime(fd_.get(), 0, &spec, nullptr) == 0 ? 0 : errno;
   }
   // Consumes a pending expiry, if any.
   void clear() {

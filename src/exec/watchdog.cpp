@@ -60,6 +60,24 @@ Watchdog::State Watchdog::tick() {
   }
 }
 
+bool Watchdog::confirm() {
+  Deadline now = SteadyClock::now();
+  topology_.limit_timeout(std::max(hold_->lease() - stop_lead_, Millis(1)));
+  try {
+    if (hold_->renew() != prim::Hold::Renewed::kHeld) {
+      lost_reason_ = hold_->lost_reason();
+      return false;
+    }
+  } catch (const Error& e) {
+    lost_reason_ = e.what();
+    return false;
+  }
+  next_due_ = now + renew_interval();
+  if (SteadyClock::now() < stop_at()) return true;
+  lost_reason_ = "the renewal that would have confirmed it came too late as well";
+  return false;
+}
+
 Watchdog::Released Watchdog::release(Millis keep, std::string* why) {
   topology_.limit_timeout(Millis(0));
   try {

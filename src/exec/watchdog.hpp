@@ -38,11 +38,18 @@ class Watchdog {
   // once the stop point has passed without a confirmed renewal (Redis unreachable, or
   // rlock itself was stopped or suspended), or when a renewal says the hold is gone.
   State tick();
+  // Renews at once, for an acquisition whose reply came too late to start the job on it
+  // (a stalled server answers late, but the hold's lease started when the server took it):
+  // the renewal's send time gives a fresh deadline. True when the hold is confirmed with
+  // the job's start still before the stop point; otherwise lost_reason() says why not.
+  bool confirm();
   // Why the hold was lost, for the one-line message.
   const std::string& lost_reason() const { return lost_reason_; }
 
   // Tells the hold how the job ended, before release() (see prim::Hold::job_ended).
   void job_ended(int exit_code) { hold_->job_ended(exit_code); }
+  // Tells the hold that no job ran under it, before release() (see prim::Hold).
+  void job_not_started() { hold_->job_not_started(); }
 
   enum class Released { kReleased, kNotHeld, kUnreachable };
   // Releases the hold; with `keep` > 0 the object stays busy that much longer. kNotHeld:

@@ -21,7 +21,7 @@ struct Found {
 
 // Server time read once per batch (TIME), for ages such as how long a waiter has waited.
 struct BatchClock {
-  std::optional<long long> now_us;  // nullopt: TIME was refused (ACL); ages print as null
+  std::optional<long long> now_us;  // nullopt: TIME's reply was malformed; ages print as null
 };
 
 // The cells of one row of `--format table` besides TYPE and NAME. Raw text: the table

@@ -71,7 +71,10 @@ std::vector<Pending> objects_in(const redis::ReplyView& keys, const prim::KeyLay
   return out;
 }
 
+// A refused TIME (an ACL without +time) ends the listing with exit 77, as a refused SCAN
+// does: leases and tokens would otherwise print as null with nothing saying why.
 BatchClock clock_from(const redis::ReplyView& time) {
+  if (time.is_error()) throw redis::ReplyError(time.str());
   BatchClock c;
   if (time.is_array() && time.size() == 2) {
     try {

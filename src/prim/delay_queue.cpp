@@ -51,7 +51,9 @@ class QueuePop : public Waitable {
         consumer_(std::move(consumer)) {}
 
   Step attempt(Mode /*mode*/, Millis /*wait_left*/) override {
-    sent_ = SteadyClock::now();
+    // One reply record per pop until a reply comes: a pop repeated after a lost reply (by
+    // the topology, or by the waiting loop once the server is back) gets the same items
+    // and deliveries, and counts no delivery twice. Its lease runs from the first send.
     auto reply = pop();
     // Nothing taken yet something due now: the script stopped at its bound of malformed
     // items buried, or of expired leases reclaimed (each call moves them on, so this
@@ -79,11 +81,19 @@ class QueuePop : public Waitable {
   Deadline sent() const { return sent_; }
 
  private:
+  // Each pop that got its reply has a fresh reply record; one whose reply was lost keeps
+  // its record, so that its repeat gets what the first run took.
   redis::Reply pop() {
-    return q_.run(redis::scripts::queue_pop,
-                  {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_),
-                   millis_arg(visibility_), std::to_string(max_), token_, consumer_},
-                  redis::Retry::kNever);
+    if (reply_key_.empty()) {
+      reply_key_ = q_.new_reply_key();
+      sent_ = SteadyClock::now();
+    }
+    auto reply = q_.run(redis::scripts::queue_pop,
+                        {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_),
+                         millis_arg(visibility_), std::to_string(max_), token_, consumer_},
+                        redis::Retry::kIdempotent, reply_key_);
+    reply_key_.clear();
+    return reply;
   }
 
   DelayQueue& q_;
@@ -95,6 +105,7 @@ class QueuePop : public Waitable {
   std::string consumer_;
   std::vector<QueueItem> items_;
   Deadline sent_{};
+  std::string reply_key_;
 };
 
 // A leased item, supervised like a lock: renewals extend the lease while this delivery
@@ -117,9 +128,13 @@ class QueueLease : public Hold {
   }
 
   void job_ended(int exit_code) override { succeeded_ = exit_code == 0; }
+  void job_not_started() override { started_ = false; }
 
   Released release(Millis /*keep*/) override {
-    return q_.finish(leased_, succeeded_, lease_) ? Released::kReleased : Released::kNotHeld;
+    using F = DelayQueue::Finish;
+    bool done = started_ ? q_.finish(leased_, succeeded_ ? F::kAck : F::kNack, lease_)
+                         : q_.finish(leased_, F::kUnrun, Millis(0));
+    return done ? Released::kReleased : Released::kNotHeld;
   }
 
   std::string lost_reason() const override {
@@ -133,6 +148,7 @@ class QueueLease : public Hold {
   DelayQueue& q_;
   LeasedItem leased_;
   bool succeeded_ = false;  // until told otherwise (the job never started, or failed)
+  bool started_ = true;     // until told that no job ran
 };
 
 DelayQueue::DelayQueue(redis::Topology& topology, const KeyLayout& layout, std::string name)
@@ -142,29 +158,41 @@ DelayQueue::DelayQueue(redis::Topology& topology, const KeyLayout& layout, std::
             layout.queue_items_key(name_),    layout.queue_meta_key(name_),
             layout.queue_inflight_key(name_), layout.queue_leases_key(name_),
             layout.queue_dead_key(name_),     layout.queue_finished_key(name_)},
-      channel_(layout.queue_channel(name_)) {}
+      channel_(layout.queue_channel(name_)),
+      reply_key_prefix_(layout.reply_key(name_, "")) {}
 
-std::vector<std::string_view> DelayQueue::keys() const { return views(keys_); }
+std::vector<std::string_view> DelayQueue::keys(const std::string& reply_key) const {
+  auto k = views(keys_);
+  if (!reply_key.empty()) k.push_back(reply_key);
+  return k;
+}
+
+std::string DelayQueue::new_reply_key() const { return reply_key_prefix_ + random_hex(16); }
 
 redis::Reply DelayQueue::run(const redis::Script& script, const std::vector<std::string>& args,
-                             redis::Retry retry) {
-  return run_object_script(topology_, script, keys(), views(args), kKind, retry);
+                             redis::Retry retry, const std::string& reply_key) {
+  return run_object_script(topology_, script, keys(reply_key), views(args), kKind, retry);
 }
 
 std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTime due) {
   const redis::Script& script = redis::scripts::queue_push;
-  std::vector<std::string> prefix = {"EVALSHA", script.sha1, std::to_string(keys_.size())};
+  std::vector<std::string> prefix = {"EVALSHA", script.sha1, std::to_string(keys_.size() + 1)};
   prefix.insert(prefix.end(), keys_.begin(), keys_.end());
   std::string mode = due.absolute ? "at" : "delay";
   std::string due_arg = std::to_string(due.ms);
   std::vector<std::vector<std::string>> cmds;
+  std::vector<std::string> reply_keys;
   cmds.reserve(items.size());
   for (const auto& it : items) {
     auto cmd = prefix;
+    // Each push its own reply record: the pipeline, repeated after a lost reply, queues
+    // nothing twice and reports what the first run did.
+    reply_keys.push_back(new_reply_key());
+    cmd.push_back(reply_keys.back());
     for (auto a : {channel_, mode, due_arg, it.id, it.payload}) cmd.push_back(std::move(a));
     cmds.push_back(std::move(cmd));
   }
-  auto replies = topology_.pipeline(cmds, keys_.front());
+  auto replies = topology_.pipeline(cmds, redis::Retry::kIdempotent, keys_.front());
   std::vector<Pushed> out;
   out.reserve(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
@@ -174,7 +202,7 @@ std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTim
       // NOSCRIPT (the server had not cached it: EVAL below caches it) or a refusal, which
       // the script made before writing anything and which run() reports as it should.
       again.emplace(run(script, {channel_, mode, due_arg, items[i].id, items[i].payload},
-                        redis::Retry::kNever));
+                        redis::Retry::kIdempotent, reply_keys[i]));
       r = &*again;
     }
     out.push_back({items[i].id, r->at(1).integer(), r->at(0).integer() == 0});
@@ -211,11 +239,11 @@ std::unique_ptr<Hold> DelayQueue::hold(const LeasedItem& leased) {
   return std::make_unique<QueueLease>(*this, leased);
 }
 
-bool DelayQueue::finish(const LeasedItem& leased, bool ack, Millis retry_after) {
-  auto reply =
-      run(redis::scripts::queue_finish,
-          {channel_, leased.item.id, leased.token, ack ? "ack" : "nack", millis_arg(retry_after)},
-          redis::Retry::kIdempotent);
+bool DelayQueue::finish(const LeasedItem& leased, Finish how, Millis retry_after) {
+  const char* word = how == Finish::kAck ? "ack" : how == Finish::kNack ? "nack" : "unrun";
+  auto reply = run(redis::scripts::queue_finish,
+                   {channel_, leased.item.id, leased.token, word, millis_arg(retry_after)},
+                   redis::Retry::kIdempotent);
   bool done = reply.at(0).integer() == 1;
   // The reply came: no retry needs the finish's record any more. Best effort: a record
   // left behind expires (queue_common.lua).
@@ -228,11 +256,13 @@ bool DelayQueue::finish(const LeasedItem& leased, bool ack, Millis retry_after) 
   return done;
 }
 
-bool DelayQueue::give_back(const LeasedItem& leased) { return finish(leased, false, Millis(0)); }
+bool DelayQueue::give_back(const LeasedItem& leased) {
+  return finish(leased, Finish::kUnrun, Millis(0));
+}
 
 std::vector<QueueItem> DelayQueue::take_dead(long long count) {
-  auto reply =
-      run(redis::scripts::queue_dead_pop, {channel_, std::to_string(count)}, redis::Retry::kNever);
+  auto reply = run(redis::scripts::queue_dead_pop, {channel_, std::to_string(count)},
+                   redis::Retry::kIdempotent, new_reply_key());
   std::vector<QueueItem> out;
   long long now = reply.at(0).integer();
   for (size_t i = 1; i + 5 <= reply.size(); i += 5) {

@@ -90,7 +90,8 @@ class DelayQueue {
   // timeout) otherwise.
   std::unique_ptr<Hold> hold(const LeasedItem& leased);
 
-  // Gives a lease back at once (the job never ran): the item is due again now.
+  // Gives a lease back at once (the job never ran): the item is due again now, and this
+  // delivery does not count towards --max-deliveries.
   bool give_back(const LeasedItem& leased);
 
   // Takes up to `count` items off the dead-letter list (oldest first) and forgets them.
@@ -107,15 +108,19 @@ class DelayQueue {
  private:
   friend class QueuePop;
   friend class QueueLease;
-  std::vector<std::string_view> keys() const;
+  // The queue's KEYS, plus `reply_key` (see KeyLayout::reply_key) when not empty.
+  std::vector<std::string_view> keys(const std::string& reply_key = {}) const;
   redis::Reply run(const redis::Script& script, const std::vector<std::string>& args,
-                   redis::Retry retry);
-  bool finish(const LeasedItem& leased, bool ack, Millis retry_after);
+                   redis::Retry retry, const std::string& reply_key = {});
+  std::string new_reply_key() const;
+  enum class Finish { kAck, kNack, kUnrun };  // see queue_finish.lua
+  bool finish(const LeasedItem& leased, Finish how, Millis retry_after);
 
   redis::Topology& topology_;
   std::string name_;
   std::vector<std::string> keys_;
   std::string channel_;
+  std::string reply_key_prefix_;  // + a request id: KeyLayout::reply_key
 };
 
 }  // namespace rlock::prim

@@ -29,6 +29,10 @@ class Hold {
   // just before release(). Default: ignored, a lock or permit is released the same way
   // either way; a queue item's lease acknowledges the item on 0 and gives it back otherwise.
   virtual void job_ended(int /*exit_code*/) {}
+  // No job ran under the hold (it came too late to start one), told just before release().
+  // Default: ignored; a queue item's lease gives the item back without counting the
+  // delivery.
+  virtual void job_not_started() {}
 
   // Why the hold was lost, for one line on stderr.
   virtual std::string lost_reason() const = 0;

@@ -103,8 +103,16 @@ std::string KeyLayout::reader_grants_key(std::string_view name) const {
   return lock_key(name) + ":rgrants";
 }
 
+std::string KeyLayout::reader_expiries_key(std::string_view name) const {
+  return lock_key(name) + ":rexp";
+}
+
 std::string KeyLayout::request_key(std::string_view name, std::string_view id) const {
   return lock_key(name) + ":req:" + std::string(id);
+}
+
+std::string KeyLayout::reply_key(std::string_view name, std::string_view id) const {
+  return prefix_ + "req:" + tag(name) + ":" + std::string(id);
 }
 
 std::string KeyLayout::lock_channel(std::string_view name) const {

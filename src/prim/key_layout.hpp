@@ -26,9 +26,13 @@ class KeyLayout {
   virtual std::string exec_key(std::string_view name) const;      // the exec hold running
   virtual std::string readers_key(std::string_view name) const;   // shared holds, each its lease
   virtual std::string reader_grants_key(std::string_view name) const;  // readers granted, unclaimed
+  virtual std::string reader_expiries_key(std::string_view name) const;  // readers by expiry
   // Outcome of request `id` (acquired / given up), for idempotent retries and clean-up.
   virtual std::string request_key(std::string_view name, std::string_view id) const;
   virtual std::string lock_channel(std::string_view name) const;  // releases, expiry changes
+  // The reply of request `id` on the object `name` (of any type), recorded so that the
+  // request repeated after a lost reply gets it back (`once` in lua/include/common.lua).
+  virtual std::string reply_key(std::string_view name, std::string_view id) const;
   // Where the lock is granted to the wait `wait_id`: lock_channel + ":" + wait_id (the Lua
   // scripts build the same name from the lock channel).
   std::string grant_channel(std::string_view name, std::string_view wait_id) const;

@@ -5,6 +5,7 @@
 #include "prim/object_script.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "util/owner.hpp"
 #include "util/yield_to_server.hpp"
 
 namespace rlock::prim {
@@ -39,13 +40,16 @@ Latch::Latch(redis::Topology& topology, const KeyLayout& layout, std::string nam
       name_(std::move(name)),
       key_(layout.latch_key(name_)),
       ids_key_(layout.latch_ids_key(name_)),
-      channel_(layout.latch_channel(name_)) {}
+      channel_(layout.latch_channel(name_)),
+      reply_key_prefix_(layout.reply_key(name_, "")) {}
 
 LatchSet Latch::set(long long count, Millis expire, bool force) {
   std::string n = std::to_string(count),
               ms = std::to_string(std::max<long long>(expire.count(), 0));
-  auto reply = run_object_script(topology_, redis::scripts::latch_set, {key_, ids_key_},
-                                 {n, ms, force ? "1" : "0", channel_}, kKind);
+  std::string reply_key = reply_key_prefix_ + random_hex(16);
+  auto reply =
+      run_object_script(topology_, redis::scripts::latch_set, {key_, ids_key_, reply_key},
+                        {n, ms, force ? "1" : "0", channel_}, kKind, redis::Retry::kIdempotent);
   LatchSet r;
   r.set = reply.at(0).integer() == 1;
   if (!r.set) {
@@ -60,11 +64,13 @@ LatchSet Latch::set(long long count, Millis expire, bool force) {
 
 LatchCountDown Latch::count_down(long long amount, const std::string& id) {
   std::string by = std::to_string(amount), keep = std::to_string(kLatchReachedRetention.count());
-  // Not repeated after a lost reply: without an id a repeat would count twice.
+  // Repeated after a lost reply, the request gets the reply of its first run (what this
+  // call applied and whether it reached 0), not the id's "repeated".
+  std::string reply_key = reply_key_prefix_ + random_hex(16);
   YieldToServer yield;  // the count may reach 0 and open the latch with the reply
-  auto reply = run_object_script(topology_, redis::scripts::latch_count_down, {key_, ids_key_},
-                                 {by, id, channel_, keep}, kKind,
-                                 id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
+  auto reply =
+      run_object_script(topology_, redis::scripts::latch_count_down, {key_, ids_key_, reply_key},
+                        {by, id, channel_, keep}, kKind, redis::Retry::kIdempotent);
   LatchCountDown r;
   switch (reply.at(0).integer()) {
     case 1:

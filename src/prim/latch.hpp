@@ -88,6 +88,7 @@ class Latch {
   redis::Topology& topology_;
   std::string name_;
   std::string key_, ids_key_, channel_;
+  std::string reply_key_prefix_;  // + a request id: KeyLayout::reply_key
 };
 
 // Reads one latch without a Latch object (for inspect): see Latch::read.

@@ -3,6 +3,7 @@
 #include "prim/object_script.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "util/owner.hpp"
 
 namespace rlock::prim {
 namespace {
@@ -15,19 +16,24 @@ Limiter::Limiter(redis::Topology& topology, const KeyLayout& layout, std::string
     : topology_(topology),
       name_(std::move(name)),
       key_(layout.limiter_key(name_)),
-      clients_key_(layout.limiter_clients_key(name_)) {}
+      clients_key_(layout.limiter_clients_key(name_)),
+      reply_key_prefix_(layout.reply_key(name_, "")) {}
 
 LimitOutcome Limiter::decide(const LimitRequest& r) {
   const LimiterConfig& c = r.config;
   std::string rate = std::to_string(c.rate), per = std::to_string(c.per_ms),
               burst = std::to_string(c.burst), client_rate = std::to_string(c.client_rate),
               cost = std::to_string(r.cost);
-  // A consuming decision is not repeated after a lost reply: it may have counted.
-  auto reply = run_object_script(topology_, redis::scripts::limit_decide, {key_, clients_key_},
+  // A consuming decision repeated after a lost reply gets the first decision back (its
+  // reply record); a peek writes nothing, not even that.
+  std::string reply_key = reply_key_prefix_ + random_hex(16);
+  std::vector<std::string_view> keys = {key_, clients_key_};
+  if (!r.peek) keys.push_back(reply_key);
+  auto reply = run_object_script(topology_, redis::scripts::limit_decide, keys,
                                  {rate, per, burst, c.per_client ? "1" : "0", client_rate, cost,
                                   c.per_client ? std::string_view(r.client) : std::string_view(),
                                   r.peek ? "1" : "0", r.reconfigure ? "1" : "0"},
-                                 kKind, r.peek ? redis::Retry::kIdempotent : redis::Retry::kNever);
+                                 kKind, redis::Retry::kIdempotent);
   if (reply.at(0).integer() == 0) {
     ConfigMismatch m;
     m.stored = {reply.at(1).integer(), reply.at(2).integer(), reply.at(3).integer(),
@@ -44,8 +50,10 @@ LimitOutcome Limiter::decide(const LimitRequest& r) {
 }
 
 LimitReset Limiter::reset() {
-  auto reply = run_object_script(topology_, redis::scripts::limit_reset, {key_, clients_key_}, {},
-                                 kKind, redis::Retry::kIdempotent);
+  std::string reply_key = reply_key_prefix_ + random_hex(16);
+  auto reply =
+      run_object_script(topology_, redis::scripts::limit_reset, {key_, clients_key_, reply_key}, {},
+                        kKind, redis::Retry::kIdempotent);
   return {reply.at(0).integer() == 1, reply.at(1).integer()};
 }
 

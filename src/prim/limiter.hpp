@@ -72,6 +72,7 @@ class Limiter {
   redis::Topology& topology_;
   std::string name_;
   std::string key_, clients_key_;
+  std::string reply_key_prefix_;  // + a request id: KeyLayout::reply_key
 };
 
 }  // namespace rlock::prim

@@ -84,7 +84,8 @@ class LockWait : public Waitable {
     long long arrival = reply.at(2).integer();
     if (arrival > 0) arrival_ = std::to_string(arrival);
     b.same_owner_exec = reply.at(3).integer() == 1;
-    b.holders = decode_holders(reply, 4, lock_.key_);
+    b.holders_total = reply.at(4).integer();
+    b.holders = decode_holders(reply, 5, lock_.key_);
     result_ = b;
     std::string who;
     for (const auto& h : b.holders)
@@ -99,18 +100,7 @@ class LockWait : public Waitable {
   void give_up() noexcept override {
     std::vector<std::string> args = {owner_,    lock_.channel_, "0",  id_, millis_arg(kClaimWindow),
                                      "abandon", member_,        kind_};
-    try {
-      std::vector<std::string_view> argv(args.begin(), args.end());
-      lock_.topology_.run(redis::scripts::lock_release, lock_.keys(request_key_), argv,
-                          redis::Retry::kIdempotent);
-      return;
-    } catch (const std::exception&) {
-      // Redis did not answer: hand the clean-up over on a connection of its own below.
-    }
-    auto keys = lock_.keys(request_key_);
-    lock_.topology_.send_cleanup(redis::scripts::lock_release,
-                                 std::vector<std::string>(keys.begin(), keys.end()), args,
-                                 kCleanupPatience);
+    clean_up(lock_.topology_, redis::scripts::lock_release, lock_.keys(request_key_), args);
   }
 
   Acquisition result() const { return result_; }
@@ -179,12 +169,17 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       exec_key_(layout.exec_key(name_)),
       readers_key_(layout.readers_key(name_)),
       reader_grants_key_(layout.reader_grants_key(name_)),
+      reader_expiries_key_(layout.reader_expiries_key(name_)),
       sem_key_(layout.sem_key(name_)),
       channel_(layout.lock_channel(name_)) {}
 
-std::vector<std::string_view> Lock::keys(const std::string& request_key) const {
-  return {key_,      fence_key_,  waiters_key_, timeouts_key_,      grant_key_,
-          exec_key_, request_key, readers_key_, reader_grants_key_, sem_key_};
+std::vector<std::string_view> Lock::keys(const std::string& request_key,
+                                         const std::string& reply_key) const {
+  std::vector<std::string_view> k = {
+      key_,        fence_key_,   waiters_key_,       timeouts_key_, grant_key_,          exec_key_,
+      request_key, readers_key_, reader_grants_key_, sem_key_,      reader_expiries_key_};
+  if (!reply_key.empty()) k.push_back(reply_key);
+  return k;
 }
 
 Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind,
@@ -215,15 +210,16 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
 
 Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id,
                       LockMode mode) {
-  // A plain unlock is not idempotent (it counts down), so it is never repeated; an exec
-  // hold's release is, by its id.
+  // A plain unlock counts down: its own reply record makes a repeat after a lost reply
+  // report the first run's count instead of counting down again.
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
+  std::string reply_key = layout_.reply_key(name_, random_hex(16));
   YieldToServer yield;  // the lock may go to a waiter with the reply
   auto reply = run_object_script(
-      topology_, redis::scripts::lock_release, keys(request_key),
+      topology_, redis::scripts::lock_release, keys(request_key, reply_key),
       {owner, channel_, millis_arg(keep), hold_id, millis_arg(kClaimWindow), "release", "",
        kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode)},
-      kKind, hold_id.empty() ? redis::Retry::kNever : redis::Retry::kIdempotent);
+      kKind, redis::Retry::kIdempotent);
   Release r;
   long long status = reply.at(0).integer();
   if (status == 1) {
@@ -237,9 +233,11 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
 }
 
 std::vector<Holder> Lock::force_release() {
-  auto reply = run_object_script(topology_, redis::scripts::lock_force_release,
-                                 keys(layout_.request_key(name_, "-")),
-                                 {channel_, millis_arg(kClaimWindow)}, kKind);
+  std::string request_key = layout_.request_key(name_, "-");
+  std::string reply_key = layout_.reply_key(name_, random_hex(16));
+  auto reply =
+      run_object_script(topology_, redis::scripts::lock_force_release, keys(request_key, reply_key),
+                        {channel_, millis_arg(kClaimWindow)}, kKind, redis::Retry::kIdempotent);
   return decode_holders(reply, 0, key_);
 }
 
@@ -248,10 +246,10 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
   std::string reader;
   if (mode == LockMode::kShared) reader = hold_id.empty() ? owner : owner + '\x1f' + hold_id;
-  auto reply =
-      topology_.run(redis::scripts::lock_renew, {key_, exec_key_, readers_key_},
-                    {owner, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
-                    redis::Retry::kIdempotent);
+  auto reply = topology_.run(
+      redis::scripts::lock_renew, {key_, exec_key_, readers_key_, reader_expiries_key_},
+      {owner, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
+      redis::Retry::kIdempotent);
   return Millis(std::max<long long>(reply.integer(), 0));
 }
 

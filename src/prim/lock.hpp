@@ -41,7 +41,8 @@ struct Held {
 
 // Somebody else has it.
 struct Busy {
-  std::vector<Holder> holders;
+  std::vector<Holder> holders;   // the writer and some of the readers (a bounded list)
+  long long holders_total = 0;   // how many holders there are in all
   Millis ttl{0};                 // holders' remaining lease; -1 = no expiry
   bool same_owner_exec = false;  // held by another `rlock exec` of this very owner
   bool interrupted = false;      // the wait was ended by a signal
@@ -104,13 +105,15 @@ class Lock {
  private:
   friend class LockWait;
   friend class LockHold;
-  std::vector<std::string_view> keys(const std::string& request_key) const;
+  // KEYS of the scripts; `reply_key` (see KeyLayout::reply_key) only when not empty.
+  std::vector<std::string_view> keys(const std::string& request_key,
+                                     const std::string& reply_key = {}) const;
 
   redis::Topology& topology_;
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, readers_key_,
-      reader_grants_key_;
+      reader_grants_key_, reader_expiries_key_;
   std::string sem_key_;  // a semaphore of the same name: the lock scripts refuse to act on it
   std::string channel_;
 };

@@ -117,17 +117,7 @@ class PermitWait : public Waitable {
   void give_up() noexcept override {
     std::vector<std::string> args = {sem_.channel_, millis_arg(kClaimWindow), "abandon", "0",
                                      member_};
-    try {
-      sem_.topology_.run(redis::scripts::sem_release, sem_.keys(request_key_), views(args),
-                         redis::Retry::kIdempotent);
-      return;
-    } catch (const std::exception&) {
-      // Redis did not answer: hand the clean-up over on a connection of its own below.
-    }
-    auto keys = sem_.keys(request_key_);
-    sem_.topology_.send_cleanup(redis::scripts::sem_release,
-                                std::vector<std::string>(keys.begin(), keys.end()), args,
-                                kCleanupPatience);
+    clean_up(sem_.topology_, redis::scripts::sem_release, sem_.keys(request_key_), args);
   }
 
   PermitAcquisition result() const { return result_; }
@@ -168,7 +158,7 @@ class PermitHold : public Hold {
     std::vector<std::string> args = {sem_.channel_, millis_arg(kClaimWindow), "hold",
                                      millis_arg(keep)};
     args.insert(args.end(), ids_.begin(), ids_.end());
-    auto reply = sem_.release_script(request_key_, std::move(args), redis::Retry::kIdempotent);
+    auto reply = sem_.release_script(request_key_, std::move(args));
     long long released = reply.at(0).integer();
     if (released == -1 || released == static_cast<long long>(ids_.size()))
       return Released::kReleased;
@@ -199,9 +189,12 @@ Semaphore::Semaphore(redis::Topology& topology, const KeyLayout& layout, std::st
       lock_key_(layout.lock_key(name_)),
       channel_(layout.sem_channel(name_)) {}
 
-std::vector<std::string_view> Semaphore::keys(const std::string& request_key) const {
-  return {key_,          config_key_, holders_key_, waiters_key_,
-          timeouts_key_, grants_key_, request_key,  lock_key_};
+std::vector<std::string_view> Semaphore::keys(const std::string& request_key,
+                                              const std::string& reply_key) const {
+  std::vector<std::string_view> k = {key_,          config_key_, holders_key_, waiters_key_,
+                                     timeouts_key_, grants_key_, request_key,  lock_key_};
+  if (!reply_key.empty()) k.push_back(reply_key);
+  return k;
 }
 
 PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
@@ -219,19 +212,17 @@ PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
 }
 
 redis::Reply Semaphore::release_script(const std::string& request_key,
-                                       std::vector<std::string> args, redis::Retry retry) {
+                                       std::vector<std::string> args) {
+  std::string reply_key = layout_.reply_key(name_, random_hex(16));
   YieldToServer yield;  // permits may go to waiters with the reply
-  return run_sem_script(topology_, redis::scripts::sem_release, keys(request_key), args, name_,
-                        retry);
+  return run_sem_script(topology_, redis::scripts::sem_release, keys(request_key, reply_key), args,
+                        name_, redis::Retry::kIdempotent);
 }
 
 PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
   std::vector<std::string> args = {channel_, millis_arg(kClaimWindow), "release", "0"};
   args.insert(args.end(), ids.begin(), ids.end());
-  // Idempotent: a repeat frees nothing more (it reports the ids freed by the first try as
-  // not held, which is what they are by then).
-  auto reply = release_script(layout_.sem_request_key(name_, "-"), std::move(args),
-                              redis::Retry::kIdempotent);
+  auto reply = release_script(layout_.sem_request_key(name_, "-"), std::move(args));
   PermitRelease r;
   r.released = reply.at(0).integer();
   r.not_held = strings_from(reply, 1);
@@ -239,9 +230,8 @@ PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
 }
 
 std::vector<PermitInfo> Semaphore::force_release() {
-  auto reply =
-      release_script(layout_.sem_request_key(name_, "-"),
-                     {channel_, millis_arg(kClaimWindow), "force", "0"}, redis::Retry::kNever);
+  auto reply = release_script(layout_.sem_request_key(name_, "-"),
+                              {channel_, millis_arg(kClaimWindow), "force", "0"});
   std::vector<PermitInfo> freed;
   for (size_t i = 1; i + 1 < reply.size(); i += 2)
     freed.push_back({reply.at(i).str(), reply.at(i + 1).str(), Millis(0)});

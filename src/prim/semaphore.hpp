@@ -125,9 +125,12 @@ class Semaphore {
  private:
   friend class PermitWait;
   friend class PermitHold;
-  std::vector<std::string_view> keys(const std::string& request_key) const;
-  redis::Reply release_script(const std::string& request_key, std::vector<std::string> args,
-                              redis::Retry retry);
+  // KEYS of the scripts; `reply_key` (see KeyLayout::reply_key) only when not empty.
+  std::vector<std::string_view> keys(const std::string& request_key,
+                                     const std::string& reply_key = {}) const;
+  // A release, recorded under a reply key of its own: repeated when its reply is lost,
+  // it reports what the first run did.
+  redis::Reply release_script(const std::string& request_key, std::vector<std::string> args);
 
   redis::Topology& topology_;
   const KeyLayout& layout_;

@@ -176,6 +176,23 @@ const char* mode_word(Waitable::Mode mode) {
   return "try";
 }
 
+void clean_up(redis::Topology& topology, const redis::Script& script,
+              const std::vector<std::string_view>& keys,
+              const std::vector<std::string>& args) noexcept {
+  Deadline until = topology.cleanup_until();
+  if (SteadyClock::now() < until) {
+    try {
+      topology.run(script, keys, std::vector<std::string_view>(args.begin(), args.end()),
+                   redis::Retry::kIdempotent, until);
+      return;
+    } catch (const std::exception&) {
+      // Redis did not answer: hand the clean-up over on a connection of its own below.
+    }
+  }
+  topology.send_cleanup(script, std::vector<std::string>(keys.begin(), keys.end()), args,
+                        std::max(millis_until(until), Millis(0)));
+}
+
 std::string millis_arg(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }
 
 WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,

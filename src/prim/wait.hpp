@@ -41,9 +41,13 @@ const char* mode_word(Waitable::Mode mode);
 // A duration as a script argument: whole milliseconds, never negative.
 std::string millis_arg(Millis d);
 
-// The clean-up after a request that failed waits this long for its reply; it has reached
-// the server's socket either way (redis::Topology::send_cleanup).
-inline constexpr Millis kCleanupPatience{1000};
+// The clean-up of a Waitable::give_up: `script` runs on the command connection within
+// what is left of the budget of the request that failed (Topology::cleanup_until), or, when
+// that fails or nothing is left, is handed to a connection of its own
+// (Topology::send_cleanup): --timeout bounds the request and its clean-up together.
+void clean_up(redis::Topology& topology, const redis::Script& script,
+              const std::vector<std::string_view>& keys,
+              const std::vector<std::string>& args) noexcept;
 
 // Optional collaborators of a blocking acquisition.
 struct WaitHooks {

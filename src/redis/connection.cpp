@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <algorithm>
@@ -124,10 +125,29 @@ std::vector<ReplyPtr> Connection::exchange(size_t replies, std::string_view duri
   return read_replies(replies, until, during);
 }
 
+// What a server that closed the connection said before it did, if it is still to be read:
+// at maxclients, Redis accepts, writes "-ERR max number of clients reached" and closes, and
+// the next write fails (EPIPE, or ECONNRESET) with the reason unread. "" when none.
+std::string Connection::farewell() {
+  char buf[512];
+  ssize_t n = recv(ctx_->fd, buf, sizeof buf, MSG_DONTWAIT);
+  if (n <= 1 || buf[0] != '-') return {};
+  std::string_view said(buf + 1, static_cast<size_t>(n - 1));
+  return std::string(said.substr(0, said.find_first_of("\r\n")));
+}
+
 void Connection::write_all(Deadline until, std::string_view during) {
   int done = 0;
   while (!done) {
-    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) throw_io_error(during);
+    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) {
+      // rlock ignores SIGPIPE (main.cpp): a closed connection fails the write instead.
+      if (std::string said = farewell(); !said.empty()) {
+        broken_ = true;
+        throw IoError("redis at " + options_.endpoint.describe() +
+                      " closed the connection: " + said);
+      }
+      throw_io_error(during);
+    }
     if (!done) await_fd(POLLOUT, until, during);
   }
 }

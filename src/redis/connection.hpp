@@ -72,6 +72,7 @@ class Connection {
   std::vector<ReplyPtr> exchange(size_t replies, std::string_view during,
                                  const std::function<void()>& in_flight = {});
   void write_all(Deadline until, std::string_view during);
+  std::string farewell();
   std::vector<ReplyPtr> read_replies(size_t replies, Deadline until, std::string_view during);
   void await_fd(short events, Deadline until, std::string_view during);
 

@@ -16,30 +16,6 @@ namespace {
 // failover's pauses (Router::after_error) are bounded by the timeout anyway.
 constexpr int kMaxRedirects = 16;
 
-// A request that failed on a connection the server closed (idle timeout, CLIENT KILL, a
-// proxy dropping the flow) was never executed or was executed in full; a timeout says
-// nothing of the kind, so only the former is retried.
-bool retryable(const IoError& e) { return dynamic_cast<const TimeoutError*>(&e) == nullptr; }
-
-template <typename F>
-auto with_retry(Retry retry, F&& attempt, Router& router) {
-  // A connection that failed is closed at once: a request that timed out must not wait in
-  // its socket for the next use.
-  auto drop_broken = [&] { router.drop_broken(); };
-  try {
-    return attempt();
-  } catch (const IoError& e) {
-    drop_broken();
-    if (retry != Retry::kIdempotent || !retryable(e)) throw;
-  }
-  try {
-    return attempt();
-  } catch (const IoError&) {
-    drop_broken();
-    throw;
-  }
-}
-
 timeval to_timeval(Millis ms) {
   long long v = std::max<long long>(ms.count(), 1);
   return timeval{static_cast<time_t>(v / 1000), static_cast<suseconds_t>(v % 1000 * 1000)};
@@ -66,88 +42,131 @@ Topology::Topology(const Target& target, ConnectOptions options,
 
 Topology::~Topology() = default;
 
+Millis Topology::request_timeout() const {
+  return timeout_limit_.count() > 0 ? std::min(timeout_limit_, options_.command_timeout)
+                                    : options_.command_timeout;
+}
+
 ConnectOptions Topology::effective_options() const {
   auto opts = options_;
-  if (timeout_limit_.count() > 0) {
-    opts.connect_timeout = std::min(opts.connect_timeout, timeout_limit_);
-    opts.command_timeout = std::min(opts.command_timeout, timeout_limit_);
-  }
+  opts.command_timeout = request_timeout();
+  opts.connect_timeout = std::min(opts.connect_timeout, opts.command_timeout);
   return opts;
 }
 
-Connection& Topology::connection(std::string_view key) {
-  return router_->connection_for(key, effective_options());
+Connection& Topology::connection(std::string_view key, Millis budget, Millis timeout) {
+  auto opts = options_;
+  opts.connect_timeout = std::min(opts.connect_timeout, budget);
+  opts.command_timeout = timeout;
+  Connection& c = router_->connection_for(key, opts);
+  c.set_timeout(timeout);
+  return c;
 }
 
 template <typename F>
-auto Topology::routed(std::string_view key, Retry retry, F&& attempt) {
-  ConnectOptions opts = effective_options();
-  Deadline until = SteadyClock::now() + opts.command_timeout;
+auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadline> until,
+                          F&& attempt) {
+  Deadline start = SteadyClock::now();
+  Deadline end = until ? *until : start + request_timeout();
   Connection* ask = nullptr;
-  for (int round = 0;; ++round) {
+  int redirects = 0;
+  for (int tries = 1;;) {
+    bool last = retry != Retry::kIdempotent || tries >= kMaxTries;
+    Millis left = std::max(millis_until(end), Millis(1));
+    // Half of what is left: a reply stuck in a dead flow (or on a server that failed over)
+    // is asked for again on a fresh connection while there is time for the answer.
+    Millis wait = last ? left : std::max(left / 2, Millis(1));
     try {
-      return with_retry(
-          retry,
-          [&] {
-            if (!ask) return attempt(connection(key), false);
-            return attempt(*std::exchange(ask, nullptr), true);
-          },
-          *router_);
+      auto result = [&] {
+        if (!ask) return attempt(connection(key, left, wait), false);
+        Connection& there = *std::exchange(ask, nullptr);
+        there.set_timeout(wait);
+        return attempt(there, true);
+      }();
+      failed_until_.reset();
+      return result;
     } catch (const ReplyError& e) {
-      Router::Next next = router_->after_error(key, e, until, opts, round);
-      if (next.kind == Router::Next::kThrow || round >= kMaxRedirects) throw;
+      // A redirect or a failover's refusal: the server did not run the request, so a
+      // resend is not a try.
+      auto opts = effective_options();
+      Router::Next next = router_->after_error(key, e, end, opts, redirects);
+      if (next.kind == Router::Next::kThrow || redirects >= kMaxRedirects) throw;
+      ++redirects;
       ask = next.ask;
+    } catch (const IoError& e) {
+      // A connection that failed is closed at once: a request that timed out must not
+      // wait in its socket for the next use.
+      router_->drop_broken();
+      if (last || SteadyClock::now() >= end) {
+        failed_until_ = end;
+        // The last try's own share of the budget would be a puzzling figure to report.
+        if (tries > 1 && dynamic_cast<const TimeoutError*>(&e)) {
+          throw TimeoutError("redis at " + options_.endpoint.describe() +
+                             " did not answer within " +
+                             format_duration(std::chrono::duration_cast<Millis>(end - start)) +
+                             " (--timeout; tried " + std::to_string(tries) + " times)");
+        }
+        throw;
+      }
+      ++tries;
+    } catch (const UnavailableError&) {
+      failed_until_ = end;
+      throw;
     }
   }
+}
+
+Deadline Topology::cleanup_until() const {
+  return failed_until_ ? *failed_until_ : SteadyClock::now() + request_timeout();
 }
 
 void Topology::retire(Subscriber subscriber) { retired_.push_back(std::move(subscriber)); }
 
 void Topology::close_retired() { retired_.clear(); }
 
-void Topology::limit_timeout(Millis timeout) {
-  timeout_limit_ = timeout;
-  Millis effective =
-      timeout.count() > 0 ? std::min(timeout, options_.command_timeout) : options_.command_timeout;
-  router_->set_timeout(effective);
-}
+void Topology::limit_timeout(Millis timeout) { timeout_limit_ = timeout; }
 
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
-                    const std::vector<std::string_view>& args, Retry retry) {
-  return Reply(routed(keys.empty() ? std::string_view() : keys.front(), retry,
-                      [&](Connection& c, bool asking) {
-                        if (asking) return run_script(c, script, keys, args, {}, true);
-                        return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
-                      }));
+                    const std::vector<std::string_view>& args, Retry retry,
+                    std::optional<Deadline> until) {
+  std::string_view key = keys.empty() ? std::string_view() : keys.front();
+  return Reply(with_retry(key, retry, until, [&](Connection& c, bool asking) {
+    if (asking) return run_script(c, script, keys, args, {}, true);
+    return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
+  }));
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
   // Every command rlock sends names its key first, if it has one.
-  return Reply(routed(argv.size() > 1 ? argv[1] : std::string_view(), retry,
-                      [&](Connection& c, bool asking) {
-                        return asking ? command_asking(c, argv) : c.command(argv);
-                      }));
+  std::string_view key = argv.size() > 1 ? argv[1] : std::string_view();
+  return Reply(with_retry(key, retry, std::nullopt, [&](Connection& c, bool asking) {
+    return asking ? command_asking(c, argv) : c.command(argv);
+  }));
 }
 
 std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands,
-                                      std::string_view key) {
+                                      Retry retry, std::string_view key) {
   std::vector<Reply> out;
-  for (auto& r : with_retry(
-           Retry::kNever, [&] { return connection(key).pipeline(commands); }, *router_)) {
+  // Error replies come back as replies, not thrown: a pipeline is not redirected (its
+  // commands name the key's own server already, see DelayQueue::push).
+  for (auto& r : with_retry(key, retry, std::nullopt,
+                            [&](Connection&c, bool) { return c.pipeline(commands); })) {
     out.emplace_back(std::move(r));
   }
   return out;
 }
 
 void Topology::send(const std::vector<std::vector<std::string>>& commands) {
-  with_retry(
-      Retry::kNever, [&] { connection().send(commands); }, *router_);
+  with_retry({}, Retry::kNever, std::nullopt, [&](Connection& c, bool) {
+    c.send(commands);
+    return 0;
+  });
 }
 
 std::vector<Reply> Topology::receive(size_t replies) {
   std::vector<Reply> out;
-  for (auto& r : with_retry(
-           Retry::kNever, [&] { return connection().receive(replies); }, *router_)) {
+  for (auto& r : with_retry({}, Retry::kNever, std::nullopt,
+                            [&](Connection&c, bool) { return c.receive(replies); })) {
     out.emplace_back(std::move(r));
   }
   return out;
@@ -194,7 +213,7 @@ bool Topology::send_cleanup(const Script& script, const std::vector<std::string>
   } catch (const Error&) {
     return false;
   }
-  timeval tv = to_timeval(std::min(options_.connect_timeout, patience));
+  timeval tv = to_timeval(std::min(options_.connect_timeout, std::max(patience, kCleanupMargin)));
   ContextPtr c(ep.kind == Endpoint::Kind::kUnix
                    ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)
                    : redisConnectWithTimeout(ep.host.c_str(), ep.port, tv));

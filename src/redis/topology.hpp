@@ -16,8 +16,17 @@ namespace rlock::redis {
 // Whether a request may be sent again after the connection failed under it.
 enum class Retry {
   kNever,       // not idempotent: an error is final
-  kIdempotent,  // safe to repeat: retried once on a fresh connection after an I/O error
+  kIdempotent,  // safe to repeat (it carries a request id, see `once` in common.lua):
+                // resent on a fresh connection after an I/O error or a timeout, within
+                // the request's budget
 };
+
+// Attempts of one idempotent request at most (a flow that drops every request must not
+// make rlock spin through its budget).
+inline constexpr int kMaxTries = 3;
+// What a clean-up's connection may take beyond the budget of the request it cleans up
+// after: --timeout bounds a request, its retries and its clean-up together, plus this.
+inline constexpr Millis kCleanupMargin{200};
 
 // Which servers exist and how to reach the one that serves a hash tag. Primitives, the
 // watchdog and waiters go through it and never build connections themselves, nor know
@@ -35,19 +44,27 @@ class Topology {
   Topology(Topology&&) = default;
   ~Topology();
 
-  // Runs `script` on the server of the keys' hash tag. Throws what the connection throws;
-  // with Retry::kIdempotent an I/O error (not a timeout: the server may be working on it)
-  // is followed by one more try on a fresh connection.
+  // Runs `script` on the server of the keys' hash tag. Throws what the connection throws.
+  // The request has a budget of --timeout from its first send (or ends at `until`): with
+  // Retry::kIdempotent an attempt waits for half of what is left (the last one for all of
+  // it), and an I/O error or a timeout is followed by another try on a fresh connection, up
+  // to kMaxTries: a reply lost with a dropped connection or stuck in a dead flow is
+  // fetched again (the server answers a repeat with the reply it recorded).
   Reply run(const Script& script, const std::vector<std::string_view>& keys,
-            const std::vector<std::string_view>& args, Retry retry = Retry::kNever);
+            const std::vector<std::string_view>& args, Retry retry = Retry::kNever,
+            std::optional<Deadline> until = std::nullopt);
+
+  // Until when the clean-up after the request that failed last may take (the end of that
+  // request's budget), or now + --timeout when the last request did not fail.
+  Deadline cleanup_until() const;
 
   // Runs a plain command (reads for inspect); same retry rule.
   Reply command(const std::vector<std::string_view>& argv, Retry retry = Retry::kNever);
   // Sends all commands in one write and reads all replies (one round trip); error replies
-  // are returned, not thrown.
-  // `key` (if any) names the server, as run()'s first key does.
+  // are returned, not thrown. Retried as run() is when every command is idempotent. `key`
+  // (if any) names the server, as run()'s first key does.
   std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands,
-                              std::string_view key = {});
+                              Retry retry = Retry::kNever, std::string_view key = {});
   // pipeline() in two halves (see Connection::send): commands sent and not yet received
   // must all be received before any other request on this topology. Never retried.
   void send(const std::vector<std::vector<std::string>>& commands);
@@ -65,7 +82,8 @@ class Topology {
   // Sends `script` on a connection of its own and waits at most `patience` for the reply,
   // for the clean-up after a request that may or may not have been executed: whether or
   // not the reply comes, the script reached the server's socket when this returns true,
-  // and a stalled server runs it when it resumes. Never throws.
+  // and a stalled server runs it when it resumes. Connecting may take kCleanupMargin even
+  // when `patience` is 0. Never throws.
   bool send_cleanup(const Script& script, const std::vector<std::string>& keys,
                     const std::vector<std::string>& args, Millis patience) noexcept;
 
@@ -88,18 +106,23 @@ class Topology {
   const ConnectOptions& options() const { return options_; }
 
  private:
-  Connection& connection(std::string_view key = {});
+  // The connection to the server of `key`, opened (or reopened) within `budget` when
+  // needed, with `timeout` as its command timeout.
+  Connection& connection(std::string_view key, Millis budget, Millis timeout);
+  Millis request_timeout() const;
   ConnectOptions effective_options() const;
-  // Runs `attempt(connection)` on the server of `key`, following redirects and failovers
-  // (Router::after_error) within the command timeout.
+  // Runs `attempt(connection, asking)` on the server of `key` within the request's budget:
+  // redirects and failovers (Router::after_error) are followed, and I/O errors retried as
+  // run() says.
   template <typename F>
-  auto routed(std::string_view key, Retry retry, F&& attempt);
+  auto with_retry(std::string_view key, Retry retry, std::optional<Deadline> until, F&& attempt);
 
   ConnectOptions options_;
   std::unique_ptr<Router> router_;
   Millis timeout_limit_{0};
   std::vector<Subscriber> retired_;
   std::function<void()> in_flight_;
+  std::optional<Deadline> failed_until_;  // the budget's end of the request that failed last
 };
 
 }  // namespace rlock::redis

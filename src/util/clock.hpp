@@ -36,11 +36,11 @@ inline std::chrono::milliseconds millis_until(Deadline d) {
   return left.count() > 0 ? left : std::chrono::milliseconds(0);
 }
 
-// `d` as an absolute CLOCK_BOOTTIME timespec (for timerfd_settime with TFD_TIMER_ABSTIME);
-// Deadline::max() and anything before the clock's start are clamped.
-inline timespec to_boot_timespec(Deadline d) {
-  auto ns = d.time_since_epoch().count();
-  if (ns < 1) ns = 1;  // 0 would disarm a timer
+// A duration from now as a relative timespec (for timerfd_settime without
+// TFD_TIMER_ABSTIME): at least 1ns, since 0 would disarm a timer.
+inline timespec relative_timespec(SteadyClock::duration d) {
+  auto ns = d.count();
+  if (ns < 1) ns = 1;
   return timespec{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
 }
 

@@ -4,17 +4,7 @@
 
 namespace rlock {
 
-YieldToServer::YieldToServer() {
-  int policy = sched_getscheduler(0);
-  if (policy != SCHED_OTHER && policy != SCHED_BATCH) return;
-  sched_param param{};
-  if (sched_setscheduler(0, SCHED_IDLE, &param) == 0) policy_ = policy;
-}
-
-YieldToServer::~YieldToServer() {
-  if (policy_ < 0) return;
-  sched_param param{};
-  sched_setscheduler(0, policy_, &param);  // EPERM without CAP_SYS_NICE or RLIMIT_NICE: stays
-}
+// A failed yield (it cannot fail on Linux) would only cost the hand-off some speed.
+YieldToServer::~YieldToServer() { (void)sched_yield(); }
 
 }  // namespace rlock

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "reply_records.hpp"
 
 namespace rlock::test {
 namespace {
@@ -213,7 +214,7 @@ TEST_CASE("delay-pop: malformed metadata dead-letters the item with a reason; th
   CHECK(dead[0].at("payload") == "orphan?");
   CHECK(dead[0].at("due_ms") == 1001);
   CHECK(dead[0].at("reason") == "malformed metadata: 'garbage'");
-  CHECK(redis.cmd({"KEYS", "*"}).empty());
+  CHECK(keys_but_reply_records(redis).empty());
 }
 
 TEST_CASE("delay-pop: an expired lease or a missing payload dead-letters the item too") {
@@ -239,7 +240,7 @@ TEST_CASE("delay-pop: an expired lease or a missing payload dead-letters the ite
   CHECK_FALSE(dead[1].contains("payload_base64"));
   CHECK(dead[1].at("due_ms") == 1002);
   CHECK(dead[1].at("reason") == "no payload");
-  CHECK(redis.cmd({"KEYS", "*"}).empty());
+  CHECK(keys_but_reply_records(redis).empty());
 }
 
 TEST_CASE("delay-pop: behind more malformed items than one script buries, the next is taken") {
@@ -272,7 +273,7 @@ TEST_CASE("delay-pop -- CMD: a malformed item is dead-lettered with a reason, th
   CHECK(dead[0].at("reason") == "malformed metadata: '1 2 x'");
   CHECK(dead[1].at("id") == "bad2");
   CHECK(dead[1].at("reason") == "no metadata");
-  CHECK(redis.cmd({"KEYS", "*"}).empty());
+  CHECK(keys_but_reply_records(redis).empty());
 }
 
 }  // namespace

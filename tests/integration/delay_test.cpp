@@ -12,7 +12,9 @@
 #include <set>
 #include <sstream>
 
+#include "documented_acl.hpp"
 #include "harness.hpp"
+#include "reply_records.hpp"
 
 namespace rlock::test {
 namespace {
@@ -73,7 +75,7 @@ TEST_CASE("delay: push and pop, --delay 0, the item's fields, empty queue exits 
   CHECK(items[0].at("deliveries") == 1);
   CHECK(items[0].at("lateness_ms").get<long long>() >= 0);
   CHECK(items[0].at("due_ms").get<long long>() <= items[0].at("delivered_ms").get<long long>());
-  CHECK(redis.cmd({"KEYS", "*"}).empty());  // nothing left behind
+  CHECK(keys_but_reply_records(redis).empty());  // nothing left behind
 
   auto r = rlock(redis, {"delay-pop", "q"});
   CHECK(r.status == 75);
@@ -311,7 +313,7 @@ TEST_CASE("delay: 10000 items, 4 producers, 4 consumers: none lost, none twice, 
   long long p50 = lateness[lateness.size() / 2], p99 = lateness[lateness.size() * 99 / 100];
   MESSAGE("lateness p50 " << p50 << " ms, p99 " << p99 << " ms, max " << lateness.back() << " ms");
   CHECK(p99 < 100);
-  CHECK(redis.cmd({"KEYS", "*"}).empty());
+  CHECK(keys_but_reply_records(redis).empty());
 }
 
 // A consumer with a command recording "<id> <deliveries> <payload>" per run.
@@ -356,7 +358,7 @@ TEST_CASE("delay: -- CMD consumers SIGKILLed every 200 items lose nothing, count
   }
   // Nothing is left but, when a consumer was killed between an acknowledgement's reply and
   // its forget, that delivery's record in :finished, which expires within 60 s (rlock(1)).
-  for (const auto& key : redis.cmd({"KEYS", "*"})) {
+  for (const auto& key : keys_but_reply_records(redis)) {
     CAPTURE(key);
     CHECK(key == queue_key("jobs") + ":finished");
     long long ttl = redis.cmd_int({"PTTL", key});
@@ -408,7 +410,7 @@ TEST_CASE("delay: an item failing every time ends in the dead letters after --ma
   CHECK(dead[0].at("payload") == "poison");
   CHECK(dead[0].at("deliveries") == 3);
   CHECK(dead[0].at("reason") == "delivered 3 times (--max-deliveries 3)");
-  CHECK(redis.cmd({"KEYS", "*"}).empty());
+  CHECK(keys_but_reply_records(redis).empty());
   CHECK(rlock(redis, {"delay-pop", "q", "--dead"}).status == 75);
 }
 
@@ -433,7 +435,7 @@ TEST_CASE("delay: a consumer stopped past its lease cannot acknowledge; the item
   REQUIRE(a.wait(deadline(10s)).value_or(kStillRunning) == 76);
   INFO(a.err());
   CHECK(line_count(a.err()) == 1);
-  CHECK(redis.cmd({"KEYS", "*"}).empty());
+  CHECK(keys_but_reply_records(redis).empty());
   std::string acks = read_file(dir / "acks");
   CHECK(acks.find("B 2\n") != std::string::npos);
 }
@@ -468,12 +470,7 @@ TEST_CASE("delay: inspect shows scheduled, due, in-flight items with consumers, 
 }
 
 // The rights documented under ACL in rlock(1), and nothing more.
-const std::string kQueueAcl =
-    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +ssubscribe "
-    "+sunsubscribe +ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time "
-    "+zrangebyscore +zrem +zrange +pubsub|shardnumsub +hset +pexpire +set +spublish +del +hget "
-    "+hincrby +zscore +zadd +exists +hexists +hdel +hkeys +decrby +sadd +sismember +smembers "
-    "+scard +srandmember +hlen +llen +rpush +lpop +zcount";
+const std::string kQueueAcl = documented_acl_user();
 
 TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and changes nothing") {
   {
@@ -487,7 +484,7 @@ TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and chan
     CHECK(listed.status == 0);
     CHECK(parse_json(listed.out).at(0).at("dead") == 1);
     CHECK(rlock_raw({"delay-pop", "q", "--dead"}, as_rl).status == 0);
-    CHECK(redis.cmd({"KEYS", "*"}).empty());
+    CHECK(keys_but_reply_records(redis).empty());
   }
   for (const char* missing : {"rpush", "hset", "zadd", "spublish", "hincrby"}) {
     CAPTURE(missing);
@@ -496,7 +493,7 @@ TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and chan
     auto r = rlock_raw({"delay-push", "q", "a", "--delay", "0"}, as_rl);
     CHECK(r.status == 77);
     CHECK(line_count(r.err) == 1);
-    CHECK(redis.cmd({"KEYS", "*"}).empty());
+    CHECK(keys_but_reply_records(redis).empty());
   }
 }
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -105,6 +106,17 @@ TEST_CASE("exec: the job may run on every CPU rlock may, though it starts on rlo
   }
 }
 
+// rlock ignores SIGPIPE (a server closing the connection must not kill it silently); the
+// command must not inherit that: `yes | head -1` in it would go on writing into errors.
+TEST_CASE("exec: the command gets SIGPIPE at its default, though rlock ignores it") {
+  t::RedisServer server;
+  auto r = t::rlock(server, {"exec", "sp", "--", "grep", "^SigIgn:", "/proc/self/status"});
+  REQUIRE(r.status == 0);
+  REQUIRE(r.out.rfind("SigIgn:\t", 0) == 0);
+  const unsigned long long ignored = std::stoull(r.out.substr(8), nullptr, 16);
+  CHECK((ignored & (1ULL << (SIGPIPE - 1))) == 0);
+}
+
 // The guardian is started while the acquisition is with the server; when it cannot be
 // (here: no process left under RLIMIT_NPROC), the job must not run and the lock goes back.
 TEST_CASE("exec: a guardian that cannot start runs no job and gives the lock back") {
@@ -113,10 +125,20 @@ TEST_CASE("exec: a guardian that cannot start runs no job and gives the lock bac
     return;
   }
   t::RedisServer server;
+  // uid 65534 may not reach the build tree (a checkout in root's mode-700 home): it runs a
+  // copy in a directory it can enter.
+  t::TempDir dir;
+  const auto copy = dir.path() / "rlock";
+  std::filesystem::copy_file(t::rlock_binary(), copy);
+  namespace fs = std::filesystem;
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
   auto argv = t::rlock_argv(server, {"exec", "np", "--", "echo", "ran"});
+  argv.front() = copy.string();
   argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                              "prlimit", "--nproc=1"});
   auto r = t::run(argv);
+  INFO("stderr: " << r.err);
   CHECK(r.status == 71);
   CHECK(r.out.empty());
   CHECK(t::line_count(r.err) == 1);

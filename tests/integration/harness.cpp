@@ -652,7 +652,13 @@ std::vector<std::string> child_env(const Env& extra) {
   return env;
 }
 
-std::string rlock_binary() { return RLOCK_BINARY; }
+std::string rlock_binary() {
+  static const std::string binary = [] {
+    const char* other = std::getenv("RLOCK_TEST_BINARY");
+    return std::string(other != nullptr && *other != '\0' ? other : RLOCK_BINARY);
+  }();
+  return binary;
+}
 
 std::vector<std::string> rlock_argv(const RedisServer& server,
                                     const std::vector<std::string>& args) {

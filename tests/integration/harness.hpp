@@ -219,7 +219,8 @@ RunResult run(const std::vector<std::string>& argv, const Env& env_extra = {},
 // file leaks in), plus `extra` (which replaces variables of the same name).
 std::vector<std::string> child_env(const Env& extra);
 
-// Path of the rlock binary under test.
+// Path of the rlock binary under test: $RLOCK_TEST_BINARY when set and not empty (e.g.
+// the installed package's /usr/bin/rlock, scripts/package-test.sh), else the build's.
 std::string rlock_binary();
 // {rlock, --url, server.url(), args...}
 std::vector<std::string> rlock_argv(const RedisServer& server,

@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <functional>
+#include <sstream>
 #include <thread>
 
+#include "documented_acl.hpp"
 #include "harness.hpp"
 
 namespace rlock::test {
@@ -197,13 +200,7 @@ TEST_CASE("replies of the wrong shape or absurd length end in one line and a doc
 }
 
 // The rights rlock needs, and nothing more (documented under ACL in rlock(1)).
-const std::string kMinimalAcl =
-    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +ssubscribe "
-    "+sunsubscribe "
-    "+ping +scan +dbsize +hgetall +pttl +get +zcard +type +hvals +time +zrangebyscore +zrem "
-    "+zrange "
-    "+pubsub|shardnumsub +hset +pexpire +set +spublish +del +hget +hincrby +zscore +zadd +exists "
-    "+hexists +hdel +hkeys +scard +srandmember +hscan +hlen +hmget +zcount";
+const std::string kMinimalAcl = documented_acl_user();
 
 TEST_CASE("the documented minimal ACL is enough for lock, unlock, exec, waiting and inspect") {
   RedisServer redis(RedisOptions{.config = {kMinimalAcl}});
@@ -273,6 +270,228 @@ TEST_CASE("an ACL user missing any one right changes nothing and exits 77 naming
     CHECK(r.status == 77);
     CHECK(line_count(r.err) == 1);
     CHECK(redis.cmd({"KEYS", "*"}).empty());
+  }
+}
+
+// A client connection to `redis` that has been served (PING answered), so that it counts
+// against maxclients.
+Fd served_client(const RedisServer& redis) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(redis.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  const std::string ping = "PING\r\n";
+  REQUIRE(::send(fd.get(), ping.data(), ping.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(ping.size()));
+  char reply[16] = {};
+  pollfd p{fd.get(), POLLIN, 0};
+  REQUIRE(::poll(&p, 1, 5000) == 1);
+  REQUIRE(::read(fd.get(), reply, sizeof reply - 1) > 0);
+  REQUIRE(std::string(reply) == "+PONG\r\n");
+  return fd;
+}
+
+// The server accepts, answers the first request with an error and closes: rlock's next
+// write used to kill it with SIGPIPE (2 runs in 3), silently.
+TEST_CASE("a server at maxclients: every command exits 69 with one line saying so") {
+  RedisServer redis;
+  redis.cmd({"CONFIG", "SET", "maxclients", "2"});
+  std::vector<Fd> held;
+  for (int i = 0; i < 2; ++i) held.push_back(served_client(redis));
+  const std::vector<std::vector<std::string>> calls = {
+      {"lock", "m"},
+      {"exec", "m", "--", "echo", "ran"},
+      {"sem", "acquire", "s", "--permits", "1"},
+      {"limit", "x", "--rate", "1", "--per", "1s"},
+      {"inspect"},
+  };
+  for (int round = 0; round < 4; ++round) {
+    for (const auto& args : calls) {
+      CAPTURE(round);
+      CAPTURE(args.front());
+      auto r = rlock(redis, args);
+      INFO("stderr: " << r.err);
+      CHECK(r.status == 69);
+      CHECK(line_count(r.err) == 1);
+      CHECK(r.err.find("max number of clients reached") != std::string::npos);
+      CHECK(r.out.empty());
+    }
+  }
+  held.clear();
+  REQUIRE(poll_until(
+      [&] {
+        try {
+          return redis.cmd_int({"DBSIZE"}) == 0;
+        } catch (const std::exception&) {
+          return false;  // the held connections are not closed on the server yet
+        }
+      },
+      5s));
+}
+
+const std::vector<std::string> kDocumentedRights = documented_rights();
+
+std::string documented_acl_without(const std::string& missing) {
+  std::string acl = "on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all";
+  for (const auto& r : kDocumentedRights) {
+    if (r != missing) acl += " +" + r;
+  }
+  return acl;
+}
+
+// One call of every primitive (what it exits with when every right is there), on the state
+// that acl_state() leaves.
+struct AclCall {
+  std::vector<std::string> args;
+  int status;
+};
+const std::vector<AclCall> kAclCalls = {
+    {{"lock", "free", "--owner", "a"}, 0},
+    {{"lock", "held", "--owner", "w", "-n"}, 75},
+    {{"lock", "held", "--owner", "w", "--wait", "200ms"}, 75},
+    {{"unlock", "held", "--owner", "h"}, 0},  // passes the lock on through a dead waiter
+    {{"exec", "ex", "--", "true"}, 0},
+    {{"exec", "--shared", "ex", "--", "true"}, 0},
+    {{"lock", "--shared", "rs", "--owner", "r"}, 0},
+    {{"unlock", "--force", "free"}, 0},
+    {{"sem", "exec", "s", "--permits", "3", "--", "true"}, 0},
+    {{"sem", "acquire", "s", "--permits", "3"}, 0},
+    {{"sem", "status", "s"}, 0},
+    {{"sem", "release", "--force", "s"}, 0},
+    {{"latch", "count-down", "l", "--id", "a"}, 0},
+    {{"latch", "status", "l"}, 0},
+    {{"latch", "await", "l", "-n"}, 75},
+    {{"latch", "set", "l2", "2"}, 0},
+    {{"limit", "lim", "--rate", "5", "--per", "1s", "--peek"}, 0},
+    {{"limit", "lim", "--rate", "5", "--per", "1s"}, 0},
+    {{"limit", "lim", "--reset"}, 0},
+    {{"delay-push", "q", "c", "--delay", "1h"}, 0},
+    {{"delay-pop", "q"}, 0},
+    {{"delay-pop", "q", "--", "true"}, 0},
+    {{"delay-pop", "q", "--dead"}, 75},
+    {{"inspect"}, 0},
+};
+
+// A lock held by another owner with a waiter that is gone (its release must pass the lock
+// on: PUBSUB NUMSUB), a semaphore permit, a latch and two due items.
+void acl_state(const RedisServer& redis) {
+  redis.cmd({"FLUSHALL"});
+  REQUIRE(rlock(redis, {"lock", "held", "--owner", "h", "--lease", "60s"}).status == 0);
+  const std::string gone = "60000:lock:abcd:w";
+  redis.cmd({"ZADD", lock_key("held") + ":waiters", "1", gone});
+  redis.cmd({"ZADD", lock_key("held") + ":timeouts", "99999999999999", gone});
+  REQUIRE(rlock(redis, {"sem", "acquire", "s", "--permits", "3"}).status == 0);
+  REQUIRE(rlock(redis, {"latch", "set", "l", "3"}).status == 0);
+  REQUIRE(rlock(redis, {"delay-push", "q", "a", "--delay", "0"}).status == 0);
+  REQUIRE(rlock(redis, {"delay-push", "q", "b", "--delay", "0"}).status == 0);
+}
+
+// Every key with its type, value and whether it expires, in one round trip (snapshot()
+// takes three per key): what "nothing changed" compares.
+std::string state_digest(const RedisServer& redis) {
+  return redis.cmd_str(
+      {"EVAL",
+       "local out = {} for _, k in ipairs(redis.call('KEYS', '*')) do "
+       "out[#out + 1] = k .. (redis.call('PTTL', k) == -1 and 'p' or 'e') .. "
+       "redis.call('DUMP', k) end table.sort(out) return redis.sha1hex(table.concat(out, '\\0'))",
+       "0"});
+}
+
+// Lower case, `|` as a space: "pubsub|numsub" as rlock's line or the server's may name it.
+std::string normalized(std::string s) {
+  for (char& c : s) c = c == '|' ? ' ' : static_cast<char>(std::tolower(c));
+  return s;
+}
+
+TEST_CASE("every primitive without any one documented right: 77 naming it, nothing changed") {
+  RedisServer redis;
+  const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+  REQUIRE(kDocumentedRights.size() >= 40);  // the ACL section was found and read
+  std::vector<std::string> rights = {""};   // first with all of them
+  rights.insert(rights.end(), kDocumentedRights.begin(), kDocumentedRights.end());
+  for (const auto& missing : rights) {
+    CAPTURE(missing);
+    acl_state(redis);
+    redis.cmd({"ACL", "DELUSER", "rl"});
+    std::vector<std::string> setuser = {"ACL", "SETUSER", "rl"};
+    std::istringstream words(documented_acl_without(missing));
+    for (std::string w; words >> w;) setuser.push_back(w);
+    redis.cmd(setuser);
+    for (const auto& call : kAclCalls) {
+      CAPTURE(json(call.args).dump());
+      const std::string before = state_digest(redis);
+      auto r = rlock_raw(call.args, as_rl);
+      CAPTURE(r.err);
+      if (missing.empty() || r.status != 77) {
+        CHECK(r.status == call.status);
+        CHECK(r.err.find("NOPERM") == std::string::npos);
+        continue;
+      }
+      CHECK(line_count(r.err) == 1);
+      CHECK(normalized(r.err).find(normalized(missing)) != std::string::npos);
+      CHECK(state_digest(redis) == before);
+    }
+  }
+}
+
+// Numbers as 0: listings taken moments apart compare equal unless a value went missing.
+std::string without_numbers(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(text[i]))) {
+      out += '0';
+      while (i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1]))) ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// A listing never leaves a value out without saying so: a right it reads with, taken away,
+// either changes nothing it prints, or shows as an error field naming it, or (SCAN,
+// DBSIZE, TIME) ends the listing with 77 naming it. Without +time, leases and tokens
+// printed as null with exit 0.
+TEST_CASE("inspect without any one documented right says what it could not read") {
+  RedisServer redis;
+  const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+  acl_state(redis);
+  REQUIRE(rlock(redis, {"limit", "lim", "--rate", "5", "--per", "1h"}).status == 0);
+  REQUIRE(rlock(redis, {"delay-push", "q", "later", "--delay", "1h"}).status == 0);
+  auto set_acl = [&](const std::string& missing) {
+    redis.cmd({"ACL", "DELUSER", "rl"});
+    std::vector<std::string> setuser = {"ACL", "SETUSER", "rl"};
+    std::istringstream words(documented_acl_without(missing));
+    for (std::string w; words >> w;) setuser.push_back(w);
+    redis.cmd(setuser);
+  };
+  set_acl("");
+  auto full = rlock_raw({"inspect"}, as_rl);
+  REQUIRE(full.status == 0);
+  REQUIRE(parse_json(full.out).size() == 5);
+  for (const auto& missing : kDocumentedRights) {
+    CAPTURE(missing);
+    set_acl(missing);
+    auto r = rlock_raw({"inspect"}, as_rl);
+    CAPTURE(r.out);
+    CAPTURE(r.err);
+    if (r.status == 77) {
+      CHECK(line_count(r.err) == 1);
+      CHECK(normalized(r.err).find(normalized(missing)) != std::string::npos);
+      continue;
+    }
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    if (without_numbers(r.out) == without_numbers(full.out)) continue;  // not a right it uses
+    bool named = false;
+    for (const auto& o : parse_json(r.out)) {
+      named = named || (o.contains("error") &&
+                        normalized(o.at("error").get<std::string>()).find(normalized(missing)) !=
+                            std::string::npos);
+    }
+    CHECK(named);
   }
 }
 

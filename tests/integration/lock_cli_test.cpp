@@ -72,10 +72,11 @@ TEST_CASE("lock: acquire, re-enter, busy, unlock and force print the documented 
   r = rlock(redis, {"lock", "L", "--owner", kBob});
   CHECK(r.status == 75);
   auto busy = parse_json(r.out);
-  CHECK(keys_of(busy) == json::array({"acquired", "holders", "name", "ttl_ms"}));
+  CHECK(keys_of(busy) == json::array({"acquired", "holders", "holders_total", "name", "ttl_ms"}));
   CHECK(busy["name"] == "L");
   CHECK(busy["acquired"] == false);
   CHECK(busy["holders"] == json::array({holder(kAlice, 2)}));
+  CHECK(busy["holders_total"] == 1);
   CHECK(busy["ttl_ms"].is_number_integer());
   CHECK(busy["ttl_ms"].get<long long>() > 0);
   CHECK(busy["ttl_ms"].get<long long>() <= 30000);

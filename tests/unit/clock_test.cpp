@@ -23,10 +23,19 @@ TEST_CASE("deadlines are measured on CLOCK_BOOTTIME") {
   const std::int64_t after = boottime_ns();
   CHECK(before <= now);
   CHECK(now <= after);
+}
 
-  auto ts = rlock::to_boot_timespec(rlock::Deadline(std::chrono::milliseconds(1500)));
+// Timers are armed with relative times (an absolute one is what libfaketime rewrites into
+// a time the kernel refuses); a time already passed fires at once instead of disarming.
+TEST_CASE("relative_timespec: whole seconds and nanoseconds, never zero") {
+  auto ts = rlock::relative_timespec(std::chrono::milliseconds(1500));
   CHECK(ts.tv_sec == 1);
   CHECK(ts.tv_nsec == 500'000'000);
+  for (auto d : {std::chrono::nanoseconds(0), std::chrono::nanoseconds(-5'000'000'000)}) {
+    auto past = rlock::relative_timespec(d);
+    CHECK(past.tv_sec == 0);
+    CHECK(past.tv_nsec == 1);
+  }
 }
 
 #include "exec/stop_policy.hpp"

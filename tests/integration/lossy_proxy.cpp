@@ -1,0 +1,134 @@
+#include "lossy_proxy.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <optional>
+#include <vector>
+
+namespace rlock::test {
+namespace {
+
+Fd connect_to(int port) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("proxy: cannot connect upstream");
+  return fd;
+}
+
+bool write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+struct Flow {
+  Fd client, server;
+  std::optional<LossyProxy::Loss> losing;  // a request of this flow was forwarded to be lost
+};
+
+}  // namespace
+
+LossyProxy::LossyProxy(int upstream_port) : upstream_port_(upstream_port) {
+  listener_ = listen_silently(&port_);
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("proxy: pipe");
+  stop_read_ = Fd(p[0]);
+  stop_write_ = Fd(p[1]);
+  thread_ = std::thread([this] { loop(); });
+}
+
+LossyProxy::~LossyProxy() {
+  (void)!::write(stop_write_.get(), "x", 1);
+  thread_.join();
+}
+
+void LossyProxy::lose(const std::string& marker, Loss loss, int times) {
+  std::lock_guard<std::mutex> g(mu_);
+  marker_ = marker;
+  loss_ = loss;
+  times_ = times;
+}
+
+void LossyProxy::loop() {
+  std::vector<Flow> flows;
+  char buf[65536];
+  while (true) {
+    std::vector<pollfd> fds = {{stop_read_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
+    for (auto& f : flows) {
+      fds.push_back({f.client.get(), POLLIN, 0});
+      fds.push_back({f.server.get(), POLLIN, 0});
+    }
+    if (::poll(fds.data(), fds.size(), -1) < 0) continue;
+    if (fds[0].revents) return;
+    if (fds[1].revents & POLLIN) {
+      int c = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (c >= 0) flows.push_back({Fd(c), connect_to(upstream_port_), std::nullopt});
+    }
+    std::vector<bool> dead(flows.size(), false);
+    for (size_t i = 0; i < flows.size(); ++i) {
+      Flow& f = flows[i];
+      if (fds[2 + 2 * i].revents) {  // from the client
+        ssize_t n = ::read(f.client.get(), buf, sizeof buf);
+        if (n <= 0) {
+          dead[i] = true;
+          continue;
+        }
+        std::optional<Loss> loss;
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          if (times_ > 0 && std::string_view(buf, static_cast<size_t>(n)).find(marker_) !=
+                                std::string_view::npos) {
+            --times_;
+            loss = loss_;
+          }
+        }
+        if (loss == Loss::kRequest) {
+          ++losses_;
+          dead[i] = true;
+          continue;
+        }
+        if (loss) f.losing = loss;
+        if (!f.losing || loss) {
+          if (!write_all(f.server.get(), buf, static_cast<size_t>(n))) dead[i] = true;
+        }
+      }
+      if (!dead[i] && fds[3 + 2 * i].revents) {  // from the server
+        ssize_t n = ::read(f.server.get(), buf, sizeof buf);
+        if (n <= 0) {
+          dead[i] = true;
+          continue;
+        }
+        if (f.losing == Loss::kReply) {
+          // The server has answered (so it ran the request): only the reply is lost.
+          ++losses_;
+          dead[i] = true;
+        } else if (f.losing == Loss::kStalledReply) {
+          ++losses_;
+          f.server.reset();  // nothing more goes through; the client waits in vain
+        } else if (!write_all(f.client.get(), buf, static_cast<size_t>(n))) {
+          dead[i] = true;
+        }
+      }
+    }
+    std::vector<Flow> kept;
+    for (size_t i = 0; i < flows.size(); ++i) {
+      if (!dead[i]) kept.push_back(std::move(flows[i]));
+    }
+    flows = std::move(kept);
+  }
+}
+
+}  // namespace rlock::test

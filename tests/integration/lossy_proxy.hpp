@@ -1,0 +1,53 @@
+// A loopback TCP proxy in front of a real redis-server that loses requests or replies on
+// demand: how a reply is lost for real (a dropped connection, a dead flow), with no mock
+// on either side.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+
+class LossyProxy {
+ public:
+  enum class Loss {
+    kReply,         // the request reaches the server; its reply is dropped with the connection
+    kRequest,       // the connection is dropped before the request is forwarded
+    kStalledReply,  // the request reaches the server; the reply never comes, the connection
+                    // stays open (a dead flow: the client can only time out)
+  };
+
+  // Listens on a free 127.0.0.1 port and forwards every connection to `upstream_port`.
+  explicit LossyProxy(int upstream_port);
+  ~LossyProxy();
+  LossyProxy(const LossyProxy&) = delete;
+  LossyProxy& operator=(const LossyProxy&) = delete;
+
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+  // The next `times` requests (reads from a client) whose bytes contain `marker` suffer
+  // `loss`; everything else passes through.
+  void lose(const std::string& marker, Loss loss, int times = 1);
+  // How many losses have happened so far.
+  int losses() const { return losses_.load(); }
+
+ private:
+  void loop();
+
+  int upstream_port_;
+  int port_ = 0;
+  Fd listener_;
+  Fd stop_read_, stop_write_;
+  std::mutex mu_;
+  std::string marker_;
+  Loss loss_ = Loss::kReply;
+  int times_ = 0;
+  std::atomic<int> losses_{0};
+  std::thread thread_;
+};
+
+}  // namespace rlock::test
