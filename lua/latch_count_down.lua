@@ -34,6 +34,6 @@ if id ~= '' then redis.call('SADD', KEYS[2], id) end
 -- delete them while the count still lives, and let an id count twice).
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl >= 0 and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], math.max(ttl, 1)) end
-if left == 0 then redis.call('PUBLISH', ARGV[3], 'zero') end
+if left == 0 then publish(ARGV[3], 'zero') end
 return {1, left, applied}
 end, function(r) return r[1] == 1 and r[3] > 0 end)

@@ -26,6 +26,6 @@ local first = earliest(KEYS[2])
 redis.call('ZADD', KEYS[2], due, seq .. ':' .. id)
 redis.call('HSET', KEYS[3], id, ARGV[5])
 write_meta(id, {seq = seq, due = due, deliveries = 0, max = 0})
-if not first or due < first then redis.call('PUBLISH', ARGV[1], 'due') end
+if not first or due < first then publish(ARGV[1], 'due') end
 return {1, due, now}
 end, function(r) return r[1] == 1 end)

@@ -34,5 +34,5 @@ for i = 3, #ARGV - FIELDS + 1, FIELDS do
 end
 if put > 0 then redis.call('HINCRBY', KEYS[1], 'seq', 0) end
 local now_first = earliest(KEYS[2])
-if now_first and (not first or now_first < first) then redis.call('PUBLISH', ARGV[1], 'due') end
+if now_first and (not first or now_first < first) then publish(ARGV[1], 'due') end
 return {put}

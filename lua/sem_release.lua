@@ -69,9 +69,9 @@ else
   if mode == 'hold' then redis.call('SET', KEYS[7], '0', 'PX', REQUEST_TTL) end
 end
 if keep > 0 and reply[1] > 0 then
-  redis.call('PUBLISH', channel, 'changed ' .. keep)
+  publish(channel, 'changed ' .. keep)
 elseif not pass_on(channel, claim_ms, now.ms, nil) and reply[1] > 0 then
-  redis.call('PUBLISH', channel, 'released')
+  publish(channel, 'released')
 end
 return reply
 end, function(r) return r[1] > 0 end)

@@ -37,6 +37,41 @@ local function first_denied(needs)
   end
 end
 
+-- Pub/sub is sharded (SPUBLISH, PUBSUB SHARDNUMSUB) wherever the server has it (Redis 7):
+-- the only kind a cluster delivers to the node that owns the slot, and the same code path
+-- on a standalone server. A server without it (Redis 6, "unknown command" or "Unknown
+-- subcommand") gets classic PUBLISH and NUMSUB, and its waiters fall back to SUBSCRIBE
+-- (redis::Subscriber::open). nil until the first call finds out.
+local sharded_pubsub
+
+local function classic_only(reply)
+  if type(reply) == 'table' and reply.err then
+    if not string.find(reply.err, 'nknown') then error(reply) end
+    sharded_pubsub = false
+    return true
+  end
+  sharded_pubsub = true
+  return false
+end
+
+-- Publishes `message` on `channel` to rlock's waiters.
+local function publish(channel, message)
+  if sharded_pubsub ~= false then
+    local r = redis.pcall('SPUBLISH', channel, message)
+    if not classic_only(r) then return r end
+  end
+  return redis.call('PUBLISH', channel, message)
+end
+
+-- How many waiters listen on `channel` (on this node).
+local function numsub(channel)
+  if sharded_pubsub ~= false then
+    local r = redis.pcall('PUBSUB', 'SHARDNUMSUB', channel)
+    if not classic_only(r) then return r[2] end
+  end
+  return redis.call('PUBSUB', 'NUMSUB', channel)[2]
+end
+
 -- The first of `uses` (argument lists of the commands a script runs besides its writes:
 -- TIME, PUBSUB NUMSUB, its reads) that the caller's ACL refuses, as an error reply naming
 -- the command and its key; nil when all are allowed or the server has no ACL checks.

@@ -10,7 +10,7 @@ local function check_rights(channel)
   local needs = {
     {'SET', KEYS[1], '1'}, {'DECRBY', KEYS[1], '1'}, {'PEXPIRE', KEYS[1], '1'}, {'DEL', KEYS[1]},
     {'SADD', KEYS[2], 'm'}, {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
-    {'PUBLISH', channel, 'x'},
+    {'SPUBLISH', channel, 'x'},
   }
   return first_denied(needs) or first_denied_use({
     {'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'EXISTS', KEYS[2]},

@@ -33,10 +33,10 @@ local function check_rights(channel)
     {'HSET', KEYS[8], 'f', '1'}, {'HDEL', KEYS[8], 'f'}, {'DEL', KEYS[8]}, {'PEXPIRE', KEYS[8], '1'},
     {'HSET', KEYS[9], 'f', '1'}, {'HDEL', KEYS[9], 'f'}, {'DEL', KEYS[9]}, {'PEXPIRE', KEYS[9], '1'},
     {'ZADD', KEYS[11], '1', 'm'}, {'ZREM', KEYS[11], 'm'}, {'DEL', KEYS[11]}, {'PEXPIRE', KEYS[11], '1'},
-    {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
+    {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
   }
   return first_denied(needs) or first_denied_use({
-    {'TIME'}, {'PUBSUB', 'NUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'GET', KEYS[2]},
+    {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'GET', KEYS[2]},
     {'HGET', KEYS[1], 'f'}, {'HGETALL', KEYS[1]}, {'HVALS', KEYS[1]}, {'HKEYS', KEYS[8]},
     {'HEXISTS', KEYS[8], 'f'}, {'PTTL', KEYS[1]}, {'ZRANGE', KEYS[3], '0', '0'},
     {'ZRANGEBYSCORE', KEYS[4], '0', '1'}, {'ZSCORE', KEYS[3], 'm'}, {'HLEN', KEYS[8]},
@@ -119,7 +119,7 @@ local function first_live(channel)
     local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
     if not head then return nil end
     local wait_id = string.match(head, '^%d+:%a+:(%x+):')
-    if wait_id and redis.call('PUBSUB', 'NUMSUB', channel .. ':' .. wait_id)[2] > 0 then
+    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then
       return head
     end
     leave_queue(head)
@@ -212,9 +212,9 @@ local function grant(head, channel, claim_ms)
   redis.call('PEXPIRE', KEYS[1], claim_ms)
   if kind == 'exec' then redis.call('SET', KEYS[6], wait_id, 'PX', claim_ms) end
   redis.call('SET', KEYS[5], head, 'PX', claim_ms)
-  redis.call('PUBLISH', channel .. ':' .. wait_id, 'grant')
+  publish(channel .. ':' .. wait_id, 'grant')
   -- The holder's expiry just got shorter: waiters sleeping until the old one wake earlier.
-  redis.call('PUBLISH', channel, 'changed ' .. claim_ms)
+  publish(channel, 'changed ' .. claim_ms)
 end
 
 -- Reserves a shared hold for the waiter `head` (a reader entry that lasts claim_ms) and
@@ -227,8 +227,8 @@ local function grant_reader(head, channel, claim_ms, now_ms)
   reader_set(id, (c or 0) + 1, math.max(expiry or 0, now_ms + claim_ms), now_ms)
   redis.call('HSET', KEYS[9], head, string.format('%.0f', now_ms + claim_ms))
   extend(KEYS[9], claim_ms)
-  redis.call('PUBLISH', channel .. ':' .. wait_id, 'grant')
-  redis.call('PUBLISH', channel, 'changed ' .. claim_ms)
+  publish(channel .. ':' .. wait_id, 'grant')
+  publish(channel, 'changed ' .. claim_ms)
 end
 
 -- Hands the lock to whoever is next, if it is free for them: the run of shared waiters at
@@ -253,7 +253,7 @@ local function pass_on(channel, claim_ms)
     grant_reader(head, channel, claim_ms, now_ms)
     granted = granted + 1
   end
-  if granted == 0 and readers == 0 then redis.call('PUBLISH', channel, 'released') end
+  if granted == 0 and readers == 0 then publish(channel, 'released') end
 end
 
 -- Releases one level held by `owner` (the caller checked that it holds one). `keep` > 0 at
@@ -268,7 +268,7 @@ local function release_level(owner, count, keep, channel, claim_ms)
   if count == 1 and keep > 0 then
     redis.call('HSET', KEYS[1], owner, 0)
     redis.call('PEXPIRE', KEYS[1], keep)
-    redis.call('PUBLISH', channel, 'changed ' .. keep)
+    publish(channel, 'changed ' .. keep)
     return 0
   end
   redis.call('DEL', KEYS[1])

@@ -31,7 +31,7 @@ local function check_queue_keys(channel)
     {'HSET', KEYS[4], 'f', 'v'}, {'HDEL', KEYS[4], 'f'}, {'ZADD', KEYS[5], '1', 'm'},
     {'ZREM', KEYS[5], 'm'}, {'HSET', KEYS[6], 'f', 'v'}, {'HDEL', KEYS[6], 'f'},
     {'RPUSH', KEYS[7], 'x'}, {'LPOP', KEYS[7]}, {'ZADD', KEYS[8], '1', 'm'},
-    {'ZREM', KEYS[8], 'm'}, {'PEXPIRE', KEYS[8], '1'}, {'PUBLISH', channel, 'x'},
+    {'ZREM', KEYS[8], 'm'}, {'PEXPIRE', KEYS[8], '1'}, {'SPUBLISH', channel, 'x'},
   }
   local denied = first_denied(needs) or first_denied_use({
     {'TIME'}, {'TYPE', KEYS[1]}, {'PTTL', KEYS[1]}, {'HGET', KEYS[4], 'f'}, {'HEXISTS', KEYS[4], 'f'},
@@ -118,7 +118,7 @@ local function reschedule(id, m, due, channel)
   end
   local first = earliest(KEYS[2])
   redis.call('ZADD', KEYS[2], due, member_of(id, m))
-  if not first or due < first then redis.call('PUBLISH', channel, 'due') end
+  if not first or due < first then publish(channel, 'due') end
 end
 
 -- Moves item `id` (scheduled as `member`, or in flight) to the dead letters with `reason`:

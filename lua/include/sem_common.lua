@@ -23,10 +23,10 @@ local function check_sem_rights(channel)
     {'PEXPIRE', KEYS[4], '1'}, {'ZADD', KEYS[5], '1', 'm'}, {'ZREM', KEYS[5], 'm'},
     {'PEXPIRE', KEYS[5], '1'}, {'ZADD', KEYS[6], '1', 'm'}, {'ZREM', KEYS[6], 'm'},
     {'PEXPIRE', KEYS[6], '1'}, {'SET', KEYS[7], '1'},
-    {'PUBLISH', channel, 'x'}, {'PUBLISH', channel .. ':0', 'x'},
+    {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
   }
   return first_denied(needs) or first_denied_use({
-    {'TIME'}, {'PUBSUB', 'NUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'GET', KEYS[7]},
+    {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'GET', KEYS[7]},
     {'HGET', KEYS[2], 'f'}, {'PTTL', KEYS[1]}, {'ZCARD', KEYS[1]}, {'ZRANGE', KEYS[4], '0', '0'},
     {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZSCORE', KEYS[1], 'm'}, {'HMGET', KEYS[2], 'f'},
     {'ZCOUNT', KEYS[1], '0', '1'},
@@ -98,7 +98,7 @@ local function first_live(channel)
     local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
     if not head then return nil end
     local wait_id = string.match(head, '^%d+:(%x+):')
-    if wait_id and redis.call('PUBSUB', 'NUMSUB', channel .. ':' .. wait_id)[2] > 0 then
+    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then
       return head
     end
     leave_queue(head)
@@ -114,10 +114,10 @@ local function first_servable(channel, self)
     local head = redis.call('ZRANGE', KEYS[4], rank, rank)[1]
     if not head then return nil end
     local wait_id = string.match(head, '^%d+:(%x+):')
-    if not wait_id or redis.call('PUBSUB', 'NUMSUB', channel .. ':' .. wait_id)[2] == 0 then
+    if not wait_id or numsub(channel .. ':' .. wait_id) == 0 then
       leave_queue(head)
     elseif member_count(head) > cap then
-      if head ~= self then redis.call('PUBLISH', channel .. ':' .. wait_id, 'resized') end
+      if head ~= self then publish(channel .. ':' .. wait_id, 'resized') end
       rank = rank + 1
     else
       return head
@@ -140,11 +140,11 @@ local function pass_on(channel, claim_ms, now_ms, self)
     extend(KEYS[6], claim_ms)
     free = free - member_count(head)
     if head ~= self then
-      redis.call('PUBLISH', channel .. ':' .. string.match(head, '^%d+:(%x+):'), 'grant')
+      publish(channel .. ':' .. string.match(head, '^%d+:(%x+):'), 'grant')
     end
     granted = true
   end
-  if granted then redis.call('PUBLISH', channel, 'changed ' .. claim_ms) end
+  if granted then publish(channel, 'changed ' .. claim_ms) end
   return granted
 end
 

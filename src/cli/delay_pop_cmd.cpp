@@ -188,7 +188,7 @@ int run_take(const PopFlags& f, const PopRequest& r, const Settings& settings) {
     }
     return stop != 0;
   };
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::DelayQueue q(topology, layout, f.queue);
   do {
@@ -249,7 +249,7 @@ Outcome run_one(const PopFlags& f, const PopRequest& r, const std::vector<std::s
                 const Settings& settings, const std::string& consumer) {
   Console console(settings);
   Supervision supervision(f.supervise, r.visibility, console);
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::DelayQueue q(topology, layout, f.queue);
   Deadline until = SteadyClock::now() + (f.forever ? kMaxDuration : r.wait);
@@ -322,7 +322,7 @@ int run_command(const PopFlags& f, const PopRequest& r, const std::vector<std::s
 
 int run_dead(const PopFlags& f, const PopRequest& r, const Settings& settings) {
   Console console(settings);
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::DelayQueue q(topology, layout, f.queue);
   auto items = q.take_dead(r.count);

@@ -152,7 +152,7 @@ int run_push(const PushFlags& f, const Settings& settings) {
     payload = *f.payload == "-" ? read_stdin(max) : *f.payload;
     check_size(payload, max);
   }
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::DelayQueue q(topology, layout, f.queue);
   if (f.lines) return push_lines(f, console, q, due, max);

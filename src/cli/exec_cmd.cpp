@@ -63,7 +63,7 @@ int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
         "--shared");
   }
   Supervision supervision(f.supervise, req.lease, console);
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Lock lock(topology, layout, req.name);
   supervision.prepare_during_next_script(topology);

@@ -72,7 +72,7 @@ Examples:
   return {[pattern, types](const Settings& settings) {
     auto selected = inspect::select_types(*types);  // a bad --type before any connection
     Console console(settings);
-    redis::Topology topology(settings.connect);
+    redis::Topology topology = open_topology(settings);
     prim::KeyLayout layout(settings.prefix);
     if (settings.table) {
       bool header = false;  // printed with the first batch: a failure to connect prints nothing

@@ -40,7 +40,7 @@ long long parse_count(const std::string& text, const std::string& what) {
 // What every latch subcommand talks through, for latch `name`.
 struct Context {
   Context(const Settings& s, const std::string& name)
-      : console(s), topology(s.connect), layout(s.prefix), latch(topology, layout, name) {}
+      : console(s), topology(open_topology(s)), layout(s.prefix), latch(topology, layout, name) {}
   Console console;
   redis::Topology topology;
   prim::KeyLayout layout;

@@ -199,7 +199,7 @@ int run_reset(const LimitFlags& f, const std::vector<std::string>& command, cons
     if (o->count() > 0) throw UsageError("--reset takes no " + o->get_name() + "; it clears all");
   }
   Console console(s);
-  redis::Topology topology(s.connect);
+  redis::Topology topology = open_topology(s);
   prim::KeyLayout layout(s.prefix);
   auto r = prim::Limiter(topology, layout, f.name).reset();
   console.result({{"name", f.name}, {"reset", r.existed}, {"client_buckets", r.client_buckets}});
@@ -229,7 +229,7 @@ int run_limit(const LimitFlags& f, const std::vector<std::string>& command, cons
                     return stop;
                   }};
   }
-  redis::Topology topology(s.connect);
+  redis::Topology topology = open_topology(s);
   prim::KeyLayout layout(s.prefix);
   prim::Limiter limiter(topology, layout, f.name);
   if (supervision) supervision->prepare_during_next_script(topology);

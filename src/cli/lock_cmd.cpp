@@ -53,7 +53,7 @@ stderr, even with -q, says how to unlock it.)");
   return {[flags](const Settings& settings) {
     Console console(settings);
     LockRequest req = resolve_lock_request(*flags, settings);
-    redis::Topology topology(settings.connect);
+    redis::Topology topology = open_topology(settings);
     prim::KeyLayout layout(settings.prefix);
     prim::Lock lock(topology, layout, req.name);
     auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name),

@@ -121,7 +121,7 @@ std::string held_line(const Take& t, const prim::PermitsHeld& held) {
 int run_acquire(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   Take t = resolve_take(f.take, settings);
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
   auto a = sem.acquire(t.permits, t.lock.wait_until, permit_wait_hooks(console, t.lock.name));
@@ -182,7 +182,7 @@ int run_exec(const SemFlags& f, const std::vector<std::string>& command, const S
   Console console(settings);
   Take t = resolve_take(f.take, settings);
   Supervision supervision(f.supervise, t.lock.lease, console);
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
   supervision.prepare_during_next_script(topology);
@@ -202,7 +202,7 @@ int run_release(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   validate_name(f.name);
   if (!f.force && f.ids.empty()) throw UsageError("sem release needs --permit ID or --force");
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, f.name);
   if (f.force) {
@@ -229,7 +229,7 @@ int run_renew(const SemFlags& f, const Settings& settings) {
   if (f.ids.empty()) throw UsageError("sem renew needs --permit ID");
   Millis lease = parse_duration(f.lease, "--lease");
   if (lease.count() < 1) throw UsageError("--lease must be at least 1ms");
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, f.name);
   auto missing = sem.renew(f.ids, lease);
@@ -268,7 +268,7 @@ int run_status(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   validate_name(f.name);
   prim::SemaphorePage page = status_page(f);
-  redis::Topology topology(settings.connect);
+  redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   auto s = prim::read_semaphore(topology, layout, f.name, page);
   Json waiters = Json::array();

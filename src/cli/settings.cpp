@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "redis/url.hpp"
@@ -167,7 +168,9 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
         },
         description);
   };
-  required_value("--url", f.url, "redis://[user[:pass]@]host[:port][/db] or unix:///path[?db=N]")
+  required_value("--url", f.url,
+                 "redis://[user[:pass]@]host[:port][/db], unix:///path[?db=N], "
+                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2")
       ->type_name("URL");
   required_value("--password-file", f.password_file, "read the password from FILE (mode 600)")
       ->type_name("FILE");
@@ -206,18 +209,18 @@ Settings resolve_settings(const GlobalFlags& f) {
   if (s.connect.connect_timeout.count() == 0 || s.connect.command_timeout.count() == 0) {
     throw UsageError("--connect-timeout and --timeout must be greater than 0");
   }
-  if (s.target.kind != redis::Deployment::kStandalone) {
-    // The URL forms are parsed and resolved already; the topologies behind them are not
-    // in this build yet (issue 14).
-    throw UnavailableError(s.target.describe() +
-                           ": Sentinel and Cluster URLs are not supported by this build yet");
-  }
   if (auto o = env("RLOCK_OWNER")) {
     s.owner = o;
   } else {
     s.owner = config_value(cfg, "owner");
   }
   return s;
+}
+
+redis::Topology open_topology(const Settings& s) {
+  std::function<void(const std::string&)> notice;
+  if (s.verbose) notice = [](const std::string& line) { std::cerr << "rlock: " << line << '\n'; };
+  return redis::Topology(s.target, s.connect, std::move(notice));
 }
 
 }  // namespace rlock::cli

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "redis/connection.hpp"
+#include "redis/topology.hpp"
 
 namespace CLI {
 class App;
@@ -39,6 +40,9 @@ struct Settings {
 
 // Declares the global options on the top-level app.
 void add_global_flags(CLI::App& app, GlobalFlags& flags);
+
+// The servers `s` names (standalone, Sentinel or Cluster), with -v notices on stderr.
+redis::Topology open_topology(const Settings& s);
 
 // Applies the precedence rules. Throws UsageError for bad values (naming their source).
 Settings resolve_settings(const GlobalFlags& flags);

@@ -47,7 +47,7 @@ Examples:
     Console console(settings);
     validate_name(flags->name);
     std::string owner = flags->force ? std::string() : explicit_owner(flags->owner, settings);
-    redis::Topology topology(settings.connect);
+    redis::Topology topology = open_topology(settings);
     prim::KeyLayout layout(settings.prefix);
     prim::Lock lock(topology, layout, flags->name);
     if (flags->force) return force_unlock(lock, console);

@@ -103,9 +103,12 @@ std::vector<Shown> decode_batch(std::vector<Pending>& objects,
 
 }  // namespace
 
-void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
-                  std::string_view name_glob, const std::vector<const ObjectType*>& types,
-                  const std::function<void(const std::vector<Shown>&)>& emit) {
+namespace {
+
+// scan_objects() on one server.
+void scan_node(redis::Topology& topology, const prim::KeyLayout& layout, std::string_view name_glob,
+               const std::vector<const ObjectType*>& types,
+               const std::function<void(const std::vector<Shown>&)>& emit) {
   const std::string pattern = types.size() == 1 ? types[0]->key_pattern(layout, name_glob)
                                                 : layout.any_key_pattern(name_glob);
   ScanBound bound(topology.command({"DBSIZE"}, redis::Retry::kIdempotent).integer());
@@ -166,6 +169,16 @@ void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
     batch = std::move(next);
   }
   if (decoding.valid()) decoding.get();
+}
+
+}  // namespace
+
+void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
+                  std::string_view name_glob, const std::vector<const ObjectType*>& types,
+                  const std::function<void(const std::vector<Shown>&)>& emit) {
+  // Every object lives on one master (its hash tag's slot): each master is scanned once.
+  topology.for_each_master(
+      [&](redis::Topology& node) { scan_node(node, layout, name_glob, types, emit); });
 }
 
 }  // namespace rlock::inspect

@@ -194,7 +194,7 @@ std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTim
     for (auto a : {channel_, mode, due_arg, it.id, it.payload, ttl}) cmd.push_back(std::move(a));
     cmds.push_back(std::move(cmd));
   }
-  auto replies = topology_.pipeline(cmds, redis::Retry::kIdempotent);
+  auto replies = topology_.pipeline(cmds, redis::Retry::kIdempotent, keys_.front());
   std::vector<Pushed> out;
   out.reserve(items.size());
   for (size_t i = 0; i < items.size(); ++i) {

@@ -19,10 +19,12 @@ struct Script {
 // Runs `script` with EVALSHA; when the server has not cached it (NOSCRIPT, e.g. after a
 // restart or SCRIPT FLUSH) falls back to EVAL, which also caches it. One round trip in the
 // common case. `in_flight`, if any, runs while the first request is with the server.
+// `asking`: each request goes with ASKING (an ASK redirect; see command_asking), the EVAL
+// fallback included, and `in_flight` is left for later.
 ReplyPtr run_script(Connection& conn, const Script& script,
                     const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args,
-                    const std::function<void()>& in_flight = {});
+                    const std::function<void()>& in_flight = {}, bool asking = false);
 
 }  // namespace rlock::redis
 

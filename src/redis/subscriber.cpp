@@ -8,12 +8,24 @@
 
 namespace rlock::redis {
 
-Subscriber Subscriber::open(const ConnectOptions& options,
-                            const std::vector<std::string>& channels) {
+Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std::string>& channels,
+                            bool classic_allowed) {
   Subscriber sub(Connection::open(options));
-  std::vector<std::string_view> argv = {"SUBSCRIBE"};
+  std::vector<std::string_view> argv = {"SSUBSCRIBE"};
   argv.insert(argv.end(), channels.begin(), channels.end());
-  sub.conn_.command(argv);  // returns the first confirmation; the others follow
+  try {
+    sub.conn_.command(argv);  // returns the first confirmation; the others follow
+  } catch (const ReplyError& e) {
+    // Redis 6: "ERR unknown command 'SSUBSCRIBE'..."
+    if (e.reply().find("nknown command") == std::string::npos) throw;
+    if (!classic_allowed) {
+      throw UnavailableError("redis at " + options.endpoint.describe() +
+                             " has no sharded pub/sub (SSUBSCRIBE): rlock needs Redis 7 or "
+                             "later on a cluster");
+    }
+    argv.front() = "SUBSCRIBE";
+    sub.conn_.command(argv);
+  }
   sub.confirmations_due_ = channels.size() - 1;
   return sub;
 }
@@ -28,11 +40,15 @@ void Subscriber::read_buffered() {
     ReplyPtr reply(static_cast<redisReply*>(raw));
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) continue;
     std::string kind = as_string(reply->element[0]);
-    if (kind == "subscribe" && confirmations_due_ > 0) {
+    if ((kind == "ssubscribe" || kind == "subscribe") && confirmations_due_ > 0) {
       --confirmations_due_;
-    } else if (kind == "message") {
+    } else if (kind == "smessage" || kind == "message") {
       pending_.push_back(
           {Wake::kMessage, as_string(reply->element[1]), as_string(reply->element[2])});
+    } else if (kind == "sunsubscribe") {
+      throw IoError("redis at " + conn_.options().endpoint.describe() +
+                    " ended the subscription to " + as_string(reply->element[1]) +
+                    " (its slot moved)");
     }
   }
 }

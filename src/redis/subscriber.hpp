@@ -21,12 +21,20 @@ class Subscriber {
     std::string payload;  // kMessage: what
   };
 
-  // Opens its own connection and subscribes to all `channels`. Throws UnavailableError.
-  static Subscriber open(const ConnectOptions& options, const std::vector<std::string>& channels);
+  // Opens its own connection and subscribes to all `channels` (all of one hash tag) with
+  // SSUBSCRIBE: sharded pub/sub, the only kind a cluster delivers on the node that owns the
+  // slot, and what the scripts publish with (common.lua's publish()). A server without it
+  // (Redis 6) gets SUBSCRIBE when `classic_allowed` (its scripts fall back to PUBLISH);
+  // otherwise (a cluster) it throws UnavailableError. Throws UnavailableError, and
+  // ReplyError for a redirect (MOVED).
+  static Subscriber open(const ConnectOptions& options, const std::vector<std::string>& channels,
+                         bool classic_allowed = true);
 
   // Sleeps until a message arrives, `until` passes, or `interrupt_fd` (if >= 0) becomes
   // readable. Messages that arrived earlier come first, in publish order. Throws IoError
-  // when the connection drops.
+  // when the connection drops, or when the server ends the subscription by itself (an
+  // unsolicited sunsubscribe: the slot moved to another node), so that the caller
+  // subscribes again where the channel is now.
   Event wait(Deadline until, int interrupt_fd = -1);
 
  private:

@@ -12,6 +12,10 @@
 namespace rlock::redis {
 namespace {
 
+// Redirects a request follows at most: a slot moves once, an ASK is followed by ASKING, a
+// failover's pauses (Router::after_error) are bounded by the timeout anyway.
+constexpr int kMaxRedirects = 16;
+
 timeval to_timeval(Millis ms) {
   long long v = std::max<long long>(ms.count(), 1);
   return timeval{static_cast<time_t>(v / 1000), static_cast<suseconds_t>(v % 1000 * 1000)};
@@ -29,41 +33,70 @@ void append(redisContext* c, const std::vector<std::string>& argv) {
 
 }  // namespace
 
+Topology::Topology(ConnectOptions options)
+    : Topology(Target{Deployment::kStandalone, options.endpoint, {}, {}, {}, {}}, options) {}
+
+Topology::Topology(const Target& target, ConnectOptions options,
+                   std::function<void(const std::string&)> notice)
+    : options_(std::move(options)), router_(make_router(target, std::move(notice))) {}
+
+Topology::~Topology() = default;
+
 Millis Topology::request_timeout() const {
   return timeout_limit_.count() > 0 ? std::min(timeout_limit_, options_.command_timeout)
                                     : options_.command_timeout;
 }
 
-Connection& Topology::connection(Millis budget, Millis timeout) {
-  if (!conn_ || conn_->broken()) {
-    conn_.reset();
-    auto opts = options_;
-    opts.connect_timeout = std::min(opts.connect_timeout, budget);
-    opts.command_timeout = timeout;
-    conn_.emplace(Connection::open(opts));
-  }
-  conn_->set_timeout(timeout);
-  return *conn_;
+ConnectOptions Topology::effective_options() const {
+  auto opts = options_;
+  opts.command_timeout = request_timeout();
+  opts.connect_timeout = std::min(opts.connect_timeout, opts.command_timeout);
+  return opts;
+}
+
+Connection& Topology::connection(std::string_view key, Millis budget, Millis timeout) {
+  auto opts = options_;
+  opts.connect_timeout = std::min(opts.connect_timeout, budget);
+  opts.command_timeout = timeout;
+  Connection& c = router_->connection_for(key, opts);
+  c.set_timeout(timeout);
+  return c;
 }
 
 template <typename F>
-auto Topology::with_retry(Retry retry, std::optional<Deadline> until, F&& attempt) {
+auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadline> until,
+                          F&& attempt) {
   Deadline start = SteadyClock::now();
   Deadline end = until ? *until : start + request_timeout();
-  for (int tries = 1;; ++tries) {
+  Connection* ask = nullptr;
+  int redirects = 0;
+  for (int tries = 1;;) {
     bool last = retry != Retry::kIdempotent || tries >= kMaxTries;
     Millis left = std::max(millis_until(end), Millis(1));
     // Half of what is left: a reply stuck in a dead flow (or on a server that failed over)
     // is asked for again on a fresh connection while there is time for the answer.
     Millis wait = last ? left : std::max(left / 2, Millis(1));
     try {
-      auto result = attempt(connection(left, wait));
+      auto result = [&] {
+        if (!ask) return attempt(connection(key, left, wait), false);
+        Connection& there = *std::exchange(ask, nullptr);
+        there.set_timeout(wait);
+        return attempt(there, true);
+      }();
       failed_until_.reset();
       return result;
+    } catch (const ReplyError& e) {
+      // A redirect or a failover's refusal: the server did not run the request, so a
+      // resend is not a try.
+      auto opts = effective_options();
+      Router::Next next = router_->after_error(key, e, end, opts, redirects);
+      if (next.kind == Router::Next::kThrow || redirects >= kMaxRedirects) throw;
+      ++redirects;
+      ask = next.ask;
     } catch (const IoError& e) {
       // A connection that failed is closed at once: a request that timed out must not
       // wait in its socket for the next use.
-      if (conn_ && conn_->broken()) conn_.reset();
+      router_->drop_broken();
       if (last || SteadyClock::now() >= end) {
         failed_until_ = end;
         // The last try's own share of the budget would be a puzzling figure to report.
@@ -75,6 +108,7 @@ auto Topology::with_retry(Retry retry, std::optional<Deadline> until, F&& attemp
         }
         throw;
       }
+      ++tries;
     } catch (const UnavailableError&) {
       failed_until_ = end;
       throw;
@@ -95,27 +129,35 @@ void Topology::limit_timeout(Millis timeout) { timeout_limit_ = timeout; }
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry,
                     std::optional<Deadline> until) {
-  return Reply(with_retry(retry, until, [&](Connection& c) {
+  std::string_view key = keys.empty() ? std::string_view() : keys.front();
+  return Reply(with_retry(key, retry, until, [&](Connection& c, bool asking) {
+    if (asking) return run_script(c, script, keys, args, {}, true);
     return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
   }));
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
-  return Reply(with_retry(retry, std::nullopt, [&](Connection& c) { return c.command(argv); }));
+  // Every command rlock sends names its key first, if it has one.
+  std::string_view key = argv.size() > 1 ? argv[1] : std::string_view();
+  return Reply(with_retry(key, retry, std::nullopt, [&](Connection& c, bool asking) {
+    return asking ? command_asking(c, argv) : c.command(argv);
+  }));
 }
 
 std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands,
-                                      Retry retry) {
+                                      Retry retry, std::string_view key) {
   std::vector<Reply> out;
-  for (auto& r :
-       with_retry(retry, std::nullopt, [&](Connection& c) { return c.pipeline(commands); })) {
+  // Error replies come back as replies, not thrown: a pipeline is not redirected (its
+  // commands name the key's own server already, see DelayQueue::push).
+  for (auto& r : with_retry(key, retry, std::nullopt,
+                            [&](Connection&c, bool) { return c.pipeline(commands); })) {
     out.emplace_back(std::move(r));
   }
   return out;
 }
 
 void Topology::send(const std::vector<std::vector<std::string>>& commands) {
-  with_retry(Retry::kNever, std::nullopt, [&](Connection& c) {
+  with_retry({}, Retry::kNever, std::nullopt, [&](Connection& c, bool) {
     c.send(commands);
     return 0;
   });
@@ -123,22 +165,54 @@ void Topology::send(const std::vector<std::vector<std::string>>& commands) {
 
 std::vector<Reply> Topology::receive(size_t replies) {
   std::vector<Reply> out;
-  for (auto& r :
-       with_retry(Retry::kNever, std::nullopt, [&](Connection& c) { return c.receive(replies); })) {
+  for (auto& r : with_retry({}, Retry::kNever, std::nullopt,
+                            [&](Connection&c, bool) { return c.receive(replies); })) {
     out.emplace_back(std::move(r));
   }
   return out;
 }
 
-Subscriber Topology::subscribe(const std::vector<std::string>& channels) const {
-  return Subscriber::open(options_, channels);
+Subscriber Topology::subscribe(const std::vector<std::string>& channels) {
+  ConnectOptions opts = options_;
+  std::string_view key = channels.empty() ? std::string_view() : channels.front();
+  Deadline until = SteadyClock::now() + opts.command_timeout;
+  for (int round = 0;; ++round) {
+    opts.endpoint = router_->endpoint_for(key, options_);
+    try {
+      return Subscriber::open(opts, channels, !router_->cluster());
+    } catch (const ReplyError& e) {
+      // MOVED: the slot's owner changed since the last request.
+      Router::Next next = router_->after_error(key, e, until, options_, round);
+      if (next.kind != Router::Next::kResend || round >= kMaxRedirects) throw;
+    }
+  }
+}
+
+void Topology::for_each_master(const std::function<void(Topology&)>& fn) {
+  std::vector<Endpoint> masters = router_->masters(effective_options());
+  if (!router_->cluster()) return fn(*this);
+  for (const Endpoint& ep : masters) {
+    ConnectOptions opts = options_;
+    opts.endpoint = ep;
+    Topology node(opts);
+    fn(node);
+  }
 }
 
 bool Topology::send_cleanup(const Script& script, const std::vector<std::string>& keys,
-                            const std::vector<std::string>& args, Millis patience) const noexcept {
+                            const std::vector<std::string>& args, Millis patience) noexcept {
   // AUTH, SELECT and EVAL go out in one write, without waiting for any reply in between: a
   // stalled server accepts the connection and the bytes, and runs all three when it resumes.
-  const Endpoint& ep = options_.endpoint;
+  // The server is the one the last request for these keys went to (no round trip to find
+  // it: this runs when a server may be stalled).
+  std::string_view key = keys.empty() ? std::string_view() : keys.front();
+  Endpoint ep;
+  try {
+    auto known = router_->known_endpoint_for(key);
+    ep = known ? *known : router_->endpoint_for(key, options_);
+  } catch (const Error&) {
+    return false;
+  }
   timeval tv = to_timeval(std::min(options_.connect_timeout, std::max(patience, kCleanupMargin)));
   ContextPtr c(ep.kind == Endpoint::Kind::kUnix
                    ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)

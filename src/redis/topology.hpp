@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "redis/connection.hpp"
+#include "redis/router.hpp"
 #include "redis/script.hpp"
 #include "redis/subscriber.hpp"
 
@@ -28,13 +29,20 @@ inline constexpr int kMaxTries = 3;
 inline constexpr Millis kCleanupMargin{200};
 
 // Which servers exist and how to reach the one that serves a hash tag. Primitives, the
-// watchdog and waiters go through it and never build connections themselves, so that a
-// topology that re-resolves (Sentinel, Cluster slot map, quorum members) can replace this
-// standalone one. The command connection opens lazily and is replaced when it breaks.
+// watchdog and waiters go through it and never build connections themselves, nor know
+// whether it is one server, a Sentinel deployment or a Cluster (its Router does). Command
+// connections open lazily and are replaced when they break; requests follow redirects
+// and failovers (see Router).
 class Topology {
  public:
-  explicit Topology(ConnectOptions options) : options_(std::move(options)) {}
+  // One standalone server, options.endpoint.
+  explicit Topology(ConnectOptions options);
+  // What `target` names (parse_target); `options` gives the timeouts and the data nodes'
+  // credentials. `notice` gets one-line notes for -v.
+  Topology(const Target& target, ConnectOptions options,
+           std::function<void(const std::string&)> notice = {});
   Topology(Topology&&) = default;
+  ~Topology();
 
   // Runs `script` on the server of the keys' hash tag. Throws what the connection throws.
   // The request has a budget of --timeout from its first send (or ends at `until`): with
@@ -53,16 +61,23 @@ class Topology {
   // Runs a plain command (reads for inspect); same retry rule.
   Reply command(const std::vector<std::string_view>& argv, Retry retry = Retry::kNever);
   // Sends all commands in one write and reads all replies (one round trip); error replies
-  // are returned, not thrown. Retried as run() is when every command is idempotent.
+  // are returned, not thrown. Retried as run() is when every command is idempotent. `key`
+  // (if any) names the server, as run()'s first key does.
   std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands,
-                              Retry retry = Retry::kNever);
+                              Retry retry = Retry::kNever, std::string_view key = {});
   // pipeline() in two halves (see Connection::send): commands sent and not yet received
   // must all be received before any other request on this topology. Never retried.
   void send(const std::vector<std::vector<std::string>>& commands);
   std::vector<Reply> receive(size_t replies);
 
-  // A subscriber of its own connection, subscribed to `channels` (all of one hash tag).
-  Subscriber subscribe(const std::vector<std::string>& channels) const;
+  // A subscriber of its own connection, subscribed to `channels` (all of one hash tag) on
+  // the server of that hash tag: sharded pub/sub where the server has it (Redis 7).
+  Subscriber subscribe(const std::vector<std::string>& channels);
+
+  // Runs `fn` once for every master, with a topology that sends everything to that one
+  // server (a scan of all keys: inspect). On a standalone server or Sentinel, once with
+  // this topology.
+  void for_each_master(const std::function<void(Topology&)>& fn);
 
   // Sends `script` on a connection of its own and waits at most `patience` for the reply,
   // for the clean-up after a request that may or may not have been executed: whether or
@@ -70,7 +85,7 @@ class Topology {
   // and a stalled server runs it when it resumes. Connecting may take kCleanupMargin even
   // when `patience` is 0. Never throws.
   bool send_cleanup(const Script& script, const std::vector<std::string>& keys,
-                    const std::vector<std::string>& args, Millis patience) const noexcept;
+                    const std::vector<std::string>& args, Millis patience) noexcept;
 
   // Keeps a subscriber that is no longer needed open until close_retired() (or the end of
   // the topology): closing it wakes the server at once, just when the hold it waited for
@@ -91,15 +106,19 @@ class Topology {
   const ConnectOptions& options() const { return options_; }
 
  private:
-  // The connection, opened (or reopened) within `budget` when needed, with `timeout` as
-  // its command timeout.
-  Connection& connection(Millis budget, Millis timeout);
+  // The connection to the server of `key`, opened (or reopened) within `budget` when
+  // needed, with `timeout` as its command timeout.
+  Connection& connection(std::string_view key, Millis budget, Millis timeout);
   Millis request_timeout() const;
+  ConnectOptions effective_options() const;
+  // Runs `attempt(connection, asking)` on the server of `key` within the request's budget:
+  // redirects and failovers (Router::after_error) are followed, and I/O errors retried as
+  // run() says.
   template <typename F>
-  auto with_retry(Retry retry, std::optional<Deadline> until, F&& attempt);
+  auto with_retry(std::string_view key, Retry retry, std::optional<Deadline> until, F&& attempt);
 
   ConnectOptions options_;
-  std::optional<Connection> conn_;
+  std::unique_ptr<Router> router_;
   Millis timeout_limit_{0};
   std::vector<Subscriber> retired_;
   std::function<void()> in_flight_;

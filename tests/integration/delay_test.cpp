@@ -486,7 +486,7 @@ TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and chan
     CHECK(rlock_raw({"delay-pop", "q", "--dead"}, as_rl).status == 0);
     CHECK(keys_but_reply_records(redis).empty());
   }
-  for (const char* missing : {"rpush", "hset", "zadd", "publish", "hincrby"}) {
+  for (const char* missing : {"rpush", "hset", "zadd", "spublish", "hincrby"}) {
     CAPTURE(missing);
     RedisServer redis(RedisOptions{.config = {kQueueAcl + " -" + missing}});
     const Env as_rl{{"RLOCK_URL", cat("redis://rl:rlpw@127.0.0.1:", redis.port())}};

@@ -126,10 +126,12 @@ SentinelSetup::SentinelSetup(SentinelSetupOptions options) : options_(std::move(
   const std::string& pw = options_.data_password;
   std::vector<std::string> data_config{"repl-diskless-sync-delay 0", "repl-timeout 5"};
   if (!pw.empty()) data_config.push_back("masterauth " + pw);
-  data_.emplace_back(RedisOptions{.requirepass = pw, .config = data_config});
+  data_.emplace_back(
+      RedisOptions{.requirepass = pw, .config = data_config, .test_topology = false});
   auto replica_config = data_config;
   replica_config.push_back("replicaof 127.0.0.1 " + std::to_string(data_[0].port()));
-  data_.emplace_back(RedisOptions{.requirepass = pw, .config = replica_config});
+  data_.emplace_back(
+      RedisOptions{.requirepass = pw, .config = replica_config, .test_topology = false});
   await([&] { return replica_in_sync(data_[1]); }, 10s, "the replica did not sync");
 
   const std::string& name = options_.master_name;
@@ -144,7 +146,8 @@ SentinelSetup::SentinelSetup(SentinelSetupOptions options) : options_(std::move(
   for (int i = 0; i < 3; ++i) {
     sentinels_.emplace_back(RedisOptions{.requirepass = options_.sentinel_password,
                                          .config = sentinel_config,
-                                         .args = {"--sentinel"}});
+                                         .args = {"--sentinel"},
+                                         .test_topology = false});
   }
   await_sentinels_ready(data_[1], 20s);
   bring_up_ = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
@@ -260,8 +263,10 @@ ClusterSetup::ClusterSetup(ClusterOptions options) : options_(std::move(options)
   int count = options_.masters * (1 + options_.replicas_per_master);
   nodes_.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
-    nodes_.emplace_back(
-        RedisOptions{.requirepass = pw, .config = config, .pick_port = free_cluster_port});
+    nodes_.emplace_back(RedisOptions{.requirepass = pw,
+                                     .config = config,
+                                     .pick_port = free_cluster_port,
+                                     .test_topology = false});
   }
   std::vector<std::string> argv{"redis-cli", "--cluster", "create"};
   for (const RedisServer& n : nodes_) argv.push_back("127.0.0.1:" + std::to_string(n.port()));

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <thread>
 
 extern char** environ;
 
@@ -280,12 +281,15 @@ void write_file(const std::string& path, std::string_view content, unsigned mode
 
 // --- RedisServer -------------------------------------------------------------------------
 
+int free_cluster_port();  // deployments.cpp
+
 struct RedisServer::State {
   RedisOptions options;
   TempDir dir;
   int port = 0;
   pid_t pid = -1;
   Fd pidfd;
+  std::unique_ptr<RedisServer> sentinel;  // RLOCK_TEST_TOPOLOGY=sentinel
 
   std::string config_path() const { return dir / "redis.conf"; }
   std::string log_path() const { return dir / "redis.log"; }
@@ -297,6 +301,9 @@ struct RedisServer::State {
          << "daemonize no\nlogfile \"\"\ndir " << dir.path().string() << "\n";
     if (options.unix_socket) conf << "unixsocket " << sock_path() << "\nunixsocketperm 700\n";
     if (!options.requirepass.empty()) conf << "requirepass " << options.requirepass << "\n";
+    if (as_cluster()) {
+      conf << "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 1000\n";
+    }
     for (const auto& line : options.config) conf << line << "\n";
     write_file(config_path(), conf.str(), 0600);
   }
@@ -333,10 +340,38 @@ struct RedisServer::State {
                              read_file(log_path()));
   }
 
+  bool as_cluster() const { return options.test_topology && test_topology() == "cluster"; }
+
+  // RLOCK_TEST_TOPOLOGY=cluster: all slots to this one node, and wait until it serves them.
+  void become_cluster() {
+    auto c = connect_admin(port, options.requirepass, 0, 2s);
+    auto state = send(c.get(), {"CLUSTER", "INFO"});
+    if (std::string(state->str, state->len).find("cluster_state:ok") != std::string::npos) return;
+    try {
+      send(c.get(), {"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+    } catch (const RedisError&) {
+      // "Slot 0 is already busy": a restart, whose nodes.conf kept the slots.
+    }
+    const auto until = deadline(10s);
+    while (Clock::now() < until) {
+      auto info = send(c.get(), {"CLUSTER", "INFO"});
+      if (std::string(info->str, info->len).find("cluster_state:ok") != std::string::npos) return;
+      std::this_thread::sleep_for(10ms);  // start-up wait: the cluster cron has no event
+    }
+    throw std::runtime_error("one-node cluster did not reach cluster_state:ok in 10s");
+  }
+
   void start(bool keep_port) {
     for (int attempt = 0; attempt < 5; ++attempt) {
-      if (!keep_port || port == 0) port = options.pick_port ? options.pick_port() : free_port();
-      if (start_once()) return;
+      if (!keep_port || port == 0) {
+        port = options.pick_port ? options.pick_port()
+               : as_cluster()    ? free_cluster_port()
+                                 : free_port();
+      }
+      if (start_once()) {
+        if (as_cluster()) become_cluster();
+        return;
+      }
     }
     throw std::runtime_error("redis-server failed to start; log:\n" + read_file(log_path()));
   }
@@ -355,6 +390,28 @@ struct RedisServer::State {
 RedisServer::RedisServer(RedisOptions options) : s_(std::make_unique<State>()) {
   s_->options = std::move(options);
   s_->start(false);
+  if (s_->options.test_topology && test_topology() == "sentinel") {
+    std::vector<std::string> config = {
+        "sentinel monitor m 127.0.0.1 " + std::to_string(s_->port) + " 1",
+        "sentinel down-after-milliseconds m 60000"};
+    if (!s_->options.requirepass.empty())
+      config.push_back("sentinel auth-pass m " + s_->options.requirepass);
+    s_->sentinel = std::make_unique<RedisServer>(
+        RedisOptions{.config = config, .args = {"--sentinel"}, .test_topology = false});
+  }
+}
+
+std::string test_topology() {
+  const char* t = std::getenv("RLOCK_TEST_TOPOLOGY");
+  return t && *t ? t : "standalone";
+}
+
+std::string RedisServer::topology_url() const {
+  if (!s_->options.test_topology) return url();
+  if (s_->sentinel)
+    return "redis-sentinel://127.0.0.1:" + std::to_string(s_->sentinel->port()) + "/m";
+  if (s_->as_cluster()) return "redis-cluster://127.0.0.1:" + std::to_string(s_->port);
+  return url();
 }
 
 RedisServer::~RedisServer() {
@@ -605,7 +662,7 @@ std::string rlock_binary() {
 
 std::vector<std::string> rlock_argv(const RedisServer& server,
                                     const std::vector<std::string>& args) {
-  std::vector<std::string> argv{rlock_binary(), "--url", server.url()};
+  std::vector<std::string> argv{rlock_binary(), "--url", server.topology_url()};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
@@ -866,8 +923,8 @@ json hash_of(const RedisServer& server, const std::string& key, int db) {
 }
 
 long long subscribers(const RedisServer& server, const std::string& channel) {
-  auto reply = server.cmd({"PUBSUB", "NUMSUB", channel});
-  if (reply.size() != 2) throw RedisError("unexpected PUBSUB NUMSUB reply");
+  auto reply = server.cmd({"PUBSUB", "SHARDNUMSUB", channel});
+  if (reply.size() != 2) throw RedisError("unexpected PUBSUB SHARDNUMSUB reply");
   return std::stoll(reply[1]);
 }
 

@@ -95,7 +95,17 @@ struct RedisOptions {
   std::vector<std::string> args{};
   // Picks the port (a cluster node needs port + 10000 free too); default: free_port().
   std::function<int()> pick_port{};
+  // Whether RLOCK_TEST_TOPOLOGY applies (see test_topology()); false for the nodes that the
+  // deployments (deployments.hpp) configure themselves.
+  bool test_topology = true;
 };
+
+// RLOCK_TEST_TOPOLOGY, the one switch that runs the suite's tests on another topology:
+// "standalone" (default), "cluster" (every server is a one-node cluster serving all 16384
+// slots, named by a redis-cluster:// URL: cluster-mode scripts, sharded pub/sub, the
+// cluster router) or "sentinel" (every server is a master watched by a sentinel of its own,
+// named by a redis-sentinel:// URL). Checks that talk to the server directly still work.
+std::string test_topology();
 
 // A redis-server of its own on a free 127.0.0.1 port, with no persistence, in a temporary
 // directory. Started by the constructor (which waits until it answers PING, at most 10s),
@@ -110,6 +120,9 @@ class RedisServer {
   int port() const;
   // redis://127.0.0.1:PORT (no password, even with requirepass).
   std::string url() const;
+  // The URL rlock is given (rlock_argv): url(), or per RLOCK_TEST_TOPOLOGY the
+  // redis-cluster:// or redis-sentinel:// URL that names this server.
+  std::string topology_url() const;
   // Path of the unix socket; empty unless options.unix_socket.
   std::string socket_path() const;
   pid_t pid() const;
@@ -283,7 +296,7 @@ class PidGuard {
 };
 
 // Re-checks `condition` every `interval` until it holds or `timeout` passes; returns whether
-// it held. Only for state that offers no event to wait on (e.g. PUBSUB NUMSUB).
+// it held. Only for state that offers no event to wait on (e.g. PUBSUB SHARDNUMSUB).
 bool poll_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds interval = 10ms);
 
@@ -299,7 +312,8 @@ std::string lock_channel(std::string_view name, std::string_view prefix = "rlock
 
 // HGETALL as a JSON object field -> value (strings); {} when the key does not exist.
 json hash_of(const RedisServer& server, const std::string& key, int db = 0);
-// Number of subscribers of a pub/sub channel (PUBSUB NUMSUB).
+// Number of subscribers of a pub/sub channel (PUBSUB SHARDNUMSUB: rlock subscribes with
+// SSUBSCRIBE).
 long long subscribers(const RedisServer& server, const std::string& channel);
 
 // Parses `text` as one JSON document; FAILs the test with the text if it is not JSON.

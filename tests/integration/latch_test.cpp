@@ -367,9 +367,10 @@ TEST_CASE("latch: bad input is one stderr line with its code and changes nothing
 
 // The rights the latch scripts need beyond the lock's minimal ACL (see ACL in rlock(1)).
 const std::string kLatchAcl =
-    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +subscribe "
-    "+unsubscribe +ping +type +get +pttl +set +decrby +pexpire +del +sadd +sismember +scard +sscan "
-    "+exists +publish";
+    "user rl on >rlpw resetkeys ~rlock:* resetchannels &rlock:* -@all +evalsha +eval +ssubscribe "
+    "+sunsubscribe +ping +type +get +pttl +set +decrby +pexpire +del +sadd +sismember +scard "
+    "+sscan "
+    "+exists +spublish";
 
 TEST_CASE("latch: the documented rights suffice; an ACL missing one changes nothing (77)") {
   {
@@ -383,7 +384,7 @@ TEST_CASE("latch: the documented rights suffice; an ACL missing one changes noth
     CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
     CHECK(rlock_raw({"latch", "status", "a"}, as_rl).status == 0);
   }
-  for (const char* missing : {"decrby", "sadd", "publish", "pexpire", "set", "del"}) {
+  for (const char* missing : {"decrby", "sadd", "spublish", "pexpire", "set", "del"}) {
     CAPTURE(missing);
     RedisServer redis(RedisOptions{.config = {kLatchAcl + " -" + missing}});
     const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};

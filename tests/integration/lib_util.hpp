@@ -20,10 +20,15 @@ inline redis::ConnectOptions options_for(const RedisServer& server) {
   return o;
 }
 
+// A topology for `server` as RLOCK_TEST_TOPOLOGY names it (RedisServer::topology_url).
+inline redis::Topology topology_for(const RedisServer& server) {
+  return redis::Topology(redis::parse_target(server.topology_url()), options_for(server));
+}
+
 // A server of its own, one connection to it and the default key layout.
 struct LibFixture {
   RedisServer server;
-  redis::Topology conn{options_for(server)};
+  redis::Topology conn{topology_for(server)};
   prim::KeyLayout layout;
 };
 

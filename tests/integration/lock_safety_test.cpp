@@ -134,8 +134,8 @@ TEST_CASE("a forged grant never starts a waiting job, nor sets its fence") {
   const std::string grant_channel = lock_channel("g") + ":" + wait_id;
   REQUIRE(subscribers(redis, grant_channel) == 1);
   for (const char* forged : {"granted 9223372036854775807 30000", "grant", "released"}) {
-    redis.cmd({"PUBLISH", grant_channel, forged});
-    redis.cmd({"PUBLISH", lock_channel("g"), forged});
+    redis.cmd({"SPUBLISH", grant_channel, forged});
+    redis.cmd({"SPUBLISH", lock_channel("g"), forged});
   }
   // Each message made the waiter look again; the lock is still the holder's.
   CHECK_FALSE(waiter.read_line(deadline(1s)).has_value());

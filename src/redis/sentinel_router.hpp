@@ -1,0 +1,37 @@
+#pragma once
+
+#include <optional>
+
+#include "redis/router.hpp"
+#include "redis/sentinel.hpp"
+
+namespace rlock::redis {
+
+// The master of a Sentinel deployment, found through the sentinels (SentinelResolver) when
+// the first request needs it and again whenever it stops being the master: a lost
+// connection, READONLY (a demoted master), LOADING, MASTERDOWN. A request refused with one
+// of those replies was not executed, so it is resent to the new master within its timeout.
+class SentinelRouter : public Router {
+ public:
+  explicit SentinelRouter(Target target) : target_(std::move(target)) {}
+
+  Connection& connection_for(std::string_view key, const ConnectOptions& options) override;
+  // The master, confirmed with ROLE on the command connection first: a subscription on a
+  // demoted master would wait for messages that are published elsewhere.
+  Endpoint endpoint_for(std::string_view key, const ConnectOptions& options) override;
+  std::optional<Endpoint> known_endpoint_for(std::string_view key) const override;
+  Next after_error(std::string_view key, const ReplyError& e, Deadline until,
+                   const ConnectOptions& options, int round) override;
+  void drop_broken() override;
+  void set_timeout(Millis timeout) override;
+  std::vector<Endpoint> masters(const ConnectOptions& options) override;
+  bool cluster() const override { return false; }
+
+ private:
+  Target target_;
+  std::optional<SentinelResolver> resolver_;
+  std::optional<Connection> conn_;
+  std::optional<Endpoint> master_;  // where conn_ went last
+};
+
+}  // namespace rlock::redis
