@@ -139,6 +139,11 @@ std::vector<Endpoint> ClusterRouter::masters(const ConnectOptions& options) {
     // same for a redis:// URL.
     if (cluster_) throw;
     return {conn.options().endpoint};
+  } catch (const DataError&) {
+    // A reply no cluster gives: whatever answers a redis:// URL is scanned as the one
+    // server it is, and its own replies are judged there (inspect names what it broke).
+    if (cluster_) throw;
+    return {conn.options().endpoint};
   }
   became_cluster("cluster_enabled:1");
   std::vector<Endpoint> out;
