@@ -15,14 +15,6 @@
 namespace rlock::test {
 namespace {
 
-// Text joined by a stream: GCC 12 at -O3 warns falsely (-Wrestrict) on "lit" + std::string.
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
-
 // Built by append, for the same reason.
 std::string key_of(const std::string& queue, const char* suffix) {
   std::string key = "rlock:queue:{";

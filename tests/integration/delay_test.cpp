@@ -19,14 +19,6 @@
 namespace rlock::test {
 namespace {
 
-// Text joined by a stream: GCC 12 at -O3 warns falsely (-Wrestrict) on "lit" + std::string.
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
-
 // Built by append: GCC 12 at -O3 warns falsely (-Wrestrict) on "{" + s + "}".
 std::string queue_key(const std::string& name) {
   std::string key = "rlock:queue:{";

@@ -964,4 +964,10 @@ int line_count(std::string_view text) {
   return n;
 }
 
+std::string make_fifo(const TempDir& dir, const std::string& name) {
+  std::string path = dir / name;
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  return path;
+}
+
 }  // namespace rlock::test

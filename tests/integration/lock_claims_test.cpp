@@ -14,12 +14,6 @@
 namespace rlock::test {
 namespace {
 
-std::string make_fifo(const TempDir& dir, const std::string& name) {
-  std::string path = dir / name;
-  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
-  return path;
-}
-
 bool queued(const RedisServer& redis, const std::string& name, long long n) {
   return poll_until(
       [&] {

@@ -9,12 +9,6 @@
 namespace rlock::test {
 namespace {
 
-std::string make_fifo(const TempDir& dir, const std::string& name) {
-  std::string path = dir / name;
-  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
-  return path;
-}
-
 // The waiters' queue of lock `name` (default prefix).
 std::string queue_key(const std::string& name) { return lock_key(name) + ":waiters"; }
 

@@ -49,12 +49,6 @@ const bool kIsProbe = [] {
   ::_exit(0);
 }();
 
-std::string make_fifo(const TempDir& dir, const std::string& name) {
-  std::string path = dir / name;
-  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
-  return path;
-}
-
 bool saw_line(Spawned& proc, const std::string& want) {
   const auto until = deadline(15s);
   while (auto line = proc.read_line(until)) {
