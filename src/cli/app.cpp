@@ -302,7 +302,10 @@ int run(int argc, char** argv) {
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
     const Subcommand* entry = find_subcommand(sub->get_name());
-    if (runs_command(sub, entry) && args.command.empty() &&
+    // exec -c 'CMD' gives its command as an option (checked by exec itself).
+    const CLI::Option* shell_command = sub->get_option_no_throw("--command");
+    bool command_as_option = shell_command && shell_command->count() > 0;
+    if (runs_command(sub, entry) && args.command.empty() && !command_as_option &&
         (args.has_dashes || !command_optional(entry))) {
       throw UsageError(std::string(entry->name) +
                        (args.has_dashes ? ": missing command after '--' ("
