@@ -222,6 +222,11 @@ _rlock()
                 COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
             elif ((npos == 0)); then
                 COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))
+            elif ((npos == 1)); then
+                case ${words[cword - 1]} in
+                    sem) COMPREPLY=($(compgen -W 'acquire release renew status exec' -- "$cur")) ;;
+                    latch) COMPREPLY=($(compgen -W 'set count-down await status' -- "$cur")) ;;
+                esac
             fi
             ;;
     esac

@@ -91,6 +91,9 @@ complete -c rlock -n $no_subcmd -a delay-push -d 'Schedule an item on a delayed 
 complete -c rlock -n $no_subcmd -a delay-pop -d 'Take due items of a delayed queue; with -- CMD, reliably'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
 complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
+# `rlock help sem exec`, `rlock help latch await`.
+complete -c rlock -n 'test (count (commandline -opc)) -eq 3; and test (commandline -opc)[2] = help; and test (commandline -opc)[3] = sem' -a 'acquire release renew status exec'
+complete -c rlock -n 'test (count (commandline -opc)) -eq 3; and test (commandline -opc)[2] = help; and test (commandline -opc)[3] = latch' -a 'set count-down await status'
 complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held lock'
 
 # Global options, before or after the subcommand (not after exec's `--`).
