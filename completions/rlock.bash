@@ -36,7 +36,7 @@ _rlock()
         --timeout -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
-        --format --owner --lease -w --wait -E --conflict-exit-code --on-lost
+        --format --owner --lease -w --wait -E --conflict-exit-code --on-lost -c --command
         --kill-after --min-hold --expire --by --id --permits --count --permit --type
         --rate --per --burst --cost --client --client-rate
         --delay --at --max-payload --visibility --max-deliveries '
@@ -131,7 +131,7 @@ _rlock()
             fi
             ;;
         lock)
-            opts='--owner --lease -w --wait -n --no-wait -s --shared -E --conflict-exit-code'
+            opts='--owner --lease -w --wait -n --no-wait -s --shared -x --exclusive -E --conflict-exit-code'
             [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
             ;;
         unlock)
@@ -144,8 +144,8 @@ _rlock()
             fi
             ;;
         exec)
-            opts='-w --wait -n --no-wait -s --shared -E --conflict-exit-code --lease --owner
-                --on-lost --kill-after --min-hold --keep-secrets'
+            opts='-w --wait -n --no-wait -s --shared -x --exclusive -E --conflict-exit-code --lease
+                --owner --on-lost --kill-after --min-hold --keep-secrets -c --command'
             if ((npos >= 1)); then
                 # After NAME only `--` may come before the command.
                 COMPREPLY=($(compgen -W '--' -- "$cur"))
@@ -222,6 +222,11 @@ _rlock()
                 COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
             elif ((npos == 0)); then
                 COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))
+            elif ((npos == 1)); then
+                case ${words[cword - 1]} in
+                    sem) COMPREPLY=($(compgen -W 'acquire release renew status exec' -- "$cur")) ;;
+                    latch) COMPREPLY=($(compgen -W 'set count-down await status' -- "$cur")) ;;
+                esac
             fi
             ;;
     esac

@@ -91,6 +91,9 @@ complete -c rlock -n $no_subcmd -a delay-push -d 'Schedule an item on a delayed 
 complete -c rlock -n $no_subcmd -a delay-pop -d 'Take due items of a delayed queue; with -- CMD, reliably'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
 complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
+# `rlock help sem exec`, `rlock help latch await`.
+complete -c rlock -n 'test (count (commandline -opc)) -eq 3; and test (commandline -opc)[2] = help; and test (commandline -opc)[3] = sem' -a 'acquire release renew status exec'
+complete -c rlock -n 'test (count (commandline -opc)) -eq 3; and test (commandline -opc)[2] = help; and test (commandline -opc)[3] = latch' -a 'set count-down await status'
 complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held lock'
 
 # Global options, before or after the subcommand (not after exec's `--`).
@@ -131,7 +134,10 @@ complete -c rlock -n $lock_exec -s n -l no-wait -d 'Do not wait (default)'
 complete -c rlock -n $lock_exec -s E -l conflict-exit-code -x -d 'Exit code instead of 75 when not acquired'
 complete -c rlock -n $lock_exec -l lease -x -d 'Lease of the lock (default 30s)'
 complete -c rlock -n $lock_exec -l owner -x -d 'Owner to hold the lock as'
-complete -c rlock -n $lock_exec -s s -l shared -d 'A shared (read) hold: many readers, no writer'
+set -l lock_modes '__fish_seen_subcommand_from lock exec; and not __fish_seen_subcommand_from sem; and not __rlock_exec_after_dashdash'
+complete -c rlock -n $lock_modes -s s -l shared -d 'A shared (read) hold: many readers, no writer'
+complete -c rlock -n $lock_modes -s x -l exclusive -d 'An exclusive hold (the default)'
+complete -c rlock -n '__fish_seen_subcommand_from exec; and not __fish_seen_subcommand_from sem; and not __rlock_exec_after_dashdash' -s c -l command -x -d 'Run CMD with $SHELL -c instead of -- CMD ARGS'
 
 # unlock.
 complete -c rlock -n '__fish_seen_subcommand_from unlock' -l owner -x -d 'Owner that holds the lock'

@@ -75,11 +75,13 @@ SplitArgs split_args(int argc, char** argv) {
   return out;
 }
 
-void add_help_command(CLI::App& app, std::string& topic) {
+// `help SUBCOMMAND [SUBSUBCOMMAND]`: `rlock help sem exec` as `rlock sem exec --help`.
+void add_help_command(CLI::App& app, std::vector<std::string>& topic) {
   auto* help =
       app.add_subcommand("help", "Show this overview, or a subcommand's options and examples");
   help->add_option("subcommand", topic, listed(subcommand_names(), " or "))
-      ->type_name("SUBCOMMAND");
+      ->type_name("SUBCOMMAND")
+      ->expected(0, 2);
 }
 
 // Global options that take a value, so that value is not taken for a subcommand name.
@@ -192,21 +194,36 @@ int print_text(const std::string& text) {
   return 0;
 }
 
-int print_help(CLI::App& app, const std::string& topic) {
-  if (topic.empty()) return print_text(overview(app));
-  CLI::App* sub = nullptr;
+// The subcommand of `parent` named `name`, or nullptr.
+CLI::App* subcommand_of(CLI::App& parent, const std::string& name) {
   try {
-    sub = app.get_subcommand(topic);
+    return parent.get_subcommand(name);
   } catch (const CLI::OptionNotFound&) {
+    return nullptr;
   }
+}
+
+int print_help(CLI::App& app, const std::vector<std::string>& topic) {
+  if (topic.empty() || topic[0] == "help") return print_text(overview(app));
+  CLI::App* sub = subcommand_of(app, topic[0]);
   if (!sub) {
-    std::vector<std::string> names = subcommand_names();
-    throw UsageError("help: unknown subcommand '" + topic + "'" + suggestion(topic, names) +
-                     "; see rlock help");
+    throw UsageError("help: unknown subcommand '" + topic[0] + "'" +
+                     suggestion(topic[0], subcommand_names()) + "; see rlock help");
   }
-  if (topic == "help") return print_text(overview(app));
-  return print_text(
-      sub->get_formatter()->make_help(sub, "rlock " + topic, CLI::AppFormatMode::Normal));
+  std::string path = "rlock " + topic[0];
+  if (topic.size() > 1) {
+    std::vector<std::string> names;
+    for (const CLI::App* s : sub->get_subcommands({})) names.push_back(s->get_name());
+    CLI::App* inner = subcommand_of(*sub, topic[1]);
+    if (!inner) {
+      throw UsageError("help: " + topic[0] + " has no subcommand '" + topic[1] + "'" +
+                       (names.empty() ? "" : suggestion(topic[1], names)) + "; see rlock help " +
+                       topic[0]);
+    }
+    sub = inner;
+    path += " " + topic[1];
+  }
+  return print_text(sub->get_formatter()->make_help(sub, path, CLI::AppFormatMode::Normal));
 }
 
 // `rlock` alone, or with global options only (`rlock -qv`): like every usage error, one
@@ -267,7 +284,7 @@ int run(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(e.name, e.description);
     if (!known || chosen == e.name) commands.emplace_back(sub, e.define(*sub, args.command));
   }
-  std::string help_topic;
+  std::vector<std::string> help_topic;
   add_help_command(app, help_topic);
 
   // CLI11's parse(vector&) takes the arguments last-first: it pops them off the back.
@@ -302,7 +319,10 @@ int run(int argc, char** argv) {
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
     const Subcommand* entry = find_subcommand(sub->get_name());
-    if (runs_command(sub, entry) && args.command.empty() &&
+    // exec -c 'CMD' gives its command as an option (checked by exec itself).
+    const CLI::Option* shell_command = sub->get_option_no_throw("--command");
+    bool command_as_option = shell_command && shell_command->count() > 0;
+    if (runs_command(sub, entry) && args.command.empty() && !command_as_option &&
         (args.has_dashes || !command_optional(entry))) {
       throw UsageError(std::string(entry->name) +
                        (args.has_dashes ? ": missing command after '--' ("

@@ -1,5 +1,9 @@
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
@@ -15,7 +19,14 @@ namespace {
 struct ExecFlags {
   LockFlags lock;
   SuperviseFlags supervise;
+  std::optional<std::string> shell_command;  // -c CMD, as flock -c
 };
+
+// flock -c runs CMD with $SHELL -c (/bin/sh when SHELL is unset or empty); so does exec -c.
+std::vector<std::string> shell_argv(const std::string& command) {
+  const char* shell = std::getenv("SHELL");
+  return {shell && *shell ? shell : "/bin/sh", "-c", command};
+}
 
 std::string join(const std::vector<std::string>& argv) {
   std::string out;
@@ -53,8 +64,16 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
                          lock.hold(req.owner, req.lease, held), topology);
 }
 
-int run_exec(const ExecFlags& f, const std::vector<std::string>& command,
-             const Settings& settings) {
+int run_exec(const ExecFlags& f, std::vector<std::string> command, const Settings& settings) {
+  if (f.shell_command) {
+    if (!command.empty()) {
+      throw UsageError(
+          "exec: give the command either as -c 'CMD' (run by the shell) or after "
+          "'--', not both");
+    }
+    if (f.shell_command->empty()) throw UsageError("exec: -c needs a command");
+    command = shell_argv(*f.shell_command);
+  }
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
   if (req.mode == prim::LockMode::kShared && f.supervise.min_hold != "0") {
@@ -80,7 +99,11 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   add_lock_flags(*sub, flags->lock);
   sub->get_option("name")->description("lock name; then -- CMD [ARGS...], the command to run");
   add_supervise_flags(*sub, flags->supervise);
-  sub->footer(R"(Runs CMD (no shell) in its own process group while holding NAME, renewing the lease
+  sub->add_option("-c,--command", flags->shell_command,
+                  "run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)")
+      ->type_name("CMD");
+  sub->footer(R"(Runs CMD (no shell; -c 'CMD' runs it with $SHELL -c, as flock -c) in its own
+process group while holding NAME, renewing the lease
 every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,
 126 not executable). Busy: exits 75 (or -E) without running CMD. If the lock is lost,
 or no renewal succeeds by lease deadline - kill-after - margin, the job gets --on-lost,

@@ -18,7 +18,7 @@ int parse_exit_code(const std::string& text) {
 
 }  // namespace
 
-void add_lock_flags(CLI::App& sub, LockFlags& f) {
+void add_lock_flags(CLI::App& sub, LockFlags& f, HoldModes modes) {
   sub.add_option("name", f.name, "lock name")->required()->type_name("NAME");
   sub.add_option("--owner", f.owner, "owner id (default: RLOCK_OWNER or host:pid:random)")
       ->type_name("ID");
@@ -34,8 +34,14 @@ void add_lock_flags(CLI::App& sub, LockFlags& f) {
                    ->type_name("DUR");
   sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")
       ->excludes(wait);
-  sub.add_flag("-s,--shared", f.shared,
-               "a shared (read) hold: any number at once, but no exclusive holder (flock -s)");
+  if (modes == HoldModes::kSharedOrExclusive) {
+    auto* shared = sub.add_flag(
+        "-s,--shared", f.shared,
+        "a shared (read) hold: any number at once, but no exclusive holder (flock -s)");
+    sub.add_flag("-x,--exclusive")
+        ->description("an exclusive hold, the default (flock -x)")
+        ->excludes(shared);
+  }
   sub.add_option_function<std::string>(
          "-E,--conflict-exit-code",
          [&f](const std::string& v) { f.conflict_exit_code = parse_exit_code(v); },

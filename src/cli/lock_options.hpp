@@ -36,7 +36,11 @@ struct LockRequest {
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
 };
 
-void add_lock_flags(CLI::App& sub, LockFlags& flags);
+// Whether a subcommand's holds can be shared (-s) or exclusive (-x): a lock's can, a
+// semaphore's permits cannot.
+enum class HoldModes { kSharedOrExclusive, kNone };
+void add_lock_flags(CLI::App& sub, LockFlags& flags,
+                    HoldModes modes = HoldModes::kSharedOrExclusive);
 
 // Declares -E/--conflict-exit-code N (0-255, decimal) as `lock` has it, storing into `code`.
 void add_conflict_exit_code_flag(CLI::App& sub, int& code, const std::string& description);

@@ -50,7 +50,7 @@ struct SemApps {
 };
 
 void add_permit_flags(CLI::App& sub, PermitFlags& f) {
-  add_lock_flags(sub, f.lock);
+  add_lock_flags(sub, f.lock, HoldModes::kNone);
   sub.get_option("name")->description("semaphore name");
   sub.add_option("--permits", f.permits, "the semaphore's capacity (stored at first use)")
       ->required()

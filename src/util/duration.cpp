@@ -23,6 +23,23 @@ double unit_millis(std::string_view unit) {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+// A bare number of seconds in exponent notation, as flock -w takes it (`1e-1`, `2.5E+1`):
+// digits with at most one dot, `e` or `E`, an optional sign and at most 3 digits.
+bool is_exponent_number(std::string_view t) {
+  size_t i = 0, digits = 0;
+  bool dot = false;
+  for (; i < t.size() && (is_digit(t[i]) || (t[i] == '.' && !dot)); ++i) {
+    digits += is_digit(t[i]);
+    dot = dot || t[i] == '.';
+  }
+  if (digits == 0 || i == t.size() || (t[i] != 'e' && t[i] != 'E')) return false;
+  ++i;
+  if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+  size_t exp_start = i;
+  while (i < t.size() && is_digit(t[i])) ++i;
+  return i == t.size() && i > exp_start && i - exp_start <= 3;
+}
+
 }  // namespace
 
 Millis parse_duration(std::string_view text, std::string_view what, bool allow_forever) {
@@ -34,6 +51,11 @@ Millis parse_duration(std::string_view text, std::string_view what, bool allow_f
   if (text.empty()) throw bad("empty");
   if (allow_forever && (text == "inf" || text == "infinity")) return kMaxDuration;
   if (text[0] == '-') throw bad("must not be negative");
+  if (text.size() <= 40 && is_exponent_number(text)) {
+    double ms = std::strtod(std::string(text).c_str(), nullptr) * 1000;
+    if (!std::isfinite(ms) || ms > kMaxMillis) throw bad("too large; at most 36500d");
+    return Millis(static_cast<long long>(ms + 0.5));
+  }
   double total = 0;
   double previous_unit = 0;
   size_t i = 0;

@@ -146,6 +146,16 @@ TEST_CASE("cli: --version, --help and help SUBCOMMAND") {
     CHECK(same.status == 0);
     CHECK(same.out == r.out);
   }
+  // A subcommand's own subcommand: `help sem exec` is `sem exec --help`.
+  for (const auto& [sub, inner] : {std::pair{"sem", "exec"}, std::pair{"latch", "await"}}) {
+    INFO("subcommand: " << std::string(sub) << " " << std::string(inner));
+    r = rlock_raw({"help", sub, inner});
+    CHECK(r.status == 0);
+    CHECK(r.out.find(std::string("\nUsage: rlock ") + sub + " " + inner + " ") !=
+          std::string::npos);
+    auto same = rlock_raw({sub, inner, "--help"});
+    CHECK(same.out == r.out);
+  }
 }
 
 TEST_CASE("cli: configuration precedence is flags > environment > config file") {
