@@ -122,6 +122,10 @@ end
 -- A reader re-enters its own shared hold; a writer taking the shared lock downgrades, unless
 -- an exec runs inside the write hold and this is another exec.
 local same_owner_exec = count >= 1 and exec_hold ~= false and (kind == 'exec' or kind == 'sexec')
+-- Beside the owner's exclusive `lock` hold the only readers are the owner's own: its
+-- `lock --shared` hold (mine) and its `exec --shared` jobs. An exclusive exec waits for
+-- those jobs as for anyone's reader: it never re-enters the lock hold while one runs.
+if kind == 'exec' and count >= 1 and readers > (mine and 1 or 0) then same_owner_exec = true end
 if first and shared and (mine or (count >= 1 and not same_owner_exec)) then
   return take_shared(false, false)
 end
