@@ -145,7 +145,7 @@ class Semaphore {
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, config_key_, holders_key_, waiters_key_, timeouts_key_, grants_key_, lock_key_,
-      channel_;
+      lock_readers_key_, channel_;
   std::vector<AncestorHold> ancestry_;
 };
 
