@@ -194,9 +194,9 @@ Semaphore::Semaphore(redis::Topology& topology, const KeyLayout& layout, std::st
 
 std::vector<std::string_view> Semaphore::keys(const std::string& request_key,
                                               const std::string& reply_key) const {
-  std::vector<std::string_view> k = {key_,          config_key_, holders_key_, waiters_key_,
-                                     timeouts_key_, grants_key_, request_key,  lock_key_,
-                                     lock_readers_key_};
+  std::vector<std::string_view> k = {key_,         config_key_,   holders_key_,
+                                     waiters_key_, timeouts_key_, grants_key_,
+                                     request_key,  lock_key_,     lock_readers_key_};
   if (!reply_key.empty()) k.push_back(reply_key);
   return k;
 }
