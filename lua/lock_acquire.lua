@@ -12,7 +12,8 @@
 --   "last"   the wait's final attempt: as "queued", but leaves the queue when busy
 -- ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id, ARGV[6] "lock" or
 -- "exec" (exclusive) or "slock" or "sexec" (shared), ARGV[7] lock channel, ARGV[8] ms a
--- granted waiter has to claim, ARGV[9] arrival (us) to keep, or "".
+-- granted waiter has to claim, ARGV[9] arrival (us) to keep, or "", ARGV[10] the holds of
+-- the rlock processes the caller runs under, "<hold id> <owner>" a line (RLOCK_HOLDS).
 -- Same owner: a "lock" or "slock" request re-enters its owner's hold of the same mode (an
 -- "slock" also the owner's exclusive hold: a downgrade); an exec hold (either mode) is its
 -- process's own: no other exec of its owner runs beside an exclusive one, and an exclusive
@@ -22,6 +23,8 @@
 --        (the writer and at most BUSY_LISTED readers);
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "UPGRADE" (a reader asked for the exclusive lock: it would deadlock),
+--        error "SELF <exclusive|shared|behind> <hold id>" (busy, and it could only be granted
+--        once that hold of ARGV[10] is released: it would wait for itself; it leaves the queue),
 --        "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
 -- @include common.lua
 -- @include lock_common.lua
@@ -119,6 +122,10 @@ end
 -- A reader re-enters its own shared hold; a writer taking the shared lock downgrades, unless
 -- an exec runs inside the write hold and this is another exec.
 local same_owner_exec = count >= 1 and exec_hold ~= false and (kind == 'exec' or kind == 'sexec')
+-- Beside the owner's exclusive `lock` hold the only readers are the owner's own: its
+-- `lock --shared` hold (mine) and its `exec --shared` jobs. An exclusive exec waits for
+-- those jobs as for anyone's reader: it never re-enters the lock hold while one runs.
+if kind == 'exec' and count >= 1 and readers > (mine and 1 or 0) then same_owner_exec = true end
 if first and shared and (mine or (count >= 1 and not same_owner_exec)) then
   return take_shared(false, false)
 end
@@ -151,6 +158,44 @@ if free then
   pass_on(channel, claim_ms)
   if shared and reserved() then return take_shared(true, true) end
   readers, soonest = purge_readers(now.ms)
+end
+
+-- Busy. A request that could only be granted once a live hold of the processes it runs under
+-- is released would wait for itself: refused at once. Those holds are named by the caller
+-- but checked here, on the server: a hold id copied into an unrelated process can only make
+-- that process's own request fail, never grant it anything.
+local function exclusive_ahead()
+  local from = 0
+  while true do
+    local batch = redis.call('ZRANGE', KEYS[3], from, from + 99)
+    if #batch == 0 then return false end
+    for _, m in ipairs(batch) do
+      if m == member then return false end
+      local _, k, wait_id = parse_member(m)
+      if k and not is_shared(k) and numsub(channel .. ':' .. wait_id) > 0 then return true end
+    end
+    from = from + 100
+  end
+end
+for line in string.gmatch(ARGV[10] or '', '[^\n]+') do
+  local id, who = string.match(line, '^(%x+) (.+)$')
+  if id then
+    local blocked
+    local wc = tonumber(redis.call('HGET', KEYS[1], who) or '0') or 0
+    if redis.call('GET', KEYS[6]) == id and wc >= 1 then
+      blocked = 'exclusive'
+    elseif reader_live(who .. '\31' .. id, now.ms) then
+      if not shared then
+        blocked = 'shared'
+      elseif exclusive_ahead() then
+        blocked = 'behind'
+      end
+    end
+    if blocked then
+      leave_queue(member)
+      return redis.error_reply('SELF ' .. blocked .. ' ' .. id)
+    end
+  end
 end
 
 local arrival = 0

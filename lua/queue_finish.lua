@@ -17,10 +17,10 @@ local now = server_time().ms
 reclaim(now, ARGV[1])
 local id = ARGV[2]
 if not lease_is(id, ARGV[3]) then
-  if redis.call('ZSCORE', KEYS[8], ARGV[3]) then
-    redis.call('ZREM', KEYS[8], ARGV[3])
-    return {1}
-  end
+  -- Finished already (a retry after a lost reply): the token stays until the consumer
+  -- forgets it (queue_forget.lua) once a reply reached it, as the reply of this very retry
+  -- may be lost too.
+  if redis.call('ZSCORE', KEYS[8], ARGV[3]) then return {1} end
   return {0}
 end
 local m = read_meta(id)

@@ -6,14 +6,18 @@
 -- lock_acquire.lua), ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id,
 -- ARGV[6] count, ARGV[7] capacity the caller expects, ARGV[8] '1' = set the capacity to
 -- ARGV[7] (--resize), ARGV[9] semaphore channel, ARGV[10] claim ms, ARGV[11] arrival (us)
--- to keep, or "".
+-- to keep, or "", ARGV[12] the holds of the rlock processes the caller runs under,
+-- "<hold id> <owner>" a line (RLOCK_HOLDS).
 -- Reply: {1, lease_ms, id1, id2, ...} taken (also for a retry of a request that took them);
 --        {0, next_expiry_ms, arrival_us, in_use, capacity} busy;
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "CAPACITY <stored> <given>" when the stored capacity differs, ARGV[8] is
 --        not '1' and the request is new (not queued, granted or taken); "CAPACITY <stored>
 --        <given> <count>" when a queued request asks for more than a resize left;
---        "BADTYPE <type> <key>" / "MALFORMED <key>"; no change on an error.
+--        "BADTYPE <type> <key>" / "MALFORMED <key>"; no change on an error;
+--        error "SELF <held> <capacity> <hold id>" (busy, and it could only be granted once
+--        the <held> permits of that hold of ARGV[12] are released: it would wait for itself;
+--        it leaves the queue).
 -- @include common.lua
 -- @include sem_common.lua
 local err = check_sem_keys(ARGV[9])
@@ -80,5 +84,36 @@ if redis.call('ZSCORE', KEYS[6], member) then
   redis.call('ZREM', KEYS[6], member)
   return taken(take(rid, count, owner, lease, now.ms))
 end
+-- Busy. A request that could only be granted once permits of the processes it runs under
+-- are released would wait for itself: refused at once. Those holds are named by the caller
+-- but checked here: a copied hold id can only make the caller's own request fail. It waits
+-- for them when it, or a live waiter ahead of it, asks for more than the rest of the capacity.
+local function waits_for_permits(usable)
+  if count > usable then return true end
+  local from = 0
+  while true do
+    local batch = redis.call('ZRANGE', KEYS[4], from, from + 99)
+    if #batch == 0 then return false end
+    for _, m in ipairs(batch) do
+      if m == member then return false end
+      local n, wait_id = member_count(m), string.match(m, '^%d+:(%x+):')
+      if n > usable and n <= capacity() and wait_id and numsub(channel .. ':' .. wait_id) > 0 then
+        return true
+      end
+    end
+    from = from + 100
+  end
+end
+local held, nearest = 0, nil
+for line in string.gmatch(ARGV[12] or '', '[^\n]+') do
+  local id, i = string.match(line, '^(%x+) '), 0
+  while id and redis.call('ZSCORE', KEYS[1], id .. '.' .. (i + 1)) do i = i + 1 end
+  if i > 0 then held, nearest = held + i, id end
+end
+if held > 0 and waits_for_permits(capacity() - held) then
+  leave_queue(member)
+  return redis.error_reply('SELF ' .. held .. ' ' .. capacity() .. ' ' .. nearest)
+end
+
 if mode == 'last' or mode == 'try' then leave_queue(member) end
 return {0, next_expiry(now.ms), tonumber(arrival), redis.call('ZCARD', KEYS[1]), capacity()}

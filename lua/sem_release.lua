@@ -1,7 +1,7 @@
 -- Gives permits back and passes the freed ones to the head waiters (KEYS: see
 -- sem_common.lua), or cleans up after a request that gave up.
 -- ARGV[1] semaphore channel, ARGV[2] claim ms, ARGV[3] mode, ARGV[4] keep ms (for "hold"),
--- ARGV[5] ms the reply record KEYS[9] is kept, then per mode:
+-- ARGV[5] ms the reply record KEYS[10] is kept, then per mode:
 --   "release" ARGV[6..] permit ids: each one still held is freed (a permit released twice,
 --             expired or never issued is not credited again);
 --   "hold"    as "release", for the permits of request KEYS[7]; the request is marked
@@ -14,11 +14,11 @@
 --        "release"/"hold", the ids that were not held (for "force": the permits freed with
 --        their holders); for "hold" released = -1 when the request was released before;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
--- KEYS[9] this request's reply record (see once in common.lua): a repeat of the same
+-- KEYS[10] this request's reply record (see once in common.lua): a repeat of the same
 -- request (a retry after a lost reply) gets the first run's reply and changes nothing.
 -- @include common.lua
 -- @include sem_common.lua
-return once(KEYS[9], ARGV[5], function()
+return once(KEYS[10], ARGV[5], function()
 local err = check_sem_keys(ARGV[1])
 if err then return err end
 local channel, claim_ms, mode = ARGV[1], ARGV[2], ARGV[3]

@@ -8,6 +8,8 @@
 --   KEYS[6] grants (zset member -> server ms at which its reservation lapses)
 --   KEYS[7] request record (string: the permit ids this request took, or '0' = given up)
 --   KEYS[8] the lock hash of the same name (a name is one object: it must not be a lock)
+--   KEYS[9] the shared holds of a lock of the same name (nor a lock held shared); the
+--           read-only sem_status.lua gets KEYS[1..8] only
 -- A waiters/grants member is "<count>:<wait_id>:<owner>"; its grant channel is the
 -- semaphore channel .. ':' .. wait_id. Permits of request wait_id are "<wait_id>.<i>".
 -- Free permits = capacity - permits in use - permits reserved by unclaimed grants; after
@@ -26,7 +28,7 @@ local function check_sem_rights(channel)
     {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
   }
   return first_denied(needs) or first_denied_use({
-    {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'GET', KEYS[7]},
+    {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'EXISTS', KEYS[9]}, {'GET', KEYS[7]},
     {'HGET', KEYS[2], 'f'}, {'PTTL', KEYS[1]}, {'ZCARD', KEYS[1]}, {'ZRANGE', KEYS[4], '0', '0'},
     {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZSCORE', KEYS[1], 'm'}, {'HMGET', KEYS[2], 'f'},
     {'ZCOUNT', KEYS[1], '0', '1'},
@@ -41,8 +43,8 @@ local function check_sem_keys(channel)
   local want = {'zset', 'hash', 'hash', 'zset', 'zset', 'zset', 'string'}
   local err = first_bad_type(want)
   if err then return err end
-  if redis.call('EXISTS', KEYS[8]) == 1 then
-    return redis.error_reply('BADTYPE lock ' .. KEYS[8])
+  for _, k in ipairs({KEYS[8], KEYS[9]}) do
+    if redis.call('EXISTS', k) == 1 then return redis.error_reply('BADTYPE lock ' .. k) end
   end
   -- At most 15 digits: exact in a double, never rounded or wrapped.
   local cap = redis.call('HGET', KEYS[2], 'capacity')

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/ancestry.hpp"
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
@@ -38,6 +39,8 @@ std::string join(const std::vector<std::string>& argv) {
 int acquire_and_run(const std::vector<std::string>& command, const LockRequest& req,
                     const Console& console, Supervision& supervision, redis::Topology& topology,
                     prim::Lock& lock) {
+  auto inherited = inherited_holds();
+  lock.set_ancestry(inherited);
   auto a = lock.acquire(req.owner, req.lease, req.wait_until,
                         supervision.wait_hooks(wait_hooks(console, req.name)),
                         prim::HoldKind::kExec, req.mode);
@@ -60,7 +63,8 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
                          {{"RLOCK_NAME", req.name},
                           {"RLOCK_OWNER", req.owner},
                           {"RLOCK_FENCE", std::to_string(held.fence)},
-                          {"RLOCK_LEASE_MS", std::to_string(req.lease.count())}},
+                          {"RLOCK_LEASE_MS", std::to_string(req.lease.count())},
+                          {kHoldsVariable, holds_for_job(inherited, {held.hold_id, req.owner})}},
                          lock.hold(req.owner, req.lease, held), topology);
 }
 
@@ -109,9 +113,12 @@ every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not
 or no renewal succeeds by lease deadline - kill-after - margin, the job gets --on-lost,
 then KILL, dead before the lease can expire, and rlock exits 76. Two execs never run at
 once on one lock, whatever their owner, unless both are --shared. The job sees RLOCK_NAME,
-RLOCK_OWNER, RLOCK_FENCE and RLOCK_LEASE_MS, but not RLOCK_PASSWORD nor a RLOCK_URL/REDIS_URL holding a password (a
-job that runs rlock uses --password-file, or exec --keep-secrets). A NAME that starts with
-'-' goes after a -- of its own: rlock exec -- -NAME -- CMD.
+RLOCK_OWNER, RLOCK_FENCE, RLOCK_LEASE_MS and RLOCK_HOLDS, but not RLOCK_PASSWORD nor a
+RLOCK_URL/REDIS_URL holding a password (a job that runs rlock uses --password-file, or
+exec --keep-secrets). A request inside the job that only the release of the job's own hold
+could grant (rlock exec --shared L -- rlock exec --wait inf L) would wait for itself: it is
+refused at once, exit 65. A NAME that starts with '-' goes after a -- of its own:
+rlock exec -- -NAME -- CMD.
 
 Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running

@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "cli/ancestry.hpp"
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
@@ -56,6 +57,7 @@ stderr, even with -q, says how to unlock it.)");
     redis::Topology topology = open_topology(settings);
     prim::KeyLayout layout(settings.prefix);
     prim::Lock lock(topology, layout, req.name);
+    lock.set_ancestry(inherited_holds());
     auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name),
                           prim::HoldKind::kLock, req.mode);
     if (const auto* busy = std::get_if<prim::Busy>(&a)) {

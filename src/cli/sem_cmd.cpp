@@ -2,6 +2,7 @@
 #include <charconv>
 #include <memory>
 
+#include "cli/ancestry.hpp"
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
@@ -124,6 +125,7 @@ int run_acquire(const SemFlags& f, const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
+  sem.set_ancestry(inherited_holds());
   auto a = sem.acquire(t.permits, t.lock.wait_until, permit_wait_hooks(console, t.lock.name));
   if (const auto* busy = std::get_if<prim::PermitsBusy>(&a)) {
     console.result({{"name", t.lock.name},
@@ -153,6 +155,8 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 // One wait for the permits and, once they are held, the command run under them.
 int acquire_and_run(const std::vector<std::string>& command, const Take& t, const Console& console,
                     Supervision& supervision, redis::Topology& topology, prim::Semaphore& sem) {
+  auto inherited = inherited_holds();
+  sem.set_ancestry(inherited);
   auto a = sem.acquire(t.permits, t.lock.wait_until,
                        supervision.wait_hooks(permit_wait_hooks(console, t.lock.name)));
   if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
@@ -170,12 +174,14 @@ int acquire_and_run(const std::vector<std::string>& command, const Take& t, cons
                   t.lock.name + "' (lease " + format_duration(t.lock.lease) + ", renewed every " +
                   format_duration(supervision.renew_interval()) +
                   "); running: " + join(command, " "));
-  return supervision.run(command,
-                         {{"RLOCK_NAME", t.lock.name},
-                          {"RLOCK_OWNER", t.lock.owner},
-                          {"RLOCK_PERMITS", join(held.ids, " ")},
-                          {"RLOCK_LEASE_MS", std::to_string(t.lock.lease.count())}},
-                         sem.hold(held, t.lock.lease), topology);
+  return supervision.run(
+      command,
+      {{"RLOCK_NAME", t.lock.name},
+       {"RLOCK_OWNER", t.lock.owner},
+       {"RLOCK_PERMITS", join(held.ids, " ")},
+       {"RLOCK_LEASE_MS", std::to_string(t.lock.lease.count())},
+       {kHoldsVariable, holds_for_job(inherited, {held.request_id, t.lock.owner})}},
+      sem.hold(held, t.lock.lease), topology);
 }
 
 int run_exec(const SemFlags& f, const std::vector<std::string>& command, const Settings& settings) {
@@ -359,8 +365,9 @@ the head waiter, and a request for K permits at the head is served before later 
            order); next is null when all were listed, else pass it as --after C for the
            next page (a page is read at once; pages are not one snapshot)
   exec     runs CMD as `rlock exec` does (renewal, --on-lost, signals, exit codes, 76 when a
-           permit is lost), with RLOCK_NAME, RLOCK_OWNER, RLOCK_PERMITS (ids) and
-           RLOCK_LEASE_MS in its environment
+           permit is lost), with RLOCK_NAME, RLOCK_OWNER, RLOCK_PERMITS (ids),
+           RLOCK_LEASE_MS and RLOCK_HOLDS in its environment; a request of the job for
+           permits only their release could free is refused at once, exit 65
 
 Examples:
   rlock sem exec --permits 3 --wait 10m encoders -- ./encode.sh in.mp4   # at most 3 at once

@@ -49,17 +49,19 @@ class LockWait : public Waitable {
         mode_(mode),
         id_(random_hex(8)),
         request_key_(lock.layout_.request_key(lock.name_, id_)),
-        member_(std::to_string(lease.count()) + ":" + kind_ + ":" + id_ + ":" + owner_) {}
+        member_(std::to_string(lease.count()) + ":" + kind_ + ":" + id_ + ":" + owner_),
+        ancestry_(ancestry_arg(lock.ancestry_)) {}
 
   Step attempt(Mode mode, Millis wait_left) override {
     Deadline sent = SteadyClock::now();
     if (!unconfirmed_since_) unconfirmed_since_ = sent;  // until a reply says otherwise
     std::string lease_ms = millis_arg(lease_), wait_ms = millis_arg(wait_left),
                 claim = millis_arg(kClaimWindow);
-    auto reply = run_object_script(
-        lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
-        {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_, claim, arrival_},
-        kKind, redis::Retry::kIdempotent);
+    auto reply =
+        run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
+                          {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_,
+                           claim, arrival_, ancestry_},
+                          kKind, redis::Retry::kIdempotent);
     long long status = reply.at(0).integer();
     if (status == 1) {
       Held h;
@@ -115,6 +117,7 @@ class LockWait : public Waitable {
   std::string request_key_;
   std::string member_;
   std::string arrival_;  // our place in the queue, kept across reconnections
+  std::string ancestry_;
   std::optional<Deadline> unconfirmed_since_;
   Acquisition result_ = Busy{};
 };
@@ -194,6 +197,12 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
   try {
     outcome = wait_for(topology_, wait, until, hooks);
   } catch (const redis::ReplyError& e) {
+    if (e.code() == "SELF") {
+      std::string rest = e.reply().substr(e.reply().find(' ') + 1);
+      size_t space = rest.find(' ');
+      throw waits_for_itself(rest.substr(0, space),
+                             space == std::string::npos ? "" : rest.substr(space + 1));
+    }
     if (e.code() != "UPGRADE") throw;
     throw DataError(
         "lock '" + name_ + "' is held shared by " + owner +
@@ -206,6 +215,24 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
     return b;
   }
   return a;
+}
+
+DataError Lock::waits_for_itself(const std::string& what, const std::string& id) const {
+  const AncestorHold* a = find_ancestor(ancestry_, id);
+  std::string hold = "hold " + id + (a ? ", owner '" + a->owner + "'" : std::string());
+  std::string why;
+  if (what == "exclusive") {
+    why = "is held by the rlock exec this command runs under (" + hold + ")";
+  } else if (what == "shared") {
+    why = "is held shared by the rlock exec --shared this command runs under (" + hold +
+          "); an exclusive hold can only come after it ends";
+  } else {
+    why = "is held shared by the rlock exec --shared this command runs under (" + hold +
+          ") and a writer queued ahead of this request waits for it to end";
+  }
+  return DataError("lock '" + name_ + "' " + why +
+                   ": this request would wait for itself, so it is refused and nothing changed "
+                   "(take what the job needs before that exec, or outside it)");
 }
 
 Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id,

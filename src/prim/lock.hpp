@@ -5,12 +5,14 @@
 #include <variant>
 #include <vector>
 
+#include "prim/ancestry.hpp"
 #include "prim/hold.hpp"
 #include "prim/key_layout.hpp"
 #include "prim/wait.hpp"
 #include "redis/topology.hpp"
 #include "util/clock.hpp"
 #include "util/duration.hpp"
+#include "util/error.hpp"
 
 namespace rlock::prim {
 
@@ -79,7 +81,8 @@ class Lock {
   // Tries until `until`, queued and sleeping on pub/sub in between (see wait_for). Never
   // returns Held when interrupted.
   // A reader asking for the exclusive lock while it holds it shared would wait for itself:
-  // that throws DataError at once, whatever `until` says, and changes nothing.
+  // that throws DataError at once, whatever `until` says, and changes nothing. So does a
+  // request that could only be granted once a hold of `ancestry` (set_ancestry) is released.
   Acquisition acquire(const std::string& owner, Millis lease, Deadline until,
                       const WaitHooks& hooks = {}, HoldKind kind = HoldKind::kLock,
                       LockMode mode = LockMode::kExclusive);
@@ -100,10 +103,17 @@ class Lock {
   // The hold of an acquisition, for exec's supervision.
   std::unique_ptr<Hold> hold(const std::string& owner, Millis lease, const Held& held);
 
+  // The holds of the rlock processes the caller runs under (see AncestorHold), checked by
+  // every acquisition from now on.
+  void set_ancestry(std::vector<AncestorHold> holds) { ancestry_ = std::move(holds); }
+
   const std::string& name() const { return name_; }
 
  private:
   friend class LockWait;
+  // The DataError for a request refused because it would wait for `what` ("exclusive",
+  // "shared" or "behind") hold `id` of the ancestry.
+  DataError waits_for_itself(const std::string& what, const std::string& id) const;
   friend class LockHold;
   // KEYS of the scripts; `reply_key` (see KeyLayout::reply_key) only when not empty.
   std::vector<std::string_view> keys(const std::string& request_key,
@@ -116,6 +126,7 @@ class Lock {
       reader_grants_key_, reader_expiries_key_;
   std::string sem_key_;  // a semaphore of the same name: the lock scripts refuse to act on it
   std::string channel_;
+  std::vector<AncestorHold> ancestry_;
 };
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.

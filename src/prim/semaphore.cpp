@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
 
 #include "prim/lock.hpp"
 #include "prim/object_script.hpp"
@@ -78,12 +79,12 @@ class PermitWait : public Waitable {
   Step attempt(Mode mode, Millis wait_left) override {
     Deadline sent = SteadyClock::now();
     if (!unconfirmed_since_) unconfirmed_since_ = sent;
-    auto reply =
-        run_sem_script(sem_.topology_, redis::scripts::sem_acquire, sem_.keys(request_key_),
-                       {req_.owner, millis_arg(req_.lease), mode_word(mode), millis_arg(wait_left),
-                        id_, std::to_string(req_.count), std::to_string(req_.capacity),
-                        req_.resize ? "1" : "0", sem_.channel_, millis_arg(kClaimWindow), arrival_},
-                       sem_.name_, redis::Retry::kIdempotent);
+    auto reply = run_sem_script(
+        sem_.topology_, redis::scripts::sem_acquire, sem_.keys(request_key_),
+        {req_.owner, millis_arg(req_.lease), mode_word(mode), millis_arg(wait_left), id_,
+         std::to_string(req_.count), std::to_string(req_.capacity), req_.resize ? "1" : "0",
+         sem_.channel_, millis_arg(kClaimWindow), arrival_, ancestry_arg(sem_.ancestry_)},
+        sem_.name_, redis::Retry::kIdempotent);
     long long status = reply.at(0).integer();
     if (status == 1) {
       PermitsHeld h;
@@ -188,12 +189,14 @@ Semaphore::Semaphore(redis::Topology& topology, const KeyLayout& layout, std::st
       timeouts_key_(layout.sem_timeouts_key(name_)),
       grants_key_(layout.sem_grants_key(name_)),
       lock_key_(layout.lock_key(name_)),
+      lock_readers_key_(layout.readers_key(name_)),
       channel_(layout.sem_channel(name_)) {}
 
 std::vector<std::string_view> Semaphore::keys(const std::string& request_key,
                                               const std::string& reply_key) const {
-  std::vector<std::string_view> k = {key_,          config_key_, holders_key_, waiters_key_,
-                                     timeouts_key_, grants_key_, request_key,  lock_key_};
+  std::vector<std::string_view> k = {key_,         config_key_,   holders_key_,
+                                     waiters_key_, timeouts_key_, grants_key_,
+                                     request_key,  lock_key_,     lock_readers_key_};
   if (!reply_key.empty()) k.push_back(reply_key);
   return k;
 }
@@ -201,7 +204,13 @@ std::vector<std::string_view> Semaphore::keys(const std::string& request_key,
 PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
                                      const WaitHooks& hooks) {
   PermitWait wait(*this, req);
-  WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
+  WaitOutcome outcome;
+  try {
+    outcome = wait_for(topology_, wait, until, hooks);
+  } catch (const redis::ReplyError& e) {
+    if (e.code() != "SELF") throw;
+    throw waits_for_itself(e.reply(), req.count);
+  }
   PermitAcquisition a = wait.result();
   if (outcome == WaitOutcome::kInterrupted) {
     PermitsBusy b =
@@ -210,6 +219,20 @@ PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
     return b;
   }
   return a;
+}
+
+// "SELF <held> <capacity> <hold id>" from sem_acquire.lua.
+DataError Semaphore::waits_for_itself(const std::string& reply, long long count) const {
+  std::istringstream in(reply.substr(reply.find(' ') + 1));
+  std::string held, capacity, id;
+  in >> held >> capacity >> id;
+  const AncestorHold* a = find_ancestor(ancestry_, id);
+  return DataError(
+      "semaphore '" + name_ + "': the rlock sem exec this command runs under holds " + held +
+      " of its " + capacity + " permits (hold " + id +
+      (a ? ", owner '" + a->owner + "'" : std::string()) + "), and " + std::to_string(count) +
+      " more (or those of a waiter queued ahead) can only come after it releases them: this "
+      "request would wait for itself, so it is refused and nothing changed");
 }
 
 redis::Reply Semaphore::release_script(const std::string& request_key,

@@ -5,12 +5,14 @@
 #include <variant>
 #include <vector>
 
+#include "prim/ancestry.hpp"
 #include "prim/hold.hpp"
 #include "prim/key_layout.hpp"
 #include "prim/wait.hpp"
 #include "redis/topology.hpp"
 #include "util/clock.hpp"
 #include "util/duration.hpp"
+#include "util/error.hpp"
 
 namespace rlock::prim {
 
@@ -120,6 +122,11 @@ class Semaphore {
   // The permits of an acquisition as one hold, for exec's supervision.
   std::unique_ptr<Hold> hold(const PermitsHeld& held, Millis lease);
 
+  // The holds of the rlock processes the caller runs under (see AncestorHold): from now on,
+  // an acquisition that could only be granted once their permits are released throws
+  // DataError at once, whatever its wait, and changes nothing.
+  void set_ancestry(std::vector<AncestorHold> holds) { ancestry_ = std::move(holds); }
+
   const std::string& name() const { return name_; }
 
  private:
@@ -131,12 +138,15 @@ class Semaphore {
   // A release, recorded under a reply key of its own: repeated when its reply is lost,
   // it reports what the first run did.
   redis::Reply release_script(const std::string& request_key, std::vector<std::string> args);
+  // The DataError for a request of `count` permits refused with `reply` (error "SELF ...").
+  DataError waits_for_itself(const std::string& reply, long long count) const;
 
   redis::Topology& topology_;
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, config_key_, holders_key_, waiters_key_, timeouts_key_, grants_key_, lock_key_,
-      channel_;
+      lock_readers_key_, channel_;
+  std::vector<AncestorHold> ancestry_;
 };
 
 }  // namespace rlock::prim

@@ -10,7 +10,7 @@ namespace rlock::redis {
 namespace {
 
 // Replies that say the stored data is not what rlock expects.
-const char* kData[] = {"WRONGTYPE", "BADTYPE", "MALFORMED", "UPGRADE"};
+const char* kData[] = {"WRONGTYPE", "BADTYPE", "MALFORMED", "UPGRADE", "SELF"};
 // Replies that say this server cannot serve rlock now or here, also when a command inside
 // one of rlock's scripts gets them (a write on a read-only replica, a full memory, ...).
 const char* kUnavailable[] = {"READONLY", "OOM",        "MISCONF",     "LOADING",

@@ -74,7 +74,11 @@ TEST_CASE(
   REQUIRE(a);
   CHECK(finish(f, *a, "ack") == 1);
   CHECK(finish(f, *a, "ack") == 1);  // the retry: applied already, not "lease lost"
+  CHECK(finish(f, *a, "ack") == 1);  // and again, when the retry's reply was lost too
   CHECK(f.server.cmd_int({"HEXISTS", f.layout.queue_meta_key("q"), "a"}) == 0);
+  // The token stays until the consumer, having a reply, forgets it.
+  CHECK(f.server.cmd_int({"ZCARD", f.layout.queue_finished_key("q")}) == 1);
+  f.server.cmd({"DEL", f.layout.queue_finished_key("q")});
 
   // Through the hold, as the supervision acknowledges: nothing stays behind once the reply
   // came.

@@ -219,5 +219,29 @@ TEST_CASE("claims: beside 200,000 readers a shared lock stays fast and a busy re
   CHECK(redis.cmd_int({"SLOWLOG", "LEN"}) == 0);
 }
 
+TEST_CASE(
+    "same owner: beside its lock hold, an exclusive exec never runs while its exec --shared "
+    "does") {
+  RedisServer redis;
+  TempDir dir;
+  auto fifo = make_fifo(dir, "hold");
+  const Env ci{{"RLOCK_OWNER", "ci"}};
+  REQUIRE(rlock(redis, {"lock", "L", "--lease", "5m"}, ci).status == 0);
+  // The reader job runs beside the owner's exclusive lock hold (as exec re-enters it).
+  auto reader = spawn_rlock(
+      redis, {"exec", "--shared", "L", "--", "sh", "-c", "echo in; read x < " + fifo}, ci);
+  REQUIRE(saw_line(reader, "in"));
+  // An exclusive exec of the same owner must not re-enter the lock hold beside it.
+  auto writer = rlock(redis, {"exec", "-n", "L", "--", "echo", "writer ran"}, ci);
+  CHECK(writer.status == 75);
+  CHECK(writer.out.empty());
+  CHECK(hash_of(redis, lock_key("L")) == json::object({{"ci", "1"}}));
+  CHECK(redis.cmd_int({"EXISTS", lock_key("L") + ":exec"}) == 0);
+  // The owner's own lock still re-enters: it is a hold taken on purpose, not a job.
+  CHECK(rlock(redis, {"lock", "L"}, ci).status == 0);
+  write_file(fifo, "go\n", 0600);
+  CHECK(reader.wait(deadline(10s)).value_or(kStillRunning) == 0);
+}
+
 }  // namespace
 }  // namespace rlock::test

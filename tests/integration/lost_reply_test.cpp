@@ -198,6 +198,26 @@ TEST_CASE("lost reply: delay-pop -- CMD runs the item it leased, and a stuck ack
   CHECK(redis.cmd_int({"ZCARD", "rlock:queue:{Q}:inflight"}) == 0);
 }
 
+TEST_CASE("lost reply: delay-pop -- CMD whose ack loses two replies in a row reports it done") {
+  RedisServer redis;
+  LossyProxy proxy(redis.port());
+  warm_up(redis, {{"delay-push", "w", "--delay", "0", "x"}, {"delay-pop", "w", "--", "true"}});
+  REQUIRE(rlock(redis, {"delay-push", "Q", "--delay", "0", "--id", "one", "hello"}).status == 0);
+  // The acknowledgement runs; its reply is lost, and so is the reply of its repeat (which
+  // found it done): the third try must still be told it went through.
+  proxy.lose("ack", Loss::kReply, 2);
+  auto r = via(proxy, {"delay-pop", "Q", "--", "cat"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(proxy.losses() == 2);
+  CHECK(r.status == 0);
+  CHECK(r.out == "hello");
+  CHECK(r.err.empty());
+  CHECK(redis.cmd_int({"EXISTS", "rlock:queue:{Q}:items"}) == 0);
+  CHECK(redis.cmd_int({"ZCARD", "rlock:queue:{Q}:inflight"}) == 0);
+  // Its consumer forgot the finished token once it had a reply.
+  CHECK(redis.cmd_int({"ZCARD", "rlock:queue:{Q}:finished"}) == 0);
+}
+
 TEST_CASE("reply records live --timeout plus 2s, at least 5s, not a minute") {
   RedisServer redis;
   auto record_pttl = [&](const std::string& name) {

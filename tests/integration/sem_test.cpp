@@ -313,6 +313,7 @@ TEST_CASE("sem: bad input is one line on stderr, the documented code, and change
   RedisServer redis;
   take(redis, "S", 3);
   rlock(redis, {"lock", "L", "--owner", "o"});
+  rlock(redis, {"lock", "--shared", "R", "--owner", "r"});  // a lock held shared only
   redis.cmd({"SET", sem_key("T"), "a string"});
   // A capacity no rlock stores (beyond 15 digits): malformed, never wrapped.
   redis.cmd({"HSET", sem_key("H") + ":cfg", "capacity", "99999999999999999999999"});
@@ -338,6 +339,8 @@ TEST_CASE("sem: bad input is one line on stderr, the documented code, and change
       {{"sem", "acquire", "L", "--permits", "1"}, 65},  // a lock's name
       {{"sem", "status", "L"}, 65},
       {{"sem", "release", "--force", "L"}, 65},
+      {{"sem", "acquire", "R", "--permits", "1"}, 65},  // a lock's name, held shared
+      {{"sem", "exec", "R", "--permits", "1", "--", "true"}, 65},
       {{"lock", "S", "--owner", "o"}, 65},  // a semaphore's name
       {{"exec", "S", "--", "true"}, 65},
       {{"unlock", "--force", "S"}, 65},
