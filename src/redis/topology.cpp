@@ -148,10 +148,11 @@ std::string Acks::describe() const {
 
 long long Topology::replicas_online(Connection& c) {
   if (c.known_replicas() == -1) {
-    long long online = -2;  // unknown: ROLE refused (an ACL, a managed service)
+    // Unknown (-2): ROLE refused (an ACL, a managed service), or the server is no master (a
+    // cluster seed that is a replica answers the script with MOVED, never takes the write).
+    long long online = -2;
     try {
       ReplyPtr role = c.command({"ROLE"});
-      online = 0;
       if (as_string(element(role.get(), 0)) == "master" && role->elements > 2) {
         online = static_cast<long long>(element(role.get(), 2)->elements);
       }
