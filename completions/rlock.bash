@@ -33,10 +33,11 @@ _rlock()
 
     local subcommands='lock unlock exec sem inspect latch limit delay-push delay-pop help'
     local global_opts='--url --password-file --prefix --connect-timeout
-        --timeout -v --verbose -q --quiet --format --version -h --help'
+        --timeout --sync-replicas --sync-timeout -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
-        --format --owner --lease -w --wait -E --conflict-exit-code --on-lost -c --command
+        --sync-replicas --sync-timeout --format --owner --lease -w --wait -E --conflict-exit-code
+        --on-lost -c --command
         --kill-after --min-hold --expire --by --id --permits --count --permit --type
         --rate --per --burst --cost --client --client-rate
         --delay --at --max-payload --visibility --max-deliveries '
@@ -111,7 +112,7 @@ _rlock()
             COMPREPLY=($(compgen -W 'inf 10s 1m 5m 1h' -- "$cur"))
             return
             ;;
-        --prefix | --connect-timeout | --timeout | --owner | --lease | \
+        --prefix | --connect-timeout | --timeout | --sync-replicas | --sync-timeout | --owner | --lease | \
             -E | --conflict-exit-code | --kill-after | --min-hold | --permits | --count | --permit | \
             --expire | --by | --id | --rate | --per | --burst | --cost | --client | --client-rate | \
                 --delay | --at | --max-payload | --visibility | --max-deliveries)

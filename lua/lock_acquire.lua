@@ -111,9 +111,13 @@ end
 -- request whose reply was lost (a retry).
 if shared then
   if reserved() then return take_shared(true, true) end
-  if req == '1' and mine then return {1, mine, last_fence(), lease, 0} end
+  if req == '1' and mine then
+    remember('1')  -- a write, so that a WAIT behind this repeat covers the first run too
+    return {1, mine, last_fence(), lease, 0}
+  end
 else
   if req == '1' and count >= 1 and (kind ~= 'exec' or exec_hold == rid) then
+    remember('1')  -- a write, so that a WAIT behind this repeat covers the first run too
     return {1, count, last_fence(), redis.call('PTTL', KEYS[1]), 0}
   end
 end

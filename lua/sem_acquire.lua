@@ -45,6 +45,8 @@ if stored and ARGV[8] ~= '1' and count > tonumber(stored) and not req and not gr
 end
 local now = server_time()
 if req then  -- a retry of a request that took its permits (its reply was lost)
+  -- Recorded anew: a write, so that a WAIT behind this repeat covers the first run too.
+  redis.call('SET', KEYS[7], req, 'PX', REQUEST_TTL)
   local ids = recorded_ids(req)
   local score = redis.call('ZSCORE', KEYS[1], ids[1] or '')
   local reply = {1, score and math.max(tonumber(score) - now.ms, 0) or 0}

@@ -138,8 +138,13 @@ local function once(key, ttl_ms, body, changed)
   local unreadable = first_denied_use({{'GET', key}})
   if unreadable then return unreadable end
   local seen = redis.call('GET', key)
-  if seen then return cmsgpack.unpack(seen) end
   local denied = first_denied({{'SET', key, 'r'}})
+  if seen then
+    -- Recorded anew: a write, so that a WAIT behind this repeat (--sync-replicas) covers
+    -- the first run's write too.
+    if not denied then redis.call('SET', key, seen, 'PX', tonumber(ttl_ms)) end
+    return cmsgpack.unpack(seen)
+  end
   if denied then return denied end
   local reply = body()
   if type(reply) == 'table' and not reply.err and (not changed or changed(reply)) then

@@ -59,10 +59,12 @@ int run_set(const LatchFlags& f, const Settings& s) {
                                  std::to_string(r.count) +
                                  "; nothing changed (use --force to reset it)");
   }
-  c.console.result({{"name", f.name},
-                    {"count", r.count},
-                    {"ttl_ms", expire.count() > 0 ? expire.count() : -1},
-                    {"previous", r.previous ? Json(*r.previous) : Json(nullptr)}});
+  Json out = {{"name", f.name},
+              {"count", r.count},
+              {"ttl_ms", expire.count() > 0 ? expire.count() : -1},
+              {"previous", r.previous ? Json(*r.previous) : Json(nullptr)}};
+  if (r.replicas_acked >= 0) out["replicas_acked"] = r.replicas_acked;
+  c.console.result(out);
   return 0;
 }
 
@@ -77,12 +79,14 @@ int run_count_down(const LatchFlags& f, const Settings& s) {
     throw Error(kExitNotNow, "latch '" + f.name +
                                  "' does not exist (never set, or expired); nothing counted down");
   }
-  c.console.result({{"name", f.name},
-                    {"count", r.count},
-                    {"applied", r.applied},
-                    {"reached", r.reached},
-                    {"id", f.id ? Json(*f.id) : Json(nullptr)},
-                    {"repeated", r.outcome == Outcome::kRepeated}});
+  Json out = {{"name", f.name},
+              {"count", r.count},
+              {"applied", r.applied},
+              {"reached", r.reached},
+              {"id", f.id ? Json(*f.id) : Json(nullptr)},
+              {"repeated", r.outcome == Outcome::kRepeated}};
+  if (r.replicas_acked >= 0) out["replicas_acked"] = r.replicas_acked;
+  c.console.result(out);
   return 0;
 }
 

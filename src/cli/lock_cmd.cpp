@@ -39,7 +39,8 @@ Runner define_lock_command(CLI::App& app, std::vector<std::string>& /*command_af
   add_lock_flags(*sub, *flags);
   sub->footer(R"(Prints {"name","owner","acquired":true,"count","fence","lease_ms"}; when the lock
 is held by someone else prints {"name","acquired":false,"holders","holders_total","ttl_ms"}
-and exits 75 (or -E); "holders" lists the writer and at most 100 readers.
+and exits 75 (or -E); "holders" lists the writer and at most 100 readers. With
+--sync-replicas N the result also has "replicas_acked" (how many acknowledged the hold).
 The same owner again re-enters (count + 1); a re-entry never shortens the lease in force.
 
 Examples:
@@ -74,6 +75,7 @@ stderr, even with -q, says how to unlock it.)");
     Json out = {{"name", req.name},    {"owner", req.owner},  {"acquired", true},
                 {"count", held.count}, {"fence", held.fence}, {"lease_ms", held.lease.count()}};
     if (req.mode == prim::LockMode::kShared) out["shared"] = true;
+    if (held.replicas_acked >= 0) out["replicas_acked"] = held.replicas_acked;
     console.result(out, held_line(req, held));
     return 0;
   }};

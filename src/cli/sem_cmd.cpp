@@ -136,13 +136,14 @@ int run_acquire(const SemFlags& f, const Settings& settings) {
     return t.lock.conflict_exit_code;
   }
   const auto& held = std::get<prim::PermitsHeld>(a);
-  console.result({{"name", t.lock.name},
-                  {"owner", t.lock.owner},
-                  {"acquired", true},
-                  {"permits", strings_json(held.ids)},
-                  {"capacity", t.permits.capacity},
-                  {"lease_ms", held.lease.count()}},
-                 held_line(t, held));
+  Json out = {{"name", t.lock.name},
+              {"owner", t.lock.owner},
+              {"acquired", true},
+              {"permits", strings_json(held.ids)},
+              {"capacity", t.permits.capacity},
+              {"lease_ms", held.lease.count()}};
+  if (held.replicas_acked >= 0) out["replicas_acked"] = held.replicas_acked;
+  console.result(out, held_line(t, held));
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/whole_flag.hpp"
 #include "redis/url.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -18,9 +19,12 @@ namespace {
 constexpr const char* kDefaultUrl = "redis://127.0.0.1:6379";
 constexpr size_t kMaxConfigBytes = 64 * 1024;
 constexpr size_t kMaxPasswordFileBytes = 4 * 1024;
-constexpr const char* kConfigKeys[] = {"url",           "password_file",    "prefix",
-                                       "owner",         "connect_timeout",  "timeout",
-                                       "sentinel_user", "sentinel_password"};
+constexpr const char* kConfigKeys[] = {"url",           "password_file",     "prefix",
+                                       "owner",         "connect_timeout",   "timeout",
+                                       "sentinel_user", "sentinel_password", "sync_replicas",
+                                       "sync_timeout"};
+// More replicas than any deployment has: a larger --sync-replicas is a typo.
+constexpr long long kMaxSyncReplicas = 1000;
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -183,6 +187,13 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   required_value("--timeout", f.timeout,
                  "timeout of each request, its repeats and clean-up (default 5s)")
       ->type_name("DUR");
+  required_value("--sync-replicas", f.sync_replicas,
+                 "acquisitions and renewals wait for N replicas to acknowledge (WAIT); "
+                 "0 = off (default)")
+      ->type_name("N");
+  required_value("--sync-timeout", f.sync_timeout,
+                 "how long --sync-replicas waits for the replicas (default 1s)")
+      ->type_name("DUR");
   app.add_option("--format", f.format, "output of listings: json or table")
       ->check(CLI::IsMember({"json", "table"}))
       ->type_name("FMT");
@@ -208,6 +219,25 @@ Settings resolve_settings(const GlobalFlags& f) {
   s.connect.command_timeout = parse_duration(timeout, "--timeout");
   if (s.connect.connect_timeout.count() == 0 || s.connect.command_timeout.count() == 0) {
     throw UsageError("--connect-timeout and --timeout must be greater than 0");
+  }
+  // Each value is named by where it came from: a bad one in the environment or the config
+  // file is no typo on the command line.
+  auto pick = [&](const std::string& flag, const char* name, const char* var, const char* key,
+                  const char* fallback) -> std::pair<std::string, std::string> {
+    if (!flag.empty()) return {flag, name};
+    if (auto v = env(var)) return {*v, var};
+    if (auto v = config_value(cfg, key)) return {*v, std::string("the config file's ") + key};
+    return {fallback, name};
+  };
+  auto [replicas, replicas_from] =
+      pick(f.sync_replicas, "--sync-replicas", "RLOCK_SYNC_REPLICAS", "sync_replicas", "0");
+  s.connect.sync_replicas =
+      static_cast<int>(parse_whole_flag(replicas, replicas_from, 0, kMaxSyncReplicas));
+  auto [sync_timeout, sync_timeout_from] =
+      pick(f.sync_timeout, "--sync-timeout", "RLOCK_SYNC_TIMEOUT", "sync_timeout", "1s");
+  s.connect.sync_timeout = parse_duration(sync_timeout, sync_timeout_from);
+  if (s.connect.sync_timeout.count() == 0) {
+    throw UsageError(sync_timeout_from + " must be greater than 0 (WAIT 0 would wait forever)");
   }
   if (auto o = env("RLOCK_OWNER")) {
     s.owner = o;

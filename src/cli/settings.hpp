@@ -19,6 +19,8 @@ struct GlobalFlags {
   std::optional<std::string> prefix;  // given, possibly empty (keys then start with lock:)
   std::string connect_timeout;
   std::string timeout;
+  std::string sync_replicas;
+  std::string sync_timeout;
   std::string format = "json";
   bool verbose = false;
   bool quiet = false;

@@ -64,6 +64,7 @@ class QueuePop : public Waitable {
     }
     if (reply.at(0).integer() == 1) {
       items_ = items_of(reply);
+      if (acks_.short_of_wanted()) give_back_unacknowledged();
       return {true, Millis(0), {}};
     }
     long long next = reply.at(2).integer();
@@ -81,9 +82,32 @@ class QueuePop : public Waitable {
   Deadline sent() const { return sent_; }
 
  private:
+  // A claim the replicas did not acknowledge (--sync-replicas) is undone before it is
+  // reported: a leased item goes back as if no job ran (no delivery counted), taken items
+  // are put back as a failed write to stdout puts them back.
+  void give_back_unacknowledged() {
+    std::string outcome;
+    try {
+      if (lease_) {
+        LeasedItem leased;
+        leased.item = items_.front();
+        leased.token = token_;
+        q_.finish(leased, DelayQueue::Finish::kUnrun, Millis(0));
+        outcome = "the item it claimed was given back (no delivery counted)";
+      } else {
+        q_.put_back(items_, false);
+        outcome = "the items it took were put back (no delivery counted)";
+      }
+    } catch (const Error& e) {
+      outcome = std::string("giving back what it took failed too: ") + e.what();
+    }
+    require_acks(acks_, outcome);
+  }
+
   // Each pop that got its reply has a fresh reply record; one whose reply was lost keeps
   // its record, so that its repeat gets what the first run took.
   redis::Reply pop() {
+    acks_.about = "queue '" + q_.name() + "'";
     if (reply_key_.empty()) {
       reply_key_ = q_.new_reply_key();
       sent_ = SteadyClock::now();
@@ -92,7 +116,7 @@ class QueuePop : public Waitable {
         redis::scripts::queue_pop,
         {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_), millis_arg(visibility_),
          std::to_string(max_), token_, consumer_, reply_record_ttl_arg(q_.topology_)},
-        redis::Retry::kIdempotent, reply_key_);
+        redis::Retry::kIdempotent, reply_key_, &acks_);
     reply_key_.clear();
     return reply;
   }
@@ -107,6 +131,7 @@ class QueuePop : public Waitable {
   std::vector<QueueItem> items_;
   Deadline sent_{};
   std::string reply_key_;
+  redis::Acks acks_;  // of the last pop
 };
 
 // A leased item, supervised like a lock: renewals extend the lease while this delivery
@@ -118,10 +143,13 @@ class QueueLease : public Hold {
 
   Renewed renew() override {
     Deadline sent = SteadyClock::now();
+    redis::Acks acks;
+    acks.about = "queue '" + q_.name() + "'";
     auto reply = q_.run(redis::scripts::queue_renew,
                         {q_.channel_, leased_.item.id, leased_.token, millis_arg(lease_)},
-                        redis::Retry::kIdempotent);
+                        redis::Retry::kIdempotent, {}, &acks);
     if (reply.at(0).integer() == 1) {
+      require_acks(acks, "the renewal of item '" + leased_.item.id + "' does not count");
       deadline_ = sent + lease_;
       return Renewed::kHeld;
     }
@@ -171,8 +199,8 @@ std::vector<std::string_view> DelayQueue::keys(const std::string& reply_key) con
 std::string DelayQueue::new_reply_key() const { return reply_key_prefix_ + random_hex(16); }
 
 redis::Reply DelayQueue::run(const redis::Script& script, const std::vector<std::string>& args,
-                             redis::Retry retry, const std::string& reply_key) {
-  return run_object_script(topology_, script, keys(reply_key), views(args), kKind, retry);
+                             redis::Retry retry, const std::string& reply_key, redis::Acks* acks) {
+  return run_object_script(topology_, script, keys(reply_key), views(args), kKind, retry, acks);
 }
 
 std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTime due) {

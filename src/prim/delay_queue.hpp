@@ -110,8 +110,10 @@ class DelayQueue {
   friend class QueueLease;
   // The queue's KEYS, plus `reply_key` (see KeyLayout::reply_key) when not empty.
   std::vector<std::string_view> keys(const std::string& reply_key = {}) const;
+  // With `acks`, a claim or a renewal: see run_object_script.
   redis::Reply run(const redis::Script& script, const std::vector<std::string>& args,
-                   redis::Retry retry, const std::string& reply_key = {});
+                   redis::Retry retry, const std::string& reply_key = {},
+                   redis::Acks* acks = nullptr);
   std::string new_reply_key() const;
   enum class Finish { kAck, kNack, kUnrun };  // see queue_finish.lua
   bool finish(const LeasedItem& leased, Finish how, Millis retry_after);

@@ -13,6 +13,11 @@ namespace {
 
 constexpr std::string_view kKind = "latch";
 
+// A latch's change cannot be given back as a hold can: taking a count-down back would race
+// with the others' (a latch that reached 0 has opened already). It stands, and is reported.
+const char* const kLatchChangeStands =
+    "the change stands (a failover to a replica that missed it would undo it)";
+
 }  // namespace
 
 // `latch await`: an attempt "acquires" when the count is 0. It takes nothing, so there is
@@ -47,16 +52,20 @@ LatchSet Latch::set(long long count, Millis expire, bool force) {
   std::string n = std::to_string(count),
               ms = std::to_string(std::max<long long>(expire.count(), 0));
   std::string reply_key = reply_key_prefix_ + random_hex(16);
+  redis::Acks acks;
+  acks.about = "latch '" + name_ + "'";
   auto reply =
       run_object_script(topology_, redis::scripts::latch_set, {key_, ids_key_, reply_key},
                         {n, ms, force ? "1" : "0", channel_, reply_record_ttl_arg(topology_)},
-                        kKind, redis::Retry::kIdempotent);
+                        kKind, redis::Retry::kIdempotent, &acks);
   LatchSet r;
   r.set = reply.at(0).integer() == 1;
   if (!r.set) {
     r.count = reply.at(1).integer();
     return r;
   }
+  require_acks(acks, kLatchChangeStands);
+  r.replicas_acked = acks.wanted > 0 ? acks.acked : -1;
   r.count = count;
   long long previous = reply.at(1).integer();
   if (previous >= 0) r.previous = previous;
@@ -69,9 +78,12 @@ LatchCountDown Latch::count_down(long long amount, const std::string& id) {
   // call applied and whether it reached 0), not the id's "repeated".
   std::string reply_key = reply_key_prefix_ + random_hex(16);
   YieldToServer yield;  // the count may reach 0 and open the latch with the reply
-  auto reply = run_object_script(
-      topology_, redis::scripts::latch_count_down, {key_, ids_key_, reply_key},
-      {by, id, channel_, keep, reply_record_ttl_arg(topology_)}, kKind, redis::Retry::kIdempotent);
+  redis::Acks acks;
+  acks.about = "latch '" + name_ + "'";
+  auto reply =
+      run_object_script(topology_, redis::scripts::latch_count_down, {key_, ids_key_, reply_key},
+                        {by, id, channel_, keep, reply_record_ttl_arg(topology_)}, kKind,
+                        redis::Retry::kIdempotent, &acks);
   LatchCountDown r;
   switch (reply.at(0).integer()) {
     case 1:
@@ -79,6 +91,8 @@ LatchCountDown Latch::count_down(long long amount, const std::string& id) {
       r.count = reply.at(1).integer();
       r.applied = reply.at(2).integer();
       r.reached = r.applied > 0 && r.count == 0;
+      require_acks(acks, kLatchChangeStands);
+      r.replicas_acked = acks.wanted > 0 ? acks.acked : -1;
       break;
     case 2:
       r.outcome = LatchCountDown::Outcome::kRepeated;

@@ -42,6 +42,7 @@ struct LatchSet {
   bool set = false;                   // false: refused, the latch is live (count > 0)
   long long count = 0;                // set: the new count; refused: the live count
   std::optional<long long> previous;  // set: the count it replaced, if any
+  long long replicas_acked = -1;      // set: replicas that acknowledged it; -1 = not asked
 };
 
 // What Latch::count_down did.
@@ -52,9 +53,10 @@ struct LatchCountDown {
     kMissing,   // no such latch (never set, or expired): nothing changed
   };
   Outcome outcome = Outcome::kMissing;
-  long long count = 0;    // the count afterwards
-  long long applied = 0;  // how much was taken off (never below zero)
-  bool reached = false;   // this call brought it to 0 (waiters were woken)
+  long long count = 0;            // the count afterwards
+  long long applied = 0;          // how much was taken off (never below zero)
+  bool reached = false;           // this call brought it to 0 (waiters were woken)
+  long long replicas_acked = -1;  // counted: replicas that acknowledged it; -1 = not asked
 };
 
 // A countdown latch (Redisson's RCountDownLatch: an integer), with what a command line

@@ -57,13 +57,19 @@ class LockWait : public Waitable {
     if (!unconfirmed_since_) unconfirmed_since_ = sent;  // until a reply says otherwise
     std::string lease_ms = millis_arg(lease_), wait_ms = millis_arg(wait_left),
                 claim = millis_arg(kClaimWindow);
+    redis::Acks acks;
+    acks.about = "lock '" + lock_.name_ + "'";
     auto reply =
         run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
                           {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_,
                            claim, arrival_, ancestry_},
-                          kKind, redis::Retry::kIdempotent);
+                          kKind, redis::Retry::kIdempotent, &acks);
     long long status = reply.at(0).integer();
     if (status == 1) {
+      // The wait gives back what this request took (give_up) on the way out.
+      require_acks(acks, reply.at(4).integer() == 1
+                             ? "the hold it took was given back"
+                             : "the re-entry it took was given back (the earlier hold stays)");
       Held h;
       h.count = reply.at(1).integer();
       h.fence = reply.at(2).integer();
@@ -71,6 +77,7 @@ class LockWait : public Waitable {
       h.fresh = reply.at(4).integer() == 1;
       h.hold_id = id_;
       h.mode = mode_;
+      h.replicas_acked = acks.wanted > 0 ? acks.acked : -1;
       // The hold may have been taken by an earlier try whose reply was lost.
       h.deadline = std::min(sent, *unconfirmed_since_) + lease_;
       result_ = h;
@@ -275,11 +282,16 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
   std::string reader;
   if (mode == LockMode::kShared) reader = hold_id.empty() ? owner : owner + '\x1f' + hold_id;
-  auto reply = topology_.run(
+  auto synced = topology_.run_synced(
       redis::scripts::lock_renew, {key_, exec_key_, readers_key_, reader_expiries_key_},
       {owner, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
-      redis::Retry::kIdempotent);
-  return Millis(std::max<long long>(reply.integer(), 0));
+      redis::Retry::kIdempotent, "lock '" + name_ + "'");
+  Millis left(std::max<long long>(synced.reply.integer(), 0));
+  if (left.count() > 0) {
+    require_acks(synced.acks,
+                 "the renewal does not count (the hold may be lost at its old deadline)");
+  }
+  return left;
 }
 
 std::unique_ptr<Hold> Lock::hold(const std::string& owner, Millis lease, const Held& held) {

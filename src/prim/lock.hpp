@@ -39,6 +39,7 @@ struct Held {
   std::string hold_id;  // identifies this hold for renew/release (exec holds)
   LockMode mode = LockMode::kExclusive;
   Deadline deadline{};  // the server may expire it from here on: request send time + lease
+  long long replicas_acked = -1;  // replicas that acknowledged it (--sync-replicas); -1 = off
 };
 
 // Somebody else has it.
@@ -96,7 +97,9 @@ class Lock {
   std::vector<Holder> force_release();
 
   // Extends the lease iff `owner` (and, for an exec hold, `hold_id`) still holds it; never
-  // shortens it. Returns the lock's remaining lease, or 0 when the hold is gone.
+  // shortens it. Returns the lock's remaining lease, or 0 when the hold is gone. A renewal
+  // that --sync-replicas replicas did not acknowledge throws ReplicationError: it must not
+  // count (a failover to a replica that missed it expires the hold at the old deadline).
   Millis renew(const std::string& owner, Millis lease, const std::string& hold_id = "",
                LockMode mode = LockMode::kExclusive);
 

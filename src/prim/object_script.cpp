@@ -10,8 +10,14 @@ namespace rlock::prim {
 redis::Reply run_object_script(redis::Topology& topology, const redis::Script& script,
                                const std::vector<std::string_view>& keys,
                                const std::vector<std::string_view>& args,
-                               std::string_view object_kind, redis::Retry retry) {
+                               std::string_view object_kind, redis::Retry retry,
+                               redis::Acks* acks) {
   try {
+    if (acks) {
+      redis::Synced synced = topology.run_synced(script, keys, args, retry, acks->about);
+      *acks = synced.acks;
+      return std::move(synced.reply);
+    }
     return topology.run(script, keys, args, retry);
   } catch (const redis::ReplyError& e) {
     const std::string& msg = e.reply();
@@ -30,6 +36,11 @@ redis::Reply run_object_script(redis::Topology& topology, const redis::Script& s
     }
     throw;
   }
+}
+
+void require_acks(const redis::Acks& acks, const std::string& outcome) {
+  if (!acks.short_of_wanted()) return;
+  throw redis::ReplicationError(acks.about + ": " + acks.describe() + "; " + outcome);
 }
 
 std::string reply_record_ttl_arg(const redis::Topology& topology) {

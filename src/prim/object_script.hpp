@@ -11,11 +11,20 @@ namespace rlock::prim {
 
 // Runs a primitive's script and turns its "BADTYPE <type> <key>" / "MALFORMED <key>"
 // error replies into DataError (exit 65) naming the key and `object_kind` ("lock", ...).
+// With `acks`, the script is a write that takes or renews something: it is sent with
+// Topology::run_synced (for acks->about) and `acks` receives what the replicas said
+// (--sync-replicas).
 redis::Reply run_object_script(redis::Topology& topology, const redis::Script& script,
                                const std::vector<std::string_view>& keys,
                                const std::vector<std::string_view>& args,
                                std::string_view object_kind,
-                               redis::Retry retry = redis::Retry::kNever);
+                               redis::Retry retry = redis::Retry::kNever,
+                               redis::Acks* acks = nullptr);
+
+// Throws ReplicationError (exit 69) when `acks` are short of --sync-replicas: one line
+// naming the object (acks.about: "lock 'x'"), the numbers, and `outcome` (what became of
+// the change).
+void require_acks(const redis::Acks& acks, const std::string& outcome);
 
 // How long the server keeps a request's reply record (KeyLayout::reply_key), as the
 // script argument `once` in lua/include/common.lua takes: the request and every repeat of

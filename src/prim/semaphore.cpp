@@ -28,9 +28,9 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
 redis::Reply run_sem_script(redis::Topology& topology, const redis::Script& script,
                             const std::vector<std::string_view>& keys,
                             const std::vector<std::string>& args, const std::string& name,
-                            redis::Retry retry) {
+                            redis::Retry retry, redis::Acks* acks = nullptr) {
   try {
-    return run_object_script(topology, script, keys, views(args), kKind, retry);
+    return run_object_script(topology, script, keys, views(args), kKind, retry, acks);
   } catch (const redis::ReplyError& e) {
     if (e.code() != "CAPACITY") throw;
     std::string rest = e.reply().substr(e.reply().find(' ') + 1);
@@ -79,15 +79,20 @@ class PermitWait : public Waitable {
   Step attempt(Mode mode, Millis wait_left) override {
     Deadline sent = SteadyClock::now();
     if (!unconfirmed_since_) unconfirmed_since_ = sent;
+    redis::Acks acks;
+    acks.about = "semaphore '" + sem_.name_ + "'";
     auto reply = run_sem_script(
         sem_.topology_, redis::scripts::sem_acquire, sem_.keys(request_key_),
         {req_.owner, millis_arg(req_.lease), mode_word(mode), millis_arg(wait_left), id_,
          std::to_string(req_.count), std::to_string(req_.capacity), req_.resize ? "1" : "0",
          sem_.channel_, millis_arg(kClaimWindow), arrival_, ancestry_arg(sem_.ancestry_)},
-        sem_.name_, redis::Retry::kIdempotent);
+        sem_.name_, redis::Retry::kIdempotent, &acks);
     long long status = reply.at(0).integer();
     if (status == 1) {
+      // The wait gives back what this request took (give_up) on the way out.
+      require_acks(acks, "the permits it took were given back");
       PermitsHeld h;
+      h.replicas_acked = acks.wanted > 0 ? acks.acked : -1;
       h.lease = Millis(reply.at(1).integer());
       h.ids = strings_from(reply, 2);
       h.request_id = id_;
@@ -266,10 +271,16 @@ std::vector<PermitInfo> Semaphore::force_release() {
 std::vector<std::string> Semaphore::renew(const std::vector<std::string>& ids, Millis lease) {
   std::vector<std::string> args = {channel_, millis_arg(lease)};
   args.insert(args.end(), ids.begin(), ids.end());
+  redis::Acks acks;
+  acks.about = "semaphore '" + name_ + "'";
   auto reply = run_sem_script(topology_, redis::scripts::sem_renew,
                               keys(layout_.sem_request_key(name_, "-")), args, name_,
-                              redis::Retry::kIdempotent);
-  if (reply.at(0).integer() == 1) return {};
+                              redis::Retry::kIdempotent, &acks);
+  if (reply.at(0).integer() == 1) {
+    require_acks(acks,
+                 "the renewal does not count (the permits may be lost at their old deadline)");
+    return {};
+  }
   return strings_from(reply, 1);
 }
 

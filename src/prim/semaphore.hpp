@@ -27,10 +27,11 @@ struct PermitRequest {
 
 // The permits are ours.
 struct PermitsHeld {
-  std::vector<std::string> ids;  // "<request id>.<i>", one per permit
-  Millis lease{0};               // lease left on them
-  std::string request_id;        // names the acquisition for its hold
-  Deadline deadline{};           // the server may expire them from here on
+  std::vector<std::string> ids;   // "<request id>.<i>", one per permit
+  Millis lease{0};                // lease left on them
+  std::string request_id;         // names the acquisition for its hold
+  Deadline deadline{};            // the server may expire them from here on
+  long long replicas_acked = -1;  // replicas that acknowledged them (--sync-replicas); -1 = off
 };
 
 // Not enough permits free (or live waiters ahead).
@@ -116,7 +117,8 @@ class Semaphore {
   std::vector<PermitInfo> force_release();
 
   // Extends the leases of all `ids` iff all are still held (never re-acquires one that
-  // expired or was released); returns the ids not held (empty: renewed).
+  // expired or was released); returns the ids not held (empty: renewed). A renewal that
+  // --sync-replicas replicas did not acknowledge throws ReplicationError.
   std::vector<std::string> renew(const std::vector<std::string>& ids, Millis lease);
 
   // The permits of an acquisition as one hold, for exec's supervision.

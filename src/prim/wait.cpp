@@ -112,7 +112,9 @@ class Loop {
       try {
         return w_.attempt(mode, millis_until(until_));
       } catch (const Error& e) {
-        if (!transient(e) || SteadyClock::now() >= until_) throw;
+        // A short acknowledgement (--sync-replicas) is an answer, not an outage.
+        bool answered = dynamic_cast<const redis::ReplicationError*>(&e) != nullptr;
+        if (answered || !transient(e) || SteadyClock::now() >= until_) throw;
         if (hooks_.on_reconnect) hooks_.on_reconnect(e.what());
       }
       pause_for(pause);

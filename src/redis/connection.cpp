@@ -186,6 +186,15 @@ std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::st
   return exchange(commands.size(), "during a pipeline");
 }
 
+std::vector<ReplyPtr> Connection::pipeline_views(
+    const std::vector<std::vector<std::string_view>>& commands,
+    const std::function<void()>& in_flight) {
+  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
+  for (const auto& cmd : commands) append(ctx_.get(), cmd);
+  return exchange(commands.size(), std::string("during ") + std::string(commands.front().front()),
+                  in_flight);
+}
+
 void Connection::send(const std::vector<std::vector<std::string>>& commands) {
   if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
   for (const auto& cmd : commands)

@@ -16,11 +16,16 @@
 
 namespace rlock::redis {
 
-// How to open a connection. Defaults: connect 2s, each command 5s.
+// How to open a connection. Defaults: connect 2s, each command 5s, no replica sync.
 struct ConnectOptions {
   Endpoint endpoint;
   Millis connect_timeout{2000};
   Millis command_timeout{5000};
+  // --sync-replicas: the writes that take or renew something (Topology::run_synced) are
+  // acknowledged by this many replicas (WAIT) before they count; 0 = off, nothing is sent.
+  int sync_replicas = 0;
+  // --sync-timeout: how long such a WAIT may take. Default 1s.
+  Millis sync_timeout{1000};
 };
 
 struct ContextDeleter {
@@ -47,6 +52,9 @@ class Connection {
   // Sends all commands in one write and reads all replies: one round trip. Error replies
   // are returned (type REDIS_REPLY_ERROR), not thrown; I/O problems throw as command() does.
   std::vector<ReplyPtr> pipeline(const std::vector<std::vector<std::string>>& commands);
+  // pipeline() over views, with `in_flight` as command() runs it.
+  std::vector<ReplyPtr> pipeline_views(const std::vector<std::vector<std::string_view>>& commands,
+                                       const std::function<void()>& in_flight = {});
   // The two halves of pipeline(), so that a caller works while the server answers: send()
   // writes all commands, receive(n) reads the next n replies of what was sent, in order.
   // Each half has the command timeout; error replies are returned as by pipeline().
@@ -56,7 +64,12 @@ class Connection {
   // Timeout of each following command or pipeline as a whole (sending and every reply).
   void set_timeout(Millis timeout);
 
+  Millis timeout() const { return timeout_; }
   bool broken() const { return broken_; }
+  // Replicas the server had online when this connection first asked (ROLE, for
+  // --sync-replicas); -1 = not asked yet.
+  int known_replicas() const { return known_replicas_; }
+  void set_known_replicas(int n) { known_replicas_ = n; }
   int fd() const { return ctx_->fd; }
   const ConnectOptions& options() const { return options_; }
   redisContext* context() { return ctx_.get(); }
@@ -81,6 +94,7 @@ class Connection {
   bool broken_ = false;
   Millis timeout_{5000};
   bool timeout_applied_ = false;  // the socket has timeout_
+  int known_replicas_ = -1;
 };
 
 }  // namespace rlock::redis

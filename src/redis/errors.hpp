@@ -30,4 +30,11 @@ class ReplyError : public Error {
   std::string reply_;
 };
 
+// A write that takes or renews something was not acknowledged by --sync-replicas replicas
+// (or the master has fewer connected: then nothing was written). Exit 69: a replication
+// that does not answer is Redis not being available as asked.
+struct ReplicationError : UnavailableError {
+  using UnavailableError::UnavailableError;
+};
+
 }  // namespace rlock::redis

@@ -26,6 +26,21 @@ ReplyPtr run_script(Connection& conn, const Script& script,
                     const std::vector<std::string_view>& args,
                     const std::function<void()>& in_flight = {}, bool asking = false);
 
+// A script's reply and what WAIT said after it.
+struct AckedReply {
+  ReplyPtr reply;
+  long long acked = 0;     // replicas that acknowledged every write so far on this connection
+  std::string wait_error;  // WAIT's own error reply, if it failed ("" = none)
+};
+
+// run_script, with `WAIT replicas timeout` in the same write right behind the script (the
+// EVAL fallback and an ASKING resend alike): the acknowledgement costs the wait itself, not
+// a round trip. A script's error reply throws as run_script's does; WAIT's is returned.
+AckedReply run_script_acked(Connection& conn, const Script& script,
+                            const std::vector<std::string_view>& keys,
+                            const std::vector<std::string_view>& args, int replicas, Millis timeout,
+                            const std::function<void()>& in_flight = {}, bool asking = false);
+
 }  // namespace rlock::redis
 
 // One declaration per lua/*.lua file (named by its stem), generated with the scripts.

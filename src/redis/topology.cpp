@@ -65,9 +65,9 @@ Connection& Topology::connection(std::string_view key, Millis budget, Millis tim
 
 template <typename F>
 auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadline> until,
-                          F&& attempt) {
+                          F&& attempt, Millis extra) {
   Deadline start = SteadyClock::now();
-  Deadline end = until ? *until : start + request_timeout();
+  Deadline end = until ? *until : start + request_timeout() + extra;
   Connection* ask = nullptr;
   int redirects = 0;
   for (int tries = 1;;) {
@@ -75,7 +75,7 @@ auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadl
     Millis left = std::max(millis_until(end), Millis(1));
     // Half of what is left: a reply stuck in a dead flow (or on a server that failed over)
     // is asked for again on a fresh connection while there is time for the answer.
-    Millis wait = last ? left : std::max(left / 2, Millis(1));
+    Millis wait = last ? left : std::min(left, std::max((left - extra) / 2 + extra, Millis(1)));
     try {
       auto result = [&] {
         if (!ask) return attempt(connection(key, left, wait), false);
@@ -134,6 +134,78 @@ Reply Topology::run(const Script& script, const std::vector<std::string_view>& k
     if (asking) return run_script(c, script, keys, args, {}, true);
     return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
   }));
+}
+
+std::string Acks::describe() const {
+  std::string of = connected >= 0 ? std::to_string(acked) + " of " + std::to_string(connected) +
+                                        " connected replicas"
+                                  : std::to_string(acked) + " replicas";
+  std::string line = of + " of redis at " + master + " acknowledged within " +
+                     format_duration(within) + " (--sync-replicas " + std::to_string(wanted) + ")";
+  if (!wait_error.empty()) line += ": WAIT failed: " + wait_error;
+  return line;
+}
+
+long long Topology::replicas_online(Connection& c) {
+  if (c.known_replicas() == -1) {
+    // Unknown (-2): ROLE refused (an ACL, a managed service), or the server is no master (a
+    // cluster seed that is a replica answers the script with MOVED, never takes the write).
+    long long online = -2;
+    try {
+      ReplyPtr role = c.command({"ROLE"});
+      if (as_string(element(role.get(), 0)) == "master" && role->elements > 2) {
+        online = static_cast<long long>(element(role.get(), 2)->elements);
+      }
+    } catch (const ReplyError&) {
+    }
+    c.set_known_replicas(static_cast<int>(online));
+  }
+  return c.known_replicas();
+}
+
+Synced Topology::run_synced(const Script& script, const std::vector<std::string_view>& keys,
+                            const std::vector<std::string_view>& args, Retry retry,
+                            std::string_view about) {
+  Acks acks;
+  acks.about = std::string(about);
+  if (options_.sync_replicas <= 0) return {run(script, keys, args, retry), acks};
+  std::string_view key = keys.empty() ? std::string_view() : keys.front();
+  acks.wanted = options_.sync_replicas;
+  // Near a renewal's stopping point (limit_timeout) the WAIT shares the bounded time.
+  Millis extra = timeout_limit_.count() > 0 ? Millis(0) : options_.sync_timeout;
+  ReplyPtr reply = with_retry(
+      key, retry, std::nullopt,
+      [&](Connection& c, bool asking) {
+        acks.master = c.options().endpoint.describe();
+        // Too few last time: ask again (a replica may be back), not only once per connection.
+        if (c.known_replicas() >= 0 && c.known_replicas() < acks.wanted) c.set_known_replicas(-1);
+        acks.connected = replicas_online(c);
+        if (acks.connected >= 0 && acks.connected < acks.wanted) {
+          throw ReplicationError((about.empty() ? "" : std::string(about) + ": ") + "redis at " +
+                                 acks.master + " has " + std::to_string(acks.connected) +
+                                 " connected replicas, fewer than --sync-replicas " +
+                                 std::to_string(acks.wanted) + "; nothing was written");
+        }
+        // The WAIT answers before the socket gives up on it.
+        acks.within = std::max(std::min(options_.sync_timeout, c.timeout() * 3 / 4), Millis(1));
+        auto in_flight = asking ? std::function<void()>() : std::exchange(in_flight_, {});
+        AckedReply r =
+            run_script_acked(c, script, keys, args, acks.wanted, acks.within, in_flight, asking);
+        acks.acked = r.acked;
+        acks.wait_error = r.wait_error;
+        if (acks.short_of_wanted()) {
+          // The figure for the message, as it is now (a replica may have gone).
+          c.set_known_replicas(-1);
+          try {
+            acks.connected = replicas_online(c);
+          } catch (const Error&) {
+          }
+        }
+        return std::move(r.reply);
+      },
+      extra);
+  if (acks.connected < 0) acks.connected = -1;
+  return {Reply(std::move(reply)), acks};
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {

@@ -28,6 +28,29 @@ inline constexpr int kMaxTries = 3;
 // after: --timeout bounds a request, its retries and its clean-up together, plus this.
 inline constexpr Millis kCleanupMargin{200};
 
+// What the replicas said about a write sent with Topology::run_synced.
+struct Acks {
+  // Given by the caller: what the write is for ("lock 'x'"), named first in the
+  // ReplicationError run_synced throws when too few replicas are online.
+  std::string about;
+  int wanted = 0;            // --sync-replicas; 0 = off (nothing was asked)
+  long long acked = 0;       // replicas that acknowledged it within `within`
+  long long connected = -1;  // replicas the master had online (ROLE); -1 = unknown
+  Millis within{0};          // the WAIT's timeout
+  std::string master;        // the server that took the write
+  std::string wait_error;    // WAIT's error reply, if it failed
+  // True when replicas were asked for and fewer acknowledged.
+  bool short_of_wanted() const { return wanted > 0 && acked < wanted; }
+  // "0 of 1 connected replicas of redis at H:P acknowledged within 500ms (--sync-replicas 1)"
+  std::string describe() const;
+};
+
+// A script's reply and its acknowledgement.
+struct Synced {
+  Reply reply;
+  Acks acks;
+};
+
 // Which servers exist and how to reach the one that serves a hash tag. Primitives, the
 // watchdog and waiters go through it and never build connections themselves, nor know
 // whether it is one server, a Sentinel deployment or a Cluster (its Router does). Command
@@ -53,6 +76,20 @@ class Topology {
   Reply run(const Script& script, const std::vector<std::string_view>& keys,
             const std::vector<std::string_view>& args, Retry retry = Retry::kNever,
             std::optional<Deadline> until = std::nullopt);
+
+  // run() for a write that takes or renews something: with --sync-replicas N
+  // (options().sync_replicas), `WAIT N --sync-timeout` goes in the same write right behind
+  // the script, on the same connection (whatever server the topology routes it to, after a
+  // redirect, an ASK or a NOSCRIPT fallback too), and the reply says how many replicas
+  // acknowledged; the budget grows by --sync-timeout (unless limit_timeout bounds it). A
+  // resend after a lost reply waits again: each script's repeat writes its record anew, so
+  // that the WAIT behind it covers the first run's write. Before the first such request on
+  // a connection, ROLE: a master with fewer than N replicas online throws ReplicationError
+  // before anything is written. Without --sync-replicas this is run() (acks.wanted = 0).
+  // The caller decides what a short acknowledgement means for what the script did.
+  Synced run_synced(const Script& script, const std::vector<std::string_view>& keys,
+                    const std::vector<std::string_view>& args, Retry retry = Retry::kNever,
+                    std::string_view about = {});
 
   // Until when the clean-up after the request that failed last may take (the end of that
   // request's budget), or now + --timeout when the last request did not fail.
@@ -114,8 +151,13 @@ class Topology {
   // Runs `attempt(connection, asking)` on the server of `key` within the request's budget:
   // redirects and failovers (Router::after_error) are followed, and I/O errors retried as
   // run() says.
+  // `extra`: time beyond --timeout the request may take (a WAIT behind it), added to the
+  // budget and to each attempt's socket timeout.
   template <typename F>
-  auto with_retry(std::string_view key, Retry retry, std::optional<Deadline> until, F&& attempt);
+  auto with_retry(std::string_view key, Retry retry, std::optional<Deadline> until, F&& attempt,
+                  Millis extra = Millis(0));
+  // ROLE on `c` once: the replicas its master has online, for --sync-replicas.
+  long long replicas_online(Connection& c);
 
   ConnectOptions options_;
   std::unique_ptr<Router> router_;
