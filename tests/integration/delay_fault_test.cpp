@@ -46,7 +46,7 @@ void push_lines(const RedisServer& redis, int n, const std::string& flags = "") 
   auto pushed =
       run({"sh", "-c",
            "exec \"$RL\" --url \"$URL\" delay-push q - --lines --delay 0 " + flags + " < \"$IN\""},
-          {{"RL", rlock_binary()}, {"URL", redis.url()}, {"IN", dir / "lines"}});
+          {{"RL", rlock_binary()}, {"URL", redis.topology_url()}, {"IN", dir / "lines"}});
   REQUIRE(pushed.status == 0);
 }
 
