@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, checks the formatting, builds with warnings as errors, and runs
 # every test: unit tests,
-# integration tests against real redis-servers the harness starts on free ports, and the
-# seeded fuzz pass. Then builds again with AddressSanitizer and UndefinedBehaviorSanitizer
+# integration tests against real redis-servers the harness starts on free ports, every
+# primitive's integration tests again with those servers as one-node clusters and behind
+# sentinels (ctest's integration_cluster and integration_sentinel, tests/CMakeLists.txt),
+# and the seeded fuzz pass. Then builds again with AddressSanitizer and UndefinedBehaviorSanitizer
 # (build-asan/) and runs the unit tests and the fuzz pass there: any report fails them.
 # Every stage runs even when an earlier one failed (a failing integration test must not
 # hide a sanitizer report); the script fails at the end, naming the stages that failed.
@@ -46,7 +48,7 @@ tests() {
 }
 
 # -O1 with line tables only: half the build time of -O2 -g (the whole run must stay under
-# 20 minutes on 2 cores), and what sanitizers are usually run with.
+# 30 minutes on 2 cores), and what sanitizers are usually run with.
 sanitized() {
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
     -DRLOCK_WERROR=ON -DRLOCK_SANITIZE=ON >/dev/null
@@ -64,7 +66,7 @@ if [ ${#failed[@]} -ne "$before" ]; then
   echo "== tests (build/): not run, the build failed" >&2
   failed+=("tests (build/)")
 else
-  stage "tests (build/): unit, integration and fuzz" tests
+  stage "tests (build/): unit, integration (standalone, cluster, sentinel) and fuzz" tests
 fi
 # The recipes in examples/ (their files parsed and verified, the commands they run run).
 stage "examples (examples/): recipes checked and run" scripts/examples-test.sh

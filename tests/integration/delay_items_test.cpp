@@ -75,7 +75,7 @@ std::vector<std::string> to_file_argv(const std::vector<std::string>& args,
 
 RunResult to_file(const RedisServer& redis, const std::vector<std::string>& args,
                   const std::string& redirect) {
-  Env env{{"RL", rlock_binary()}, {"URL", redis.url()}};
+  Env env{{"RL", rlock_binary()}, {"URL", redis.topology_url()}};
   auto argv = to_file_argv(args, redirect, env);
   return run(argv, env);
 }
@@ -147,7 +147,7 @@ TEST_CASE("delay-pop: a reader gone with Redis down: exit 74 and the lost items 
   for (int i = 1; i <= 3; ++i) plant(redis, "q", cat("i", i), std::string(100'000, 'x'), i);
   TempDir dir;
   REQUIRE(mkfifo((dir / "out").c_str(), 0600) == 0);
-  Env env{{"RL", rlock_binary()}, {"URL", redis.url()}};
+  Env env{{"RL", rlock_binary()}, {"URL", redis.topology_url()}};
   auto argv = to_file_argv({"delay-pop", "q", "--count", "10"}, cat("> ", dir / "out"), env);
   Spawned c(argv, env);
   Fd reader(open((dir / "out").c_str(), O_RDONLY | O_NONBLOCK));
@@ -182,7 +182,7 @@ TEST_CASE("delay-pop: a closed stdout takes nothing (the next descriptor would b
 TEST_CASE("delay-pop: --forever stops at the first failed write, the items kept") {
   RedisServer redis;
   for (int i = 1; i <= 5; ++i) plant(redis, "q", cat("i", i), "p", i);
-  Env env{{"RL", rlock_binary()}, {"URL", redis.url()}};
+  Env env{{"RL", rlock_binary()}, {"URL", redis.topology_url()}};
   auto argv = to_file_argv({"delay-pop", "q", "--forever"}, "> /dev/full", env);
   Spawned c(argv, env);
   CHECK(c.wait(deadline(10s)).value_or(kStillRunning) == 74);

@@ -48,7 +48,7 @@ RunResult with_stdin(const RedisServer& redis, const std::string& input_file,
   std::string cmd = "exec \"$RL\" --url \"$URL\"";
   for (size_t i = 0; i < args.size(); ++i) cmd.append(" \"$A").append(std::to_string(i)) += '"';
   cmd += " < \"$IN\"";
-  Env env{{"RL", rlock_binary()}, {"URL", redis.url()}, {"IN", input_file}};
+  Env env{{"RL", rlock_binary()}, {"URL", redis.topology_url()}, {"IN", input_file}};
   for (size_t i = 0; i < args.size(); ++i) env.emplace_back(cat("A", i), args[i]);
   return run({"sh", "-c", cmd}, env);
 }
@@ -257,7 +257,7 @@ TEST_CASE("delay: 10000 items, 4 producers, 4 consumers: none lost, none twice, 
         std::vector<std::string>{"sh", "-c",
                                  "exec \"$RL\" --url \"$URL\" delay-pop load --forever --count 50 "
                                  "> \"$OUT\""},
-        Env{{"RL", rlock_binary()}, {"URL", redis.url()}, {"OUT", dir / cat("c", c)}});
+        Env{{"RL", rlock_binary()}, {"URL", redis.topology_url()}, {"OUT", dir / cat("c", c)}});
   }
   REQUIRE(poll_until([&] { return subscribers(redis, "rlock:chan:{load}:queue") == 4; }, 10s));
   std::vector<Spawned> producers;
@@ -270,7 +270,7 @@ TEST_CASE("delay: 10000 items, 4 producers, 4 consumers: none lost, none twice, 
                     "ms > /dev/null || exit 1\n");
     }
     producers.emplace_back(std::vector<std::string>{"sh", "-c", script},
-                           Env{{"RL", rlock_binary()}, {"URL", redis.url()}});
+                           Env{{"RL", rlock_binary()}, {"URL", redis.topology_url()}});
   }
   for (auto& p : producers) {
     INFO(p.err());
@@ -310,11 +310,13 @@ TEST_CASE("delay: 10000 items, 4 producers, 4 consumers: none lost, none twice, 
 
 // A consumer with a command recording "<id> <deliveries> <payload>" per run.
 Spawned recorder(const RedisServer& redis, const TempDir& dir, const std::string& queue) {
-  return Spawned(
-      {"sh", "-c",
-       "exec \"$RL\" --url \"$URL\" delay-pop \"$Q\" --forever --visibility 1s -- "
-       "sh -c 'echo \"$RLOCK_ITEM_ID $RLOCK_DELIVERIES $(cat)\" >> \"$0\"' \"$OUT\""},
-      Env{{"RL", rlock_binary()}, {"URL", redis.url()}, {"Q", queue}, {"OUT", dir / "done"}});
+  return Spawned({"sh", "-c",
+                  "exec \"$RL\" --url \"$URL\" delay-pop \"$Q\" --forever --visibility 1s -- "
+                  "sh -c 'echo \"$RLOCK_ITEM_ID $RLOCK_DELIVERIES $(cat)\" >> \"$0\"' \"$OUT\""},
+                 Env{{"RL", rlock_binary()},
+                     {"URL", redis.topology_url()},
+                     {"Q", queue},
+                     {"OUT", dir / "done"}});
 }
 
 TEST_CASE("delay: -- CMD consumers SIGKILLed every 200 items lose nothing, count redeliveries") {

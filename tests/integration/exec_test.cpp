@@ -28,7 +28,7 @@ TEST_CASE("exec: 16 processes x 50 locked increments of one file lose no update"
   const std::string loop =
       R"(for i in $(seq 50); do "$RL" --url "$URL" exec --wait 60s counter -- )"
       R"(sh -c 'n=$(cat "$F"); sleep 0.005; echo $((n+1)) > "$F"' || exit 1; done)";
-  const Env env{{"RL", rlock_binary()}, {"URL", redis.url()}, {"F", counter}};
+  const Env env{{"RL", rlock_binary()}, {"URL", redis.topology_url()}, {"F", counter}};
   std::vector<Spawned> loops;
   for (int i = 0; i < 16; ++i) loops.emplace_back(std::vector<std::string>{"sh", "-c", loop}, env);
 

@@ -310,6 +310,12 @@ struct RedisServer::State {
 
   // Starts redis-server and waits until it answers PING; false if it exited (port taken).
   bool start_once() {
+    spawn();
+    return await_ping();
+  }
+
+  // Starts redis-server without waiting for it.
+  void spawn() {
     write_config();
     Fd log(::open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     if (!log) throw_errno("open " + log_path());
@@ -318,6 +324,10 @@ struct RedisServer::State {
     pid = spawn_process(argv, child_env({}), log.get(), log.get());
     pidfd = Fd(pidfd_open(pid));
     if (!pidfd) throw_errno("pidfd_open");
+  }
+
+  // Waits until the server spawn() started answers PING; false if it exited (port taken).
+  bool await_ping() {
     // Start-up wait, not a test assertion: connect until it answers, at most 10s.
     const auto until = deadline(10s);
     while (Clock::now() < until) {
@@ -361,7 +371,52 @@ struct RedisServer::State {
     throw std::runtime_error("one-node cluster did not reach cluster_state:ok in 10s");
   }
 
+  // Whether this server is a one-node test cluster of default options, the kind that
+  // take_spare() hands out.
+  bool plain_cluster() const {
+    return as_cluster() && options.requirepass.empty() && !options.unix_socket &&
+           options.config.empty() && options.args.empty() && !options.pick_port;
+  }
+
+  // A one-node cluster refuses commands for its first 2s (Redis's CLUSTER_WRITABLE_DELAY),
+  // longer than most tests take. So under RLOCK_TEST_TOPOLOGY=cluster, the server of
+  // default options that one test gets was started while the test before it ran: each
+  // take starts the next one. The last one is stopped when the test binary exits.
+  struct Spare {
+    std::unique_ptr<State> state;
+    ~Spare() {
+      if (state) state->stop();
+    }
+  };
+  static Spare& spare() {
+    static Spare s;
+    return s;
+  }
+
+  // Takes the spare server (started by an earlier take) into this State if it is up, and
+  // starts the next spare; false if there was none, or it did not come up.
+  bool take_spare() {
+    auto& next = spare().state;
+    bool taken = false;
+    if (next && next->await_ping()) {
+      port = next->port;
+      pid = std::exchange(next->pid, -1);
+      pidfd = std::move(next->pidfd);
+      dir = std::move(next->dir);
+      taken = true;
+    }
+    next = std::make_unique<State>();
+    next->options = options;
+    next->port = free_cluster_port();
+    next->spawn();
+    return taken;
+  }
+
   void start(bool keep_port) {
+    if (!keep_port && plain_cluster() && take_spare()) {
+      become_cluster();
+      return;
+    }
     for (int attempt = 0; attempt < 5; ++attempt) {
       if (!keep_port || port == 0) {
         port = options.pick_port ? options.pick_port()

@@ -179,7 +179,7 @@ TEST_CASE("same owner: lock --shared inside an exec --shared job is the owner's 
   RedisServer redis;
   const std::string script = R"("$RL" --url "$URL" lock --shared L)";
   auto job = rlock(redis, {"exec", "--shared", "L", "--", "sh", "-c", script},
-                   {{"RLOCK_OWNER", "ci"}, {"RL", rlock_binary()}, {"URL", redis.url()}});
+                   {{"RLOCK_OWNER", "ci"}, {"RL", rlock_binary()}, {"URL", redis.topology_url()}});
   REQUIRE(job.status == 0);
   CHECK(parse_json(job.out).at("count") == 1);  // not a level of the job's hold
   // It outlives the job (whose own hold is gone) until the owner drops it.

@@ -75,7 +75,7 @@ TEST_CASE(
     bool writer = i < 2;
     loops.emplace_back(std::vector<std::string>{"sh", "-c", loop},
                        Env{{"RL", rlock_binary()},
-                           {"URL", redis.url()},
+                           {"URL", redis.topology_url()},
                            {"MODE", writer ? "" : "--shared"},
                            {"PROBE", std::filesystem::read_symlink("/proc/self/exe").string()},
                            {"RLOCK_IT_PROBE", writer ? "writer" : "reader"},

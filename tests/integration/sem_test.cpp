@@ -54,7 +54,7 @@ void run_probe(int permits, int rounds) {
                            "); do \"$RL\" --url \"$URL\" sem exec --permits $P --wait 100s S -- "
                            "\"$D/probe\" || exit 1; done";
   const Env env{{"RL", rlock_binary()},
-                {"URL", redis.url()},
+                {"URL", redis.topology_url()},
                 {"D", dir.path().string()},
                 {"P", std::to_string(permits)}};
   std::vector<Spawned> loops;
