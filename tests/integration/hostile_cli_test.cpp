@@ -289,7 +289,7 @@ TEST_CASE("hostile: the command line guides") {
   CHECK(r.out.empty());
   CHECK(r.err ==
         "rlock: missing subcommand (lock, unlock, exec, sem, inspect, latch, limit, delay-push, "
-        "delay-pop or help); see rlock help\n");
+        "delay-pop, doctor or help); see rlock help\n");
 
   r = rlock(redis, {"exce", "L", "--", "true"});
   CHECK(r.status == 64);
