@@ -31,7 +31,7 @@ _rlock()
         cword=$COMP_CWORD
     fi
 
-    local subcommands='lock unlock exec sem inspect latch limit delay-push delay-pop help'
+    local subcommands='lock unlock exec sem inspect latch limit delay-push delay-pop doctor help'
     local global_opts='--url --password-file --prefix --connect-timeout
         --timeout --sync-replicas --sync-timeout -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
@@ -217,6 +217,9 @@ _rlock()
             elif ((npos >= 1)); then
                 COMPREPLY=($(compgen -W '--' -- "$cur"))
             fi
+            ;;
+        doctor)
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
             ;;
         help)
             if [[ $cur == -* ]]; then

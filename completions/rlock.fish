@@ -1,6 +1,6 @@
 # fish completion for rlock(1). Installed into $datadir/fish/vendor_completions.d.
 
-set -l __rlock_subcommands lock unlock exec sem inspect latch limit delay-push delay-pop help
+set -l __rlock_subcommands lock unlock exec sem inspect latch limit delay-push delay-pop doctor help
 
 # True once `rlock exec ... --` (or limit's, or delay-pop's) has been typed: the rest is a
 # command of its own.
@@ -89,6 +89,7 @@ complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down,
 complete -c rlock -n $no_subcmd -a limit -d 'Rate limiters: decide one call, or run a command when allowed'
 complete -c rlock -n $no_subcmd -a delay-push -d 'Schedule an item on a delayed queue'
 complete -c rlock -n $no_subcmd -a delay-pop -d 'Take due items of a delayed queue; with -- CMD, reliably'
+complete -c rlock -n $no_subcmd -a doctor -d 'Check whether the Redis deployment is fit for locks'
 complete -c rlock -n $no_subcmd -a help -d 'Show help for a subcommand'
 complete -c rlock -n __rlock_help_wants_subcommand -a "$__rlock_subcommands"
 # `rlock help sem exec`, `rlock help latch await`.

@@ -43,5 +43,6 @@ Runner define_latch_command(CLI::App& app, std::vector<std::string>& command_aft
 Runner define_limit_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_delay_push_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_delay_pop_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
+Runner define_doctor_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 
 }  // namespace rlock::cli

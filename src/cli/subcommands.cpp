@@ -22,6 +22,8 @@ const std::vector<Subcommand>& subcommands() {
        define_delay_push_command},
       {"delay-pop", "Take due items of a delayed queue; with -- CMD, reliably (lease, ack)",
        "rlock delay-pop [OPTIONS] QUEUE [-- CMD [ARGS...]]", define_delay_pop_command},
+      {"doctor", "Check whether the Redis deployment is fit for locks (one finding a line)",
+       nullptr, define_doctor_command},
   };
   return kAll;
 }

@@ -38,7 +38,15 @@ Topology::Topology(ConnectOptions options)
 
 Topology::Topology(const Target& target, ConnectOptions options,
                    std::function<void(const std::string&)> notice)
-    : options_(std::move(options)), router_(make_router(target, std::move(notice))) {}
+    : options_(std::move(options)),
+      router_(make_router(target, std::move(notice))),
+      replicated_(target.kind != Deployment::kStandalone) {}
+
+bool Topology::replicated() const { return replicated_ || router_->cluster(); }
+
+std::string Topology::server_name() {
+  return router_->endpoint_for("", effective_options()).describe();
+}
 
 Topology::~Topology() = default;
 

@@ -141,6 +141,11 @@ class Topology {
   void while_next_script_runs(std::function<void()> work) { in_flight_ = std::move(work); }
 
   const ConnectOptions& options() const { return options_; }
+  // True on a Sentinel deployment or a Cluster (servers meant to fail over to a replica).
+  bool replicated() const;
+  // host:port of the server that requests without a key go to (each master's, inside
+  // for_each_master). May connect (Sentinel asks the sentinels).
+  std::string server_name();
 
  private:
   // The connection to the server of `key`, opened (or reopened) within `budget` when
@@ -165,6 +170,7 @@ class Topology {
   std::vector<Subscriber> retired_;
   std::function<void()> in_flight_;
   std::optional<Deadline> failed_until_;  // the budget's end of the request that failed last
+  bool replicated_ = false;               // a Sentinel or Cluster URL
 };
 
 }  // namespace rlock::redis
