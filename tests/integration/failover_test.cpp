@@ -137,6 +137,11 @@ long long server_us(const RedisServer& server) {
 
 void touch(const std::string& path) { write_file(path, ""); }
 
+// Waiters in the queue of lock `name` on `server`.
+long long queued(const RedisServer& server, const std::string& name) {
+  return server.cmd_int({"ZCARD", lock_key(name) + ":waiters"});
+}
+
 // Why a round's processes ended as they did, for failure messages.
 std::string report(Spawned& p, const std::string& who) {
   return who + ": " + std::to_string(p.wait(Clock::now()).value_or(kStillRunning)) + " " + p.err();
@@ -192,7 +197,7 @@ TEST_CASE("failover: sentinel, 20 rounds of SENTINEL FAILOVER under a holder and
                                                   log, "a" + r, "sleep 0.1"));
     Spawned w2 = spawn_on(sentinel.url(), stamped({"exec", "--lease", "3s", "--wait", "30s", name},
                                                   log, "b" + r, "sleep 0.1"));
-    REQUIRE(poll_until([&] { return subscribers(master, lock_channel(name)) == 2; }, 10s));
+    REQUIRE(poll_until([&] { return queued(master, name) == 2; }, 10s));
     sentinel.failover();
     long long done_ns = now_ns();
     touch(go);
@@ -236,7 +241,8 @@ TEST_CASE("failover: sentinel, a hold the new master never got stops its job bef
   Spawned waiter =
       spawn_on(sentinel.url(),
                stamped({"exec", "--lease", "3s", "--wait", "30s", name}, log, "w", "sleep 0.1"));
-  REQUIRE(poll_until([&] { return subscribers(master, lock_channel(name)) == 1; }, 10s));
+  // Queued (its first attempts answered), not only subscribed.
+  REQUIRE(poll_until([&] { return queued(master, name) == 1; }, 10s));
   long long fence_before = fence_on(master, name);
   failover_to(sentinel, replica);
   RedisServer& promoted = replica;
@@ -359,7 +365,8 @@ TEST_CASE(
     Spawned waiter = spawn_on(
         cluster.url(),
         stamped({"exec", "--lease", "3s", "--wait", "30s", name}, log, "w" + r, "sleep 0.1"));
-    REQUIRE(poll_until([&] { return subscribers(master, lock_channel(name)) == 1; }, 10s));
+    // Queued (its first attempts answered), not only subscribed.
+    REQUIRE(poll_until([&] { return queued(master, name) == 1; }, 10s));
     cluster.failover(master);
     long long done_ns = now_ns();
     touch(go);
@@ -372,12 +379,10 @@ TEST_CASE(
     REQUIRE(w != nullptr);
     long long wait_ms = (w->start_ns - done_ns) / 1000000;
     worst_wait_ms = std::max(worst_wait_ms, wait_ms);
-    // Target: within 2 s of the failover. Not yet: the waiter's subscription, re-opened on
-    // the demoted node (its slot owner as rlock still believed), keeps it and hears nothing
-    // of the release on the new master, so the waiter wakes when the holder's lease (3 s)
-    // runs out. Bounded by that until the subscriber follows the MOVED of its slot.
+    // Target: within 2 s of the failover. Not met in every round yet: in about one round in
+    // three the waiter starts about 5 s after it (not diagnosed; see the branch's report).
     if (wait_ms > 2000) ++late;
-    CHECK(wait_ms <= 2000 + 3000 + 3000);  // + 3 s for a loaded machine
+    CHECK(wait_ms <= 2000 + 3000 + 3000);  // + the holder's lease, + 3 s for a loaded machine
     // The slot's master now (a loaded machine may see the cluster fail over by itself).
     CHECK(fence_on(cluster.master_of_slot(slot), name) >= max_fence(log));
   }
@@ -409,7 +414,8 @@ TEST_CASE("failover: cluster, a hold the new master never got stops its job befo
   REQUIRE(poll_until([&] { return started(log, "h"); }, 10s));
   Spawned waiter = spawn_on(cluster.url(), stamped({"exec", "--lease", "3s", "--wait", "30s", name},
                                                    log, "w", "sleep 0.1"));
-  REQUIRE(poll_until([&] { return subscribers(master, lock_channel(name)) == 1; }, 10s));
+  // Queued (its first attempts answered), not only subscribed.
+  REQUIRE(poll_until([&] { return queued(master, name) == 1; }, 10s));
   long long fence_before = fence_on(master, name);
   replica->cmd({"CLUSTER", "FAILOVER", "FORCE"});
   REQUIRE(poll_until([&] { return replica->cmd({"ROLE"}).at(0) == "master"; }, 10s));
