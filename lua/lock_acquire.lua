@@ -10,16 +10,22 @@
 --   "wait"   first attempt of a wait: re-enters, or queues when busy
 --   "queued" later attempts: claims a grant, takes a free lock at the head, keeps the place
 --   "last"   the wait's final attempt: as "queued", but leaves the queue when busy
+--   "claim"  as "queued" while this wait's queue entry is there or the fence is at least
+--            ARGV[11]; otherwise (a server that lost the entry and the token of the hold
+--            the waiter saw may have lost that hold, whose job still runs: see
+--            prim/wait.cpp) it only claims a grant and takes nothing free
 -- ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id, ARGV[6] "lock" or
 -- "exec" (exclusive) or "slock" or "sexec" (shared), ARGV[7] lock channel, ARGV[8] ms a
 -- granted waiter has to claim, ARGV[9] arrival (us) to keep, or "", ARGV[10] the holds of
--- the rlock processes the caller runs under, "<hold id> <owner>" a line (RLOCK_HOLDS).
+-- the rlock processes the caller runs under, "<hold id> <owner>" a line (RLOCK_HOLDS),
+-- ARGV[11] the fence the wait's last busy reply gave ("0": none).
 -- Same owner: a "lock" or "slock" request re-enters its owner's hold of the same mode (an
 -- "slock" also the owner's exclusive hold: a downgrade); an exec hold (either mode) is its
 -- process's own: no other exec of its owner runs beside an exclusive one, and an exclusive
 -- request waits for an "sexec" reader as for anyone's.
 -- Reply: {1, count, fence, pttl_ms, fresh} held (fresh = 1: a new hold);
---        {0, pttl_ms, arrival_us, same_owner_exec, holders_total, owner1, count1, ...} busy
+--        {0, pttl_ms, arrival_us, same_owner_exec, holders_total, fence, owner1, count1, ...}
+--        busy (fence: the last token handed out)
 --        (the writer and at most BUSY_LISTED readers);
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "UPGRADE" (a reader asked for the exclusive lock: it would deadlock),
@@ -144,7 +150,9 @@ if first and not shared and count < 0 and mine then
 end
 
 local free = redis.call('EXISTS', KEYS[1]) == 0 and (shared or readers == 0)
-if free then
+local may_take = mode ~= 'claim' or redis.call('ZSCORE', KEYS[3], member)
+  or last_fence() >= (tonumber(ARGV[11]) or 0)
+if free and may_take then
   local head = first_live(channel)
   if head == nil or head == member then
     if shared then
@@ -210,5 +218,6 @@ else
   arrival = stay_queued(KEYS[3], KEYS[4], member, queued, ARGV[9], now, wait_ms)
 end
 local total = redis.call('HLEN', KEYS[1]) + readers
-return holders_reply({0, holders_ttl(soonest), tonumber(arrival), same_owner_exec and 1 or 0, total},
+return holders_reply({0, holders_ttl(soonest), tonumber(arrival), same_owner_exec and 1 or 0, total,
+                      last_fence()},
                      BUSY_LISTED)

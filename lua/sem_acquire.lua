@@ -2,8 +2,8 @@
 -- sem_common.lua). Waiters queue in arrival order; freed permits are reserved for the
 -- head waiters whose whole request fits, and each confirms with this script (a grant
 -- message is only a wake-up). A request never takes permits ahead of a live waiter.
--- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] mode ("try", "wait", "queued", "last": see
--- lock_acquire.lua), ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id,
+-- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] mode ("try", "wait", "queued", "last", "claim":
+-- see lock_acquire.lua), ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id,
 -- ARGV[6] count, ARGV[7] capacity the caller expects, ARGV[8] '1' = set the capacity to
 -- ARGV[7] (--resize), ARGV[9] semaphore channel, ARGV[10] claim ms, ARGV[11] arrival (us)
 -- to keep, or "", ARGV[12] the holds of the rlock processes the caller runs under,
@@ -73,7 +73,8 @@ if redis.call('ZSCORE', KEYS[6], member) then
 end
 
 local queued = redis.call('ZSCORE', KEYS[4], member)
-if not queued and first_live(channel) == nil and count <= free_permits() then
+local claim_only = mode == 'claim' and not queued
+if not claim_only and not queued and first_live(channel) == nil and count <= free_permits() then
   return taken(take(rid, count, owner, lease, now.ms))
 end
 
@@ -81,10 +82,12 @@ local arrival = 0
 if mode ~= 'try' then
   arrival = stay_queued(KEYS[4], KEYS[5], member, queued, ARGV[11], now, wait_ms)
 end
-pass_on(channel, claim_ms, now.ms, member)
-if redis.call('ZSCORE', KEYS[6], member) then
-  redis.call('ZREM', KEYS[6], member)
-  return taken(take(rid, count, owner, lease, now.ms))
+if not claim_only then
+  pass_on(channel, claim_ms, now.ms, member)
+  if redis.call('ZSCORE', KEYS[6], member) then
+    redis.call('ZREM', KEYS[6], member)
+    return taken(take(rid, count, owner, lease, now.ms))
+  end
 end
 -- Busy. A request that could only be granted once permits of the processes it runs under
 -- are released would wait for itself: refused at once. Those holds are named by the caller

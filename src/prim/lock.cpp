@@ -62,7 +62,7 @@ class LockWait : public Waitable {
     auto reply =
         run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
                           {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_,
-                           claim, arrival_, ancestry_},
+                           claim, arrival_, ancestry_, seen_fence_},
                           kKind, redis::Retry::kIdempotent, &acks);
     long long status = reply.at(0).integer();
     if (status == 1) {
@@ -94,7 +94,8 @@ class LockWait : public Waitable {
     if (arrival > 0) arrival_ = std::to_string(arrival);
     b.same_owner_exec = reply.at(3).integer() == 1;
     b.holders_total = reply.at(4).integer();
-    b.holders = decode_holders(reply, 5, lock_.key_);
+    seen_fence_ = std::to_string(reply.at(5).integer());
+    b.holders = decode_holders(reply, 6, lock_.key_);
     result_ = b;
     std::string who;
     for (const auto& h : b.holders)
@@ -125,6 +126,8 @@ class LockWait : public Waitable {
   std::string member_;
   std::string arrival_;  // our place in the queue, kept across reconnections
   std::string ancestry_;
+  // The token of the last busy reply: a server that has it has the holds seen until then.
+  std::string seen_fence_ = "0";
   std::optional<Deadline> unconfirmed_since_;
   Acquisition result_ = Busy{};
 };

@@ -44,16 +44,23 @@ class Loop {
     if (step.acquired) return WaitOutcome::kAcquired;
     if (SteadyClock::now() >= until_) return WaitOutcome::kTimedOut;
     // Subscribe before queueing, so that no grant or release can be missed.
+    longest_ttl_ = step.holder_ttl;
     sub_.emplace(topology_.subscribe(w_.channels()));
     step = w_.attempt(Waitable::Mode::kWait, millis_until(until_));
     while (!step.acquired) {
-      if (SteadyClock::now() >= until_) return finish(Waitable::Mode::kLast);
+      if (SteadyClock::now() >= until_) {
+        return finish(SteadyClock::now() < claim_only_until_ ? Waitable::Mode::kClaim
+                                                             : Waitable::Mode::kLast);
+      }
+      longest_ttl_ = std::max(longest_ttl_, step.holder_ttl);
       wake_ = until_;
       if (step.holder_ttl.count() >= 0)
         wake_ = std::min(until_, SteadyClock::now() + step.holder_ttl + kExpirySlack);
+      if (SteadyClock::now() < claim_only_until_) wake_ = std::min(wake_, claim_only_until_);
       if (hooks_.on_wait) hooks_.on_wait(step, millis_until(until_));
       if (!sleep()) return finish_interrupted();
-      step = attempt_resilient(Waitable::Mode::kQueued);
+      step = attempt_resilient(SteadyClock::now() < claim_only_until_ ? Waitable::Mode::kClaim
+                                                                      : Waitable::Mode::kQueued);
     }
     return acquired();
   }
@@ -87,8 +94,17 @@ class Loop {
     }
   }
 
+  // After a reconnect, for the longest holders' expiry seen: only claim grants (see wait_for).
+  void reconnected() {
+    if (longest_ttl_.count() > 0) {
+      claim_only_until_ =
+          std::max(claim_only_until_, SteadyClock::now() + longest_ttl_ + kExpirySlack);
+    }
+  }
+
   // A dropped subscriber comes back as soon as Redis does, within the wait's time.
   void resubscribe(const std::string& why) {
+    reconnected();
     if (hooks_.on_reconnect) hooks_.on_reconnect(why);
     sub_.reset();
     Millis pause = kReconnectMin;
@@ -115,6 +131,8 @@ class Loop {
         // A short acknowledgement (--sync-replicas) is an answer, not an outage.
         bool answered = dynamic_cast<const redis::ReplicationError*>(&e) != nullptr;
         if (answered || !transient(e) || SteadyClock::now() >= until_) throw;
+        reconnected();
+        if (mode == Waitable::Mode::kQueued) mode = Waitable::Mode::kClaim;
         if (hooks_.on_reconnect) hooks_.on_reconnect(e.what());
       }
       pause_for(pause);
@@ -160,6 +178,8 @@ class Loop {
   const WaitHooks& hooks_;
   std::optional<Subscriber> sub_;
   Deadline wake_{};
+  Millis longest_ttl_{-1};       // the longest holders' expiry an attempt reported
+  Deadline claim_only_until_{};  // see reconnected()
 };
 
 }  // namespace
@@ -174,6 +194,8 @@ const char* mode_word(Waitable::Mode mode) {
       return "queued";
     case Waitable::Mode::kLast:
       return "last";
+    case Waitable::Mode::kClaim:
+      return "claim";
   }
   return "try";
 }

@@ -18,6 +18,8 @@ class Waitable {
     kWait,    // first attempt of a wait: queue when busy
     kQueued,  // later attempts: claim a grant, keep the place in the queue
     kLast,    // the wait's final attempt: leave the queue when busy
+    kClaim,   // as kQueued while the wait's queue entry is there; without it (lost with
+              // the server's data) only claims a grant, never takes what is free
   };
   struct Step {
     bool acquired = false;
@@ -67,7 +69,12 @@ enum class WaitOutcome { kAcquired, kTimedOut, kInterrupted };
 // the longest-waiting live waiter on its grant channel, and the waiter claims it with an
 // attempt (a message is a wake-up, never proof). Without a message it retries when the
 // holders' expiry (as last seen, or as announced on the release channel) frees it. A
-// dropped connection reconnects and keeps the waiter's place. On an error, an interrupt
+// dropped connection reconnects and keeps the waiter's place. For the longest holders'
+// expiry seen in the wait after that, a waiter whose queue entry the server no longer has
+// only claims grants (Mode::kClaim) and takes nothing free: a server that lost the entry (a
+// failover before it was replicated, a restart without persistence) may have lost a hold
+// written before it, whose job runs until its holder finds out at its next renewal, or
+// until its lease ends. On an error, an interrupt
 // or at the deadline nothing is left behind: a hold granted meanwhile is given back.
 WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,
                      const WaitHooks& hooks);

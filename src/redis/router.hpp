@@ -46,6 +46,13 @@ class Router {
   // Applies a command timeout to every open connection.
   virtual void set_timeout(Millis timeout) = 0;
 
+  // How often a subscriber asks still_serves() while it sleeps (0: never; see
+  // Subscriber::recheck): where a server can stop serving the channels without a word to
+  // its subscribers.
+  virtual Millis recheck_every() const { return Millis(0); }
+  // False once `server` (where a subscriber was opened) no longer serves the channels.
+  virtual bool still_serves(const Endpoint& /*server*/) { return true; }
+
   // Every master once (a scan of all keys visits each): the standalone server, Sentinel's
   // master, or every master of a cluster.
   virtual std::vector<Endpoint> masters(const ConnectOptions& options) = 0;

@@ -12,6 +12,8 @@ namespace {
 // Between passes during a failover: short against the sentinels' own pace (a failover
 // takes about a second), long enough not to hammer them.
 constexpr Millis kPassPause{100};
+// What a sentinel has to answer named_master() in.
+constexpr Millis kQuickAnswer{500};
 
 }  // namespace
 
@@ -29,14 +31,19 @@ Role role_of(Connection& conn) {
 SentinelResolver::SentinelResolver(Target target, const ConnectOptions& options)
     : target_(std::move(target)), options_(options) {}
 
-Endpoint SentinelResolver::ask(const Endpoint& sentinel) {
-  ConnectOptions o = options_;
+Endpoint SentinelResolver::ask(const Endpoint& sentinel, const ConnectOptions& options) {
+  ConnectOptions o = options;
   o.endpoint = sentinel;
   o.endpoint.user = target_.sentinel_user;
   o.endpoint.password = target_.sentinel_password;
   o.endpoint.db = 0;  // a sentinel has no databases
-  Connection conn = Connection::open(o);
-  ReplyPtr reply = conn.command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", target_.master_name});
+  if (sentinel_ &&
+      (sentinel_->broken() || sentinel_->options().endpoint.describe() != o.endpoint.describe())) {
+    sentinel_.reset();
+  }
+  if (!sentinel_) sentinel_.emplace(Connection::open(o));
+  sentinel_->set_timeout(o.command_timeout);
+  ReplyPtr reply = sentinel_->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", target_.master_name});
   ReplyView address(reply.get());
   if (address.is_nil() || !address.is_array() || address.size() != 2) {
     throw UnavailableError("does not monitor a master named '" + target_.master_name + "'");
@@ -57,7 +64,7 @@ Connection SentinelResolver::connect_master() {
     std::string who = "sentinel " + sentinels[i].describe();
     Endpoint candidate;
     try {
-      candidate = ask(sentinels[i]);
+      candidate = ask(sentinels[i], options_);
     } catch (const Error& e) {
       note(who + ": " + e.what());
       continue;
@@ -81,6 +88,28 @@ Connection SentinelResolver::connect_master() {
   }
   throw UnavailableError("no sentinel led to the master '" + target_.master_name +
                          "': " + failures);
+}
+
+Endpoint SentinelResolver::named_master() {
+  // A question on the way of a request (a renewal near its deadline): a sentinel that does
+  // not answer quickly is passed over.
+  ConnectOptions quick = options_;
+  quick.connect_timeout = std::min(quick.connect_timeout, kQuickAnswer);
+  quick.command_timeout = std::min(quick.command_timeout, kQuickAnswer);
+  std::string failures;
+  std::vector<Endpoint>& sentinels = target_.seeds;
+  for (size_t i = 0; i < sentinels.size(); ++i) {
+    try {
+      Endpoint named = ask(sentinels[i], quick);
+      std::rotate(sentinels.begin(), sentinels.begin() + static_cast<long>(i),
+                  sentinels.begin() + static_cast<long>(i) + 1);
+      return named;
+    } catch (const Error& e) {
+      if (!failures.empty()) failures += "; ";
+      failures += "sentinel " + sentinels[i].describe() + ": " + e.what();
+    }
+  }
+  throw UnavailableError("no sentinel named the master '" + target_.master_name + "': " + failures);
 }
 
 Connection SentinelResolver::connect_master(Deadline until) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,17 +38,26 @@ class SentinelResolver {
   // last pass's error then.
   Connection connect_master(Deadline until);
 
+  // The master's address as the sentinels name it now: the first answer of a sentinel,
+  // asked in turn (the one that answered last first), without connecting to it. Throws
+  // UnavailableError when no sentinel answers.
+  Endpoint named_master();
+
   // The master's address as the last successful pass found it (for messages).
   const Endpoint& master() const { return master_; }
   const Target& target() const { return target_; }
 
  private:
-  // The master's address according to one sentinel; throws with what went wrong.
-  Endpoint ask(const Endpoint& sentinel);
+  // The master's address according to one sentinel, asked within `options`' timeouts;
+  // throws with what went wrong.
+  Endpoint ask(const Endpoint& sentinel, const ConnectOptions& options);
 
   Target target_;
   ConnectOptions options_;
   Endpoint master_;
+  // The connection to the sentinel asked last, kept for the next question (a long wait or
+  // an exec's renewals ask again and again: one connection, not one per question).
+  std::optional<Connection> sentinel_;
 };
 
 }  // namespace rlock::redis

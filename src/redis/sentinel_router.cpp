@@ -1,14 +1,46 @@
 #include "redis/sentinel_router.hpp"
 
 namespace rlock::redis {
+namespace {
+
+// How long a connection to the master is used without asking a sentinel again whether it
+// is still the master. After a failover the old master stays a writable master for about
+// 10 s (until a sentinel converts it): a renewal, release or claim sent there would take
+// effect on a server whose data is about to be thrown away, and a renewal would keep a hold
+// alive there that the new master may never have got. A request within this long of the
+// connection's confirmation (an exec's acquisition right after connecting) is not delayed.
+constexpr Millis kConfirmedFor{100};
+
+}  // namespace
+
+bool SentinelRouter::still_master() {
+  if (SteadyClock::now() - confirmed_at_ < kConfirmedFor) return true;
+  try {
+    if (resolver_->named_master().describe() != conn_->options().endpoint.describe()) return false;
+  } catch (const Error&) {
+    // No sentinel answers: the master keeps serving as long as it answers itself.
+  }
+  confirmed_at_ = SteadyClock::now();
+  return true;
+}
+
+bool SentinelRouter::still_serves(const Endpoint& server) {
+  if (!resolver_) return true;
+  try {
+    return resolver_->named_master().describe() == server.describe();
+  } catch (const Error&) {
+    return true;  // no sentinel answers: nothing says it changed
+  }
+}
 
 Connection& SentinelRouter::connection_for(std::string_view, const ConnectOptions& options) {
-  if (conn_ && !conn_->broken()) return *conn_;
+  if (conn_ && !conn_->broken() && still_master()) return *conn_;
   conn_.reset();
   if (!resolver_) resolver_.emplace(target_, options);
   // A failover takes the sentinels about a second to agree on: keep asking that long.
   conn_.emplace(resolver_->connect_master(SteadyClock::now() + options.command_timeout));
   conn_->set_timeout(options.command_timeout);
+  confirmed_at_ = SteadyClock::now();
   master_ = conn_->options().endpoint;
   return *conn_;
 }
@@ -16,7 +48,8 @@ Connection& SentinelRouter::connection_for(std::string_view, const ConnectOption
 Endpoint SentinelRouter::endpoint_for(std::string_view key, const ConnectOptions& options) {
   if (conn_ && !conn_->broken()) {
     try {
-      if (role_of(*conn_) == Role::kMaster) return conn_->options().endpoint;
+      Connection& conn = connection_for(key, options);  // asks a sentinel when due
+      if (role_of(conn) == Role::kMaster) return conn.options().endpoint;
     } catch (const Error&) {
       // Broken or refused: ask the sentinels below.
     }

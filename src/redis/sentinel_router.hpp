@@ -11,6 +11,9 @@ namespace rlock::redis {
 // the first request needs it and again whenever it stops being the master: a lost
 // connection, READONLY (a demoted master), LOADING, MASTERDOWN. A request refused with one
 // of those replies was not executed, so it is resent to the new master within its timeout.
+// A connection is used without a question for kConfirmedFor (see sentinel_router.cpp) after
+// the sentinels named its server; past that, the next request asks a sentinel first, and
+// goes to the new master when the sentinels name another.
 class SentinelRouter : public Router {
  public:
   explicit SentinelRouter(Target target) : target_(std::move(target)) {}
@@ -26,12 +29,21 @@ class SentinelRouter : public Router {
   void set_timeout(Millis timeout) override;
   std::vector<Endpoint> masters(const ConnectOptions& options) override;
   bool cluster() const override { return false; }
+  // A demoted master keeps its subscribers: a waiter asks the sentinels once a second.
+  Millis recheck_every() const override { return Millis(1000); }
+  // False when a sentinel names another master than `server`.
+  bool still_serves(const Endpoint& server) override;
 
  private:
+  // False when the sentinels name another master than conn_'s (asked at most once per
+  // kConfirmedFor; a sentinel that does not answer confirms nothing and refutes nothing).
+  bool still_master();
+
   Target target_;
   std::optional<SentinelResolver> resolver_;
   std::optional<Connection> conn_;
   std::optional<Endpoint> master_;  // where conn_ went last
+  Deadline confirmed_at_{};         // when the sentinels last named conn_'s server
 };
 
 }  // namespace rlock::redis

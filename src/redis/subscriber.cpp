@@ -61,9 +61,19 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
       pending_.pop_front();
       return e;
     }
+    // Also once before a timeout is reported: the caller's next request follows it.
+    Deadline now = SteadyClock::now();
+    if (still_serves_ && (now >= next_check_ || now >= until)) {
+      if (!still_serves_()) {
+        throw IoError("redis at " + conn_.options().endpoint.describe() +
+                      " is no longer the master");
+      }
+      next_check_ = SteadyClock::now() + recheck_every_;
+    }
     pollfd fds[2] = {{conn_.fd(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
     int nfds = interrupt_fd >= 0 ? 2 : 1;
-    auto left = millis_until(until);
+    Deadline wake = still_serves_ ? std::min(until, next_check_) : until;
+    auto left = millis_until(wake);
     int rc = poll(fds, nfds, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (rc < 0) {
       if (errno == EINTR) continue;
@@ -76,6 +86,12 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
     }
     if (SteadyClock::now() >= until) return {Wake::kTimeout, {}, {}};
   }
+}
+
+void Subscriber::recheck(Millis every, std::function<bool()> still_serves) {
+  recheck_every_ = every;
+  still_serves_ = std::move(still_serves);
+  next_check_ = SteadyClock::now() + every;
 }
 
 }  // namespace rlock::redis

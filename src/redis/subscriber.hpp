@@ -1,6 +1,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ class Subscriber {
   // subscribes again where the channel is now.
   Event wait(Deadline until, int interrupt_fd = -1);
 
+  // Makes wait() call `still_serves` every `every` while it sleeps, and before it reports
+  // a timeout (the caller's next request follows): false ends the wait
+  // with IoError, as a dropped connection does. For a server that stops serving the
+  // channels without a word to its subscribers (a Sentinel master demoted by a failover
+  // keeps them, and nothing is published there any more).
+  void recheck(Millis every, std::function<bool()> still_serves);
+
  private:
   explicit Subscriber(Connection conn) : conn_(std::move(conn)) {}
   void read_buffered();
@@ -44,6 +52,9 @@ class Subscriber {
   Connection conn_;
   std::deque<Event> pending_;
   size_t confirmations_due_ = 0;
+  Millis recheck_every_{0};
+  std::function<bool()> still_serves_;
+  Deadline next_check_{};
 };
 
 }  // namespace rlock::redis
