@@ -147,6 +147,21 @@ std::string report(Spawned& p, const std::string& who) {
   return who + ": " + std::to_string(p.wait(Clock::now()).value_or(kStillRunning)) + " " + p.err();
 }
 
+// After a failover that lost the holder's hold: the holder stopped its job and exited 76,
+// and the waiter's job, with a newer fence, ran only after it.
+void check_lost_hold(Spawned& holder, Spawned& waiter, const std::string& log,
+                     long long fence_before) {
+  REQUIRE(Spawned::wait_all({&holder, &waiter}, Clock::now() + 30s));
+  INFO(report(holder, "holder") << "\n" << report(waiter, "waiter"));
+  CHECK(holder.wait(Clock::now()) == 76);
+  CHECK(waiter.wait(Clock::now()) == 0);
+  auto jobs = jobs_of(log);
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].who == "h");
+  CHECK(jobs[1].fence > fence_before);
+  check_serial(log);
+}
+
 // SENTINEL FAILOVER to `next` without SentinelSetup::failover's settle() first (which would
 // attach a detached replica again); returns once the sentinels all name `next` and its ROLE
 // says master.
@@ -247,15 +262,7 @@ TEST_CASE("failover: sentinel, a hold the new master never got stops its job bef
   failover_to(sentinel, replica);
   RedisServer& promoted = replica;
   CHECK(promoted.cmd_int({"EXISTS", lock_key(name)}) == 0);  // the loss happened
-  REQUIRE(Spawned::wait_all({&holder, &waiter}, Clock::now() + 30s));
-  INFO(report(holder, "holder") << "\n" << report(waiter, "waiter"));
-  CHECK(holder.wait(Clock::now()) == 76);
-  CHECK(waiter.wait(Clock::now()) == 0);
-  auto jobs = jobs_of(log);
-  REQUIRE(jobs.size() == 2);
-  CHECK(jobs[0].who == "h");
-  CHECK(jobs[1].fence > fence_before);
-  check_serial(log);
+  check_lost_hold(holder, waiter, log, fence_before);
   MESSAGE("sentinel lost-hold case in " << ms_between(start) << " ms");
 }
 
@@ -422,15 +429,7 @@ TEST_CASE("failover: cluster, a hold the new master never got stops its job befo
   CHECK(replica->cmd_int({"EXISTS", lock_key(name)}) == 0);  // the loss happened
   replica->cmd({"CLIENT", "UNPAUSE"});
   cluster.await_converged();
-  REQUIRE(Spawned::wait_all({&holder, &waiter}, Clock::now() + 30s));
-  INFO(report(holder, "holder") << "\n" << report(waiter, "waiter"));
-  CHECK(holder.wait(Clock::now()) == 76);
-  CHECK(waiter.wait(Clock::now()) == 0);
-  auto jobs = jobs_of(log);
-  REQUIRE(jobs.size() == 2);
-  CHECK(jobs[0].who == "h");
-  CHECK(jobs[1].fence > fence_before);
-  check_serial(log);
+  check_lost_hold(holder, waiter, log, fence_before);
   MESSAGE("cluster lost-hold case in " << ms_between(start) << " ms");
 }
 
