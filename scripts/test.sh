@@ -117,7 +117,7 @@ stage "examples (examples/): recipes checked and run" scripts/examples-test.sh
 # exec, lock and command-line cases run against the installed /usr/bin/rlock (the whole
 # suite ran against build/ above; running it twice would not fit CI's time).
 if [ -z "${RLOCK_TEST_BINARY:-}" ]; then
-  stage "Debian package (build-pkg/): built, installed, exercised, removed" \
+  stage "Debian package (from build/): built, installed, exercised, removed" \
     env RLOCK_PACKAGE_BUILD_DIR=build scripts/package-test.sh -tc='exec:*,lock*,unlock*,hostile: the command line guides*,completions*' \
     -tce='exec: 16 processes*'
 fi
