@@ -329,6 +329,12 @@ int run(int argc, char** argv) {
                                         : ": missing '--' before the command (") +
                        entry->command_usage + ")");
     }
+    // json and table fall back to JSON where a command has no table; no other command
+    // can make the exposition format, and JSON where a scraper expects it fails unseen.
+    if (globals.format == "prometheus" && sub->get_name() != "inspect") {
+      throw UsageError("--format prometheus is for inspect only, not " + sub->get_name() +
+                       see_help(sub->get_name()));
+    }
     return runner.run(resolve_settings(globals));
   }
   missing_subcommand();

@@ -194,8 +194,9 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   required_value("--sync-timeout", f.sync_timeout,
                  "how long --sync-replicas waits for the replicas (default 1s)")
       ->type_name("DUR");
-  app.add_option("--format", f.format, "output of listings: json or table")
-      ->check(CLI::IsMember({"json", "table"}))
+  app.add_option("--format", f.format,
+                 "output of listings: json or table; prometheus (inspect only)")
+      ->check(CLI::IsMember({"json", "table", "prometheus"}))
       ->type_name("FMT");
   app.add_flag("-v,--verbose", f.verbose, "explain on stderr what rlock waits for and why");
   app.add_flag("-q,--quiet", f.quiet, "no result on stdout, no notices on stderr (warnings stay)");
@@ -206,7 +207,9 @@ Settings resolve_settings(const GlobalFlags& f) {
   Settings s;
   s.verbose = f.verbose;
   s.quiet = f.quiet;
-  s.table = f.format == "table";
+  s.format = f.format == "table"        ? Format::kTable
+             : f.format == "prometheus" ? Format::kPrometheus
+                                        : Format::kJson;
   s.target = parse_url_from(pick_url(f.url, cfg));
   resolve_password(f, cfg, s.target.endpoint);
   resolve_sentinel_credentials(cfg, s.target);
