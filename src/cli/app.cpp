@@ -271,6 +271,9 @@ int run(int argc, char** argv) {
   app.footer(
       "Durations: 250ms, 30s, 5m, 2h, 1d, compounds such as 1h30m, a bare number of seconds;\n"
       "at most 36500d. --wait inf waits forever.\n\n"
+      "While a command waits with stderr on a terminal (and without -q), one status line\n"
+      "shows who holds it, the place in the queue and the time left, redrawn in place and\n"
+      "erased before the result, a notice or the job.\n\n"
       "Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.");
   GlobalFlags globals;
   add_global_flags(app, globals);
