@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdint>
 
+#include "util/utf8.hpp"
+
 namespace rlock::inspect {
 namespace {
 
@@ -66,23 +68,6 @@ bool has_number(const Json& j, const char* field) {
 }
 
 long long number(const Json& j, const char* field) { return j[field].get<long long>(); }
-
-// The length of the UTF-8 sequence at `s[i]` (1 to 4), or 0 when it is not one (a stray
-// continuation byte, an overlong form, a surrogate, beyond U+10FFFF, cut short).
-size_t utf8_length(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-  if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  if (c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
-  if (c == 0xED && b(i + 1) >= 0xA0) return 0;  // surrogate
-  if (c == 0xF0 && b(i + 1) < 0x90) return 0;   // overlong
-  if (c == 0xF4 && b(i + 1) >= 0x90) return 0;  // beyond U+10FFFF
-  return n;
-}
 
 }  // namespace
 
