@@ -45,7 +45,7 @@ class Loop {
     if (SteadyClock::now() >= until_) return WaitOutcome::kTimedOut;
     // Subscribe before queueing, so that no grant or release can be missed.
     longest_ttl_ = step.holder_ttl;
-    sub_.emplace(topology_.subscribe(w_.channels()));
+    sub_.emplace(topology_.subscribe(w_.channels(), w_.classic_channels()));
     step = w_.attempt(Waitable::Mode::kWait, millis_until(until_));
     while (!step.acquired) {
       if (SteadyClock::now() >= until_) {
@@ -110,7 +110,7 @@ class Loop {
     Millis pause = kReconnectMin;
     while (true) {
       try {
-        sub_.emplace(topology_.subscribe(w_.channels()));
+        sub_.emplace(topology_.subscribe(w_.channels(), w_.classic_channels()));
         return;
       } catch (const Error& e) {
         if (!transient(e) || SteadyClock::now() >= until_) throw;

@@ -34,6 +34,9 @@ class Waitable {
   virtual Step attempt(Mode mode, Millis wait_left) = 0;
   // [0] the object's release channel, [1] this wait's own grant channel.
   virtual std::vector<std::string> channels() const = 0;
+  // Channels another client publishes on with classic PUBLISH (Redisson's lock channel),
+  // listened to as well: any message there is a wake-up too.
+  virtual std::vector<std::string> classic_channels() const { return {}; }
   // Gives back whatever this request may hold or have been granted and leaves the queue,
   // also when the request's own reply never came; never throws.
   virtual void give_up() noexcept = 0;

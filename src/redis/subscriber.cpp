@@ -9,7 +9,8 @@
 namespace rlock::redis {
 
 Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std::string>& channels,
-                            bool classic_allowed, bool master_only) {
+                            bool classic_allowed, bool master_only,
+                            const std::vector<std::string>& classic) {
   Subscriber sub(Connection::open(options));
   std::vector<std::string_view> argv = {"SSUBSCRIBE"};
   argv.insert(argv.end(), channels.begin(), channels.end());
@@ -36,10 +37,36 @@ Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std
                              "later on a cluster");
     }
     argv.front() = "SUBSCRIBE";
+    argv.insert(argv.end(), classic.begin(), classic.end());
     sub.conn_.command(argv);
+    sub.confirmations_due_ = argv.size() - 2;
+    return sub;
   }
   sub.confirmations_due_ = channels.size() - 1;
+  if (!classic.empty()) {
+    std::vector<std::string> subscribe = {"SUBSCRIBE"};
+    subscribe.insert(subscribe.end(), classic.begin(), classic.end());
+    sub.conn_.send({subscribe});
+    sub.await_classic(classic.back());
+  }
   return sub;
+}
+
+void Subscriber::await_classic(const std::string& last) {
+  while (true) {
+    auto replies = conn_.receive(1);
+    const redisReply* r = replies.front().get();
+    if (r->type == REDIS_REPLY_ERROR) throw ReplyError(std::string(r->str, r->len));
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) continue;
+    std::string kind = as_string(r->element[0]);
+    if (kind == "ssubscribe" && confirmations_due_ > 0) {
+      --confirmations_due_;
+    } else if (kind == "smessage" || kind == "message") {
+      pending_.push_back({Wake::kMessage, as_string(r->element[1]), as_string(r->element[2])});
+    } else if (kind == "subscribe" && as_string(r->element[1]) == last) {
+      return;
+    }
+  }
 }
 
 // Moves every complete push already read from the socket into pending_.

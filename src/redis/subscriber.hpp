@@ -39,8 +39,13 @@ class Subscriber {
   // channel's name (a keyed read that only the slot's master serves: a replica without
   // READONLY, like any other node, answers MOVED) goes in the same write just before the
   // SSUBSCRIBE; a user refused EXISTS (NOPERM) subscribes unconfirmed.
+  //
+  // `classic` channels are subscribed with SUBSCRIBE on the same connection (another
+  // client's channel that it publishes on with PUBLISH); open() returns once the server
+  // confirmed them, so that nothing published after it is missed.
   static Subscriber open(const ConnectOptions& options, const std::vector<std::string>& channels,
-                         bool classic_allowed = true, bool master_only = false);
+                         bool classic_allowed = true, bool master_only = false,
+                         const std::vector<std::string>& classic = {});
 
   // Sleeps until a message arrives, `until` passes, or `interrupt_fd` (if >= 0) becomes
   // readable. Messages that arrived earlier come first, in publish order. Throws IoError
@@ -59,6 +64,9 @@ class Subscriber {
  private:
   explicit Subscriber(Connection conn) : conn_(std::move(conn)) {}
   void read_buffered();
+  // Reads pushes until the SUBSCRIBE of `last` is confirmed, keeping messages and counting
+  // the other confirmations.
+  void await_classic(const std::string& last);
 
   Connection conn_;
   std::deque<Event> pending_;

@@ -252,14 +252,16 @@ std::vector<Reply> Topology::receive(size_t replies) {
   return out;
 }
 
-Subscriber Topology::subscribe(const std::vector<std::string>& channels) {
+Subscriber Topology::subscribe(const std::vector<std::string>& channels,
+                               const std::vector<std::string>& classic) {
   ConnectOptions opts = options_;
   std::string_view key = channels.empty() ? std::string_view() : channels.front();
   Deadline until = SteadyClock::now() + opts.command_timeout;
   for (int round = 0;; ++round) {
     opts.endpoint = router_->endpoint_for(key, options_);
     try {
-      Subscriber sub = Subscriber::open(opts, channels, !router_->cluster(), router_->cluster());
+      Subscriber sub =
+          Subscriber::open(opts, channels, !router_->cluster(), router_->cluster(), classic);
       if (router_->recheck_every().count() > 0) {
         sub.recheck(router_->recheck_every(), [router = router_.get(), served = opts.endpoint] {
           return router->still_serves(served);

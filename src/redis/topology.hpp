@@ -109,7 +109,9 @@ class Topology {
 
   // A subscriber of its own connection, subscribed to `channels` (all of one hash tag) on
   // the server of that hash tag: sharded pub/sub where the server has it (Redis 7).
-  Subscriber subscribe(const std::vector<std::string>& channels);
+  // `classic` (channels of the same slot) are subscribed with SUBSCRIBE besides.
+  Subscriber subscribe(const std::vector<std::string>& channels,
+                       const std::vector<std::string>& classic = {});
 
   // Runs `fn` once for every master, with a topology that sends everything to that one
   // server (a scan of all keys: inspect). On a standalone server or Sentinel, once with
