@@ -33,10 +33,10 @@ _rlock()
 
     local subcommands='lock unlock exec sem inspect latch limit delay-push delay-pop doctor help'
     local global_opts='--url --password-file --prefix --connect-timeout
-        --timeout --sync-replicas --sync-timeout -v --verbose -q --quiet --format --version -h --help'
+        --timeout --sync-replicas --sync-timeout --layout -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
-        --sync-replicas --sync-timeout --format --owner --lease -w --wait -E --conflict-exit-code
+        --sync-replicas --sync-timeout --layout --format --owner --lease -w --wait -E --conflict-exit-code
         --on-lost -c --command
         --kill-after --min-hold --expire --by --id --permits --count --permit --type
         --rate --per --burst --cost --client --client-rate
@@ -110,6 +110,10 @@ _rlock()
             ;;
         -w | --wait)
             COMPREPLY=($(compgen -W 'inf 10s 1m 5m 1h' -- "$cur"))
+            return
+            ;;
+        --layout)
+            COMPREPLY=($(compgen -W 'rlock redisson' -- "$cur"))
             return
             ;;
         --prefix | --connect-timeout | --timeout | --sync-replicas | --sync-timeout | --owner | --lease | \

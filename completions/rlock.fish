@@ -35,7 +35,7 @@ function __rlock_positionals
             continue
         end
         switch $t
-            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --format --owner --lease \
+            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --format --owner --lease \
                 -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold --permits --count --permit --type \
                 --delay --at --id --max-payload --visibility --max-deliveries
                 set skip 1
@@ -106,6 +106,7 @@ complete -c rlock -n $global -l connect-timeout -x -d 'Connect timeout (default 
 complete -c rlock -n $global -l timeout -x -d 'Per-request timeout, repeats and clean-up included (default 5s)'
 complete -c rlock -n $global -l sync-replicas -x -d 'Acquisitions and renewals wait for N replicas (default 0, off)'
 complete -c rlock -n $global -l sync-timeout -x -d 'How long --sync-replicas waits (default 1s)'
+complete -c rlock -n $global -l layout -x -a 'rlock redisson' -d 'Whose key layout locks use (default rlock)'
 complete -c rlock -n $global -s v -l verbose -d 'Explain on stderr what rlock waits for'
 complete -c rlock -n $global -s q -l quiet -d 'Print no result JSON and no notices'
 complete -c rlock -n $global -l format -x -a 'json table prometheus' -d 'Output format for listings'

@@ -18,7 +18,8 @@
 -- "exec" (exclusive) or "slock" or "sexec" (shared), ARGV[7] lock channel, ARGV[8] ms a
 -- granted waiter has to claim, ARGV[9] arrival (us) to keep, or "", ARGV[10] the holds of
 -- the rlock processes the caller runs under, "<hold id> <owner>" a line (RLOCK_HOLDS),
--- ARGV[11] the fence the wait's last busy reply gave ("0": none).
+-- ARGV[11] the fence the wait's last busy reply gave ("0": none), ARGV[12] Redisson's lock
+-- channel or "" (see foreign_channel in lock_common.lua).
 -- Same owner: a "lock" or "slock" request re-enters its owner's hold of the same mode (an
 -- "slock" also the owner's exclusive hold: a downgrade); an exec hold (either mode) is its
 -- process's own: no other exec of its owner runs beside an exclusive one, and an exclusive
@@ -35,6 +36,7 @@
 --        "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
 -- @include common.lua
 -- @include lock_common.lua
+foreign_channel = ARGV[12] or ''
 local owner, lease, mode, wait_ms = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local rid, kind, channel, claim_ms = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local shared = is_shared(kind)

@@ -5,7 +5,8 @@
 -- ARGV[4] id of the exec hold to release ("" for a plain unlock), ARGV[5] claim ms,
 -- ARGV[6] "release" or "abandon"; for "abandon", ARGV[7] the request's waiters member;
 -- ARGV[8] the hold's kind: "lock" or "exec" (exclusive), "slock" or "sexec" (shared);
--- ARGV[9] ms the reply record KEYS[12] is kept (with KEYS[12]).
+-- ARGV[9] ms the reply record KEYS[12] is kept (with KEYS[12]), ARGV[10] Redisson's lock
+-- channel or "" (see foreign_channel in lock_common.lua).
 -- "abandon" gives back what the request ARGV[4] took (a hold, or a grant not yet claimed),
 -- leaves the queue, and marks the request given up, so that it changes nothing if the
 -- server runs it only now.
@@ -18,6 +19,7 @@
 -- request (a retry after a lost reply) gets the first run's reply and changes nothing.
 -- @include common.lua
 -- @include lock_common.lua
+foreign_channel = ARGV[10] or ''
 return once(KEYS[12], ARGV[9], function()
 local err = check_lock_keys(ARGV[2])
 if err then return err end

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake g++ make libhiredis-dev libcli11-dev nlohmann-json3-dev doctest-dev
-          redis-server redis-tools "$@")
+          redis-server redis-tools nodejs npm "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

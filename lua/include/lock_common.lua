@@ -21,10 +21,21 @@
 -- (exclusive) or "slock" or "sexec" (shared); its grant channel is the lock channel ..
 -- ':' .. wait_id.
 
+-- Redisson's lock channel under --layout redisson ('' for none), set by each script from
+-- its ARGV before anything else: a lock freed is announced there as Redisson's
+-- UNLOCK_MESSAGE "0", with PUBLISH (Redisson on a standalone server or Sentinel) and
+-- SPUBLISH (Redisson's sharded mode on a Redis 7 cluster). Nothing else is ever published
+-- there: Redisson decodes every message on it as a number.
+local foreign_channel = ''
+
 -- Every write a lock script may make, checked against the caller's ACL first (Redis 7),
 -- so that a refusal comes before the first write and changes nothing.
 local function check_rights(channel)
   if not redis.acl_check_cmd then return nil end
+  if foreign_channel ~= '' then
+    local denied = first_denied({{'PUBLISH', foreign_channel, '0'}, {'SPUBLISH', foreign_channel, '0'}})
+    if denied then return denied end
+  end
   local needs = {
     {'HSET', KEYS[1], 'f', '1'}, {'HINCRBY', KEYS[1], 'f', '1'}, {'DEL', KEYS[1]}, {'PEXPIRE', KEYS[1], '1'},
     {'SET', KEYS[2], '1'}, {'ZADD', KEYS[3], '1', 'm'}, {'ZREM', KEYS[3], 'm'}, {'PEXPIRE', KEYS[3], '1'},
@@ -253,7 +264,13 @@ local function pass_on(channel, claim_ms)
     grant_reader(head, channel, claim_ms, now_ms)
     granted = granted + 1
   end
-  if granted == 0 and readers == 0 then publish(channel, 'released') end
+  if granted == 0 and readers == 0 then
+    publish(channel, 'released')
+    if foreign_channel ~= '' then
+      redis.call('PUBLISH', foreign_channel, '0')
+      if sharded_pubsub ~= false then redis.pcall('SPUBLISH', foreign_channel, '0') end
+    end
+  end
 end
 
 -- Releases one level held by `owner` (the caller checked that it holds one). `keep` > 0 at

@@ -87,7 +87,7 @@ void add_help_command(CLI::App& app, std::vector<std::string>& topic) {
 // Global options that take a value, so that value is not taken for a subcommand name.
 bool takes_value(const std::string& arg) {
   for (const char* o : {"--url", "--password-file", "--prefix", "--connect-timeout", "--timeout",
-                        "--sync-replicas", "--sync-timeout", "--format"}) {
+                        "--sync-replicas", "--sync-timeout", "--layout", "--format"}) {
     if (arg == o) return true;
   }
   return false;

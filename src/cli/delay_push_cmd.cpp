@@ -193,7 +193,10 @@ Examples:
   rlock delay-push reminders --at 2026-11-22T10:00:00Z --id invoice-42 - < invoice.json
   rlock delay-push reminders --at 1795341600.5 'at a Unix time'
   seq 100000 | rlock delay-push bulk --delay 30s --lines --id import-7)");
-  return {[f](const Settings& settings) { return run_push(*f, settings); }};
+  return {[f](const Settings& settings) {
+    require_rlock_layout(settings, "delay-push");
+    return run_push(*f, settings);
+  }};
 }
 
 }  // namespace rlock::cli

@@ -87,8 +87,8 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   }
   Supervision supervision(f.supervise, req.lease, console);
   redis::Topology topology = open_topology(settings);
-  prim::KeyLayout layout(settings.prefix);
-  prim::Lock lock(topology, layout, req.name);
+  auto layout = make_layout(settings);
+  prim::Lock lock(topology, *layout, req.name);
   supervision.prepare_during_next_script(topology);
   return supervision.until_in_time(req.wait_until, [&] {
     return acquire_and_run(command, req, console, supervision, topology, lock);

@@ -79,21 +79,28 @@ Examples:
   rlock inspect --type lock | jq '.[] | select(.waiters_total > 0)')");
   return {[pattern, types](const Settings& settings) {
     auto selected = inspect::select_types(*types);  // a bad --type before any connection
+    auto layout = make_layout(settings);
+    if (layout->locks_only()) {
+      if (types->empty()) selected = inspect::select_types("lock");
+      for (const auto* t : selected) {
+        if (t->type() != "lock")
+          require_rlock_layout(settings, "inspect --type " + std::string(t->type()));
+      }
+    }
     Console console(settings);
     redis::Topology topology = open_topology(settings);
-    prim::KeyLayout layout(settings.prefix);
     if (settings.format == Format::kPrometheus) {
       // Printed only once the whole listing was read: a listing that fails half-way prints
       // nothing, so a textfile collector never takes a partial one for the state.
       inspect::PrometheusWriter out;
-      inspect::scan_objects(topology, layout, *pattern, selected,
+      inspect::scan_objects(topology, *layout, *pattern, selected,
                             [&](const auto& shown) { out.batch(shown); });
       out.finish([&](const std::string& text) { console.result_text(text); });
       return 0;
     }
     if (settings.format == Format::kTable) {
       bool header = false;  // printed with the first batch: a failure to connect prints nothing
-      inspect::scan_objects(topology, layout, *pattern, selected, [&](const auto& shown) {
+      inspect::scan_objects(topology, *layout, *pattern, selected, [&](const auto& shown) {
         std::string text = header ? "" : inspect::table_header();
         header = true;
         for (const auto& s : shown)
@@ -104,7 +111,7 @@ Examples:
       return 0;
     }
     JsonArrayWriter out(console);
-    inspect::scan_objects(topology, layout, *pattern, selected,
+    inspect::scan_objects(topology, *layout, *pattern, selected,
                           [&](const auto& shown) { out.batch(shown); });
     out.end();
     return 0;

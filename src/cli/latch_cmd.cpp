@@ -203,6 +203,7 @@ Examples:
   rlock latch status build-42)");
 
   return {[f, set, down, await, status](const Settings& settings) {
+    require_rlock_layout(settings, "latch");
     if (set->parsed()) return run_set(*f, settings);
     if (down->parsed()) return run_count_down(*f, settings);
     if (await->parsed()) return run_await(*f, settings);

@@ -329,7 +329,10 @@ Examples:
   rlock limit api --rate 20 --per 1s --burst 5 --reconfigure
   rlock limit api --reset)");
 
-  return {[f, &command](const Settings& settings) { return run_limit(*f, command, settings); }};
+  return {[f, &command](const Settings& settings) {
+    require_rlock_layout(settings, "limit");
+    return run_limit(*f, command, settings);
+  }};
 }
 
 }  // namespace rlock::cli

@@ -56,8 +56,8 @@ stderr, even with -q, says how to unlock it.)");
     Console console(settings);
     LockRequest req = resolve_lock_request(*flags, settings);
     redis::Topology topology = open_topology(settings);
-    prim::KeyLayout layout(settings.prefix);
-    prim::Lock lock(topology, layout, req.name);
+    auto layout = make_layout(settings);
+    prim::Lock lock(topology, *layout, req.name);
     lock.set_ancestry(inherited_holds());
     auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name),
                           prim::HoldKind::kLock, req.mode);

@@ -380,6 +380,7 @@ Examples:
   rlock sem acquire --permits 5 --resize encoders                        # grow to 5
   rlock sem status encoders)");
   return {[flags, s, &command](const Settings& settings) {
+    require_rlock_layout(settings, "sem");
     if (!s.exec->parsed() && !command.empty())
       throw UsageError("only sem exec runs a command after '--'");
     if (s.acquire->parsed()) return run_acquire(*flags, settings);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/whole_flag.hpp"
+#include "prim/redisson_layout.hpp"
 #include "redis/url.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -19,10 +20,17 @@ namespace {
 constexpr const char* kDefaultUrl = "redis://127.0.0.1:6379";
 constexpr size_t kMaxConfigBytes = 64 * 1024;
 constexpr size_t kMaxPasswordFileBytes = 4 * 1024;
-constexpr const char* kConfigKeys[] = {"url",           "password_file",     "prefix",
-                                       "owner",         "connect_timeout",   "timeout",
-                                       "sentinel_user", "sentinel_password", "sync_replicas",
-                                       "sync_timeout"};
+constexpr const char* kConfigKeys[] = {"url",
+                                       "password_file",
+                                       "prefix",
+                                       "owner",
+                                       "connect_timeout",
+                                       "timeout",
+                                       "sentinel_user",
+                                       "sentinel_password",
+                                       "sync_replicas",
+                                       "sync_timeout",
+                                       "layout"};
 // More replicas than any deployment has: a larger --sync-replicas is a typo.
 constexpr long long kMaxSyncReplicas = 1000;
 
@@ -194,6 +202,10 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   required_value("--sync-timeout", f.sync_timeout,
                  "how long --sync-replicas waits for the replicas (default 1s)")
       ->type_name("DUR");
+  required_value("--layout", f.layout,
+                 "whose key layout locks use: rlock (default) or redisson (Redisson's RLock: "
+                 "lock, unlock, exec and inspect of locks only)")
+      ->type_name("LAYOUT");
   app.add_option("--format", f.format,
                  "output of listings: json or table; prometheus (inspect only)")
       ->check(CLI::IsMember({"json", "table", "prometheus"}))
@@ -242,12 +254,31 @@ Settings resolve_settings(const GlobalFlags& f) {
   if (s.connect.sync_timeout.count() == 0) {
     throw UsageError(sync_timeout_from + " must be greater than 0 (WAIT 0 would wait forever)");
   }
+  auto [layout, layout_from] = pick(f.layout, "--layout", "RLOCK_LAYOUT", "layout", "rlock");
+  if (layout == "redisson") {
+    s.layout = Layout::kRedisson;
+  } else if (layout != "rlock") {
+    throw UsageError(layout_from + ": unknown layout '" + layout + "' (rlock or redisson)");
+  }
   if (auto o = env("RLOCK_OWNER")) {
     s.owner = o;
   } else {
     s.owner = config_value(cfg, "owner");
   }
   return s;
+}
+
+std::unique_ptr<prim::KeyLayout> make_layout(const Settings& s) {
+  if (s.layout == Layout::kRedisson) return std::make_unique<prim::RedissonLayout>(s.prefix);
+  return std::make_unique<prim::KeyLayout>(s.prefix);
+}
+
+void require_rlock_layout(const Settings& s, const std::string& what) {
+  if (s.layout == Layout::kRlock) return;
+  throw UsageError(
+      "--layout redisson covers locks only (Redisson's RLock: lock, unlock, exec, "
+      "inspect); " +
+      what + " is not available under it");
 }
 
 redis::Topology open_topology(const Settings& s) {

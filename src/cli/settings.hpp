@@ -1,8 +1,10 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "prim/key_layout.hpp"
 #include "redis/connection.hpp"
 #include "redis/topology.hpp"
 
@@ -22,9 +24,13 @@ struct GlobalFlags {
   std::string sync_replicas;
   std::string sync_timeout;
   std::string format = "json";
+  std::string layout;
   bool verbose = false;
   bool quiet = false;
 };
+
+// --layout: whose key layout locks use.
+enum class Layout { kRlock, kRedisson };
 
 // --format: what a listing prints.
 enum class Format { kJson, kTable, kPrometheus };
@@ -37,6 +43,7 @@ struct Settings {
   // What the URL names, with every credential resolved (target.endpoint == connect.endpoint).
   redis::Target target;
   std::string prefix = "rlock:";
+  Layout layout = Layout::kRlock;
   std::optional<std::string> owner;  // from RLOCK_OWNER or the config file
   bool verbose = false;
   bool quiet = false;
@@ -48,6 +55,13 @@ void add_global_flags(CLI::App& app, GlobalFlags& flags);
 
 // The servers `s` names (standalone, Sentinel or Cluster), with -v notices on stderr.
 redis::Topology open_topology(const Settings& s);
+
+// The key layout `s` names (--layout, with --prefix).
+std::unique_ptr<prim::KeyLayout> make_layout(const Settings& s);
+
+// Throws UsageError when `what` (a subcommand) has no form in the layout `s` names: only
+// locks have Redisson's layout.
+void require_rlock_layout(const Settings& s, const std::string& what);
 
 // Applies the precedence rules. Throws UsageError for bad values (naming their source).
 Settings resolve_settings(const GlobalFlags& flags);

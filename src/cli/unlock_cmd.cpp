@@ -48,8 +48,8 @@ Examples:
     validate_name(flags->name);
     std::string owner = flags->force ? std::string() : explicit_owner(flags->owner, settings);
     redis::Topology topology = open_topology(settings);
-    prim::KeyLayout layout(settings.prefix);
-    prim::Lock lock(topology, layout, flags->name);
+    auto layout = make_layout(settings);
+    prim::Lock lock(topology, *layout, flags->name);
     if (flags->force) return force_unlock(lock, console);
     auto r = lock.release(owner, Millis(0), "",
                           flags->shared ? prim::LockMode::kShared : prim::LockMode::kExclusive);

@@ -127,6 +127,7 @@ class LockType final : public ObjectType {
     if (auto denied = refusal(r, read_count())) {
       error = *denied;
     } else if (r[0].is_error()) {
+      if (o.key == o.name) return std::nullopt;  // Redisson's layout: some other key
       error = "key holds another type than a lock hash";
     } else {
       if (writers_total == 0 && readers.empty()) return std::nullopt;  // released since SCAN
@@ -142,6 +143,9 @@ class LockType final : public ObjectType {
               {{"owner", owner}, {"count", count}, {"lease_ms", ttl_ms}, {"shared", false}});
         }
       } catch (const DataError&) {
+        // Under Redisson's layout a lock is any hash of its name: one that is not a lock
+        // is somebody else's data, not a broken lock.
+        if (o.key == o.name) return std::nullopt;
         holders = Json::array();
         error = "hash whose values are not reentry counts: not a lock";
       }

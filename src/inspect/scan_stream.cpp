@@ -43,8 +43,13 @@ struct Pending {
   Found found;
 };
 
-std::vector<std::string> scan_argv(const std::string& cursor, const std::string& pattern) {
-  return {"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(kScanCount)};
+// `type`: only keys of that type (KeyLayout::scan_type), "" for any.
+std::vector<std::string> scan_argv(const std::string& cursor, const std::string& pattern,
+                                   const std::string& type) {
+  std::vector<std::string> argv = {"SCAN",  cursor,  "MATCH",
+                                   pattern, "COUNT", std::to_string(kScanCount)};
+  if (!type.empty()) argv.insert(argv.end(), {"TYPE", type});
+  return argv;
 }
 
 // The objects among the keys of one SCAN reply, sorted, each once.
@@ -113,7 +118,7 @@ void scan_node(redis::Topology& topology, const prim::KeyLayout& layout, std::st
                                                 : layout.any_key_pattern(name_glob);
   ScanBound bound(topology.command({"DBSIZE"}, redis::Retry::kIdempotent).integer());
   bound.check("0");
-  auto first = scan_argv("0", pattern);
+  auto first = scan_argv("0", pattern, layout.scan_type());
   redis::Reply scan = topology.command({first.begin(), first.end()}, redis::Retry::kIdempotent);
 
   // What one batch sent: the next SCAN call (if the cursor goes on), then TIME and the
@@ -130,7 +135,7 @@ void scan_node(redis::Topology& topology, const prim::KeyLayout& layout, std::st
     std::vector<std::vector<std::string>> cmds;
     if (cursor != "0") {
       bound.check(cursor);
-      cmds.push_back(scan_argv(cursor, pattern));
+      cmds.push_back(scan_argv(cursor, pattern, layout.scan_type()));
       sent.scan = true;
     }
     if (!sent.objects.empty()) {

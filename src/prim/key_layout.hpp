@@ -94,6 +94,18 @@ class KeyLayout {
   // the shape all main keys share); each type's *_name() picks its own keys out of it.
   virtual std::string any_key_pattern(std::string_view name_glob) const;
 
+  // Redisson's lock channel, on which a lock freed is announced as "0" to Redisson's
+  // waiters too; "" (the default) for none.
+  virtual std::string foreign_lock_channel(std::string_view) const { return {}; }
+  // The lock hash field of `owner`. Default: the owner itself.
+  virtual std::string owner_field(std::string_view owner) const { return std::string(owner); }
+  // Throws UsageError for a name this layout cannot place (after validate_name).
+  virtual void check_name(std::string_view) const {}
+  // The SCAN TYPE of every key inspect lists, or "" for keys of any type.
+  virtual std::string scan_type() const { return {}; }
+  // True when only locks (exclusive holds) have this layout.
+  virtual bool locks_only() const { return false; }
+
   const std::string& prefix() const { return prefix_; }
 
  protected:

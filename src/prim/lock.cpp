@@ -45,7 +45,7 @@ class LockWait : public Waitable {
  public:
   LockWait(Lock& lock, std::string owner, Millis lease, HoldKind kind, LockMode mode)
       : lock_(lock),
-        owner_(std::move(owner)),
+        owner_(lock.layout_.owner_field(owner)),
         lease_(lease),
         kind_(kind_name(kind, mode)),
         mode_(mode),
@@ -64,7 +64,7 @@ class LockWait : public Waitable {
     auto reply =
         run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
                           {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_,
-                           claim, arrival_, ancestry_, seen_fence_},
+                           claim, arrival_, ancestry_, seen_fence_, lock_.foreign_channel_},
                           kKind, redis::Retry::kIdempotent, &acks);
     long long status = reply.at(0).integer();
     if (status == 1) {
@@ -116,9 +116,15 @@ class LockWait : public Waitable {
     return {lock_.channel_, lock_.layout_.grant_channel(lock_.name_, id_)};
   }
 
+  std::vector<std::string> classic_channels() const override {
+    if (lock_.foreign_channel_.empty()) return {};
+    return {lock_.foreign_channel_};
+  }
+
   void give_up() noexcept override {
-    std::vector<std::string> args = {owner_,    lock_.channel_, "0",  id_, millis_arg(kClaimWindow),
-                                     "abandon", member_,        kind_};
+    std::vector<std::string> args = {
+        owner_,    lock_.channel_, "0",   id_, millis_arg(kClaimWindow),
+        "abandon", member_,        kind_, "0", lock_.foreign_channel_};
     clean_up(lock_.topology_, redis::scripts::lock_release, lock_.keys(request_key_), args);
   }
 
@@ -193,7 +199,16 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       reader_grants_key_(layout.reader_grants_key(name_)),
       reader_expiries_key_(layout.reader_expiries_key(name_)),
       sem_key_(layout.sem_key(name_)),
-      channel_(layout.lock_channel(name_)) {}
+      channel_(layout.lock_channel(name_)),
+      foreign_channel_(layout.foreign_lock_channel(name_)) {
+  layout.check_name(name_);
+}
+
+void Lock::set_ancestry(std::vector<AncestorHold> holds) {
+  // Compared with the lock hash's fields by the scripts.
+  for (auto& h : holds) h.owner = layout_.owner_field(h.owner);
+  ancestry_ = std::move(holds);
+}
 
 std::vector<std::string_view> Lock::keys(const std::string& request_key,
                                          const std::string& reply_key) const {
@@ -211,6 +226,7 @@ Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind k
 
 Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until,
                           const WaitHooks& hooks, HoldKind kind, LockMode mode) {
+  if (mode == LockMode::kShared) refuse_shared();
   LockWait wait(*this, owner, lease, kind, mode);
   WaitOutcome outcome;
   try {
@@ -236,6 +252,16 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
   return a;
 }
 
+void Lock::refuse_shared() const {
+  // Readers live in rlock's own keys, beside an absent lock hash: a Redisson client would
+  // take the lock they hold.
+  if (layout_.locks_only()) {
+    throw UsageError(
+        "--layout redisson covers exclusive locks only (Redisson's RLock); "
+        "--shared is refused");
+  }
+}
+
 DataError Lock::waits_for_itself(const std::string& what, const std::string& id) const {
   const AncestorHold* a = find_ancestor(ancestry_, id);
   std::string hold = "hold " + id + (a ? ", owner '" + a->owner + "'" : std::string());
@@ -256,6 +282,7 @@ DataError Lock::waits_for_itself(const std::string& what, const std::string& id)
 
 Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id,
                       LockMode mode) {
+  if (mode == LockMode::kShared) refuse_shared();
   // A plain unlock counts down: its own reply record makes a repeat after a lost reply
   // report the first run's count instead of counting down again.
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
@@ -263,9 +290,9 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
   YieldToServer yield;  // the lock may go to a waiter with the reply
   auto reply = run_object_script(
       topology_, redis::scripts::lock_release, keys(request_key, reply_key),
-      {owner, channel_, millis_arg(keep), hold_id, millis_arg(kClaimWindow), "release", "",
-       kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode),
-       reply_record_ttl_arg(topology_)},
+      {layout_.owner_field(owner), channel_, millis_arg(keep), hold_id, millis_arg(kClaimWindow),
+       "release", "", kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode),
+       reply_record_ttl_arg(topology_), foreign_channel_},
       kKind, redis::Retry::kIdempotent);
   Release r;
   long long status = reply.at(0).integer();
@@ -282,21 +309,22 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
 std::vector<Holder> Lock::force_release() {
   std::string request_key = layout_.request_key(name_, "-");
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
-  auto reply =
-      run_object_script(topology_, redis::scripts::lock_force_release, keys(request_key, reply_key),
-                        {channel_, millis_arg(kClaimWindow), reply_record_ttl_arg(topology_)},
-                        kKind, redis::Retry::kIdempotent);
+  auto reply = run_object_script(
+      topology_, redis::scripts::lock_force_release, keys(request_key, reply_key),
+      {channel_, millis_arg(kClaimWindow), reply_record_ttl_arg(topology_), foreign_channel_},
+      kKind, redis::Retry::kIdempotent);
   return decode_holders(reply, 0, key_);
 }
 
 Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id,
                    LockMode mode) {
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
+  const std::string field = layout_.owner_field(owner);
   std::string reader;
-  if (mode == LockMode::kShared) reader = hold_id.empty() ? owner : owner + '\x1f' + hold_id;
+  if (mode == LockMode::kShared) reader = hold_id.empty() ? field : field + '\x1f' + hold_id;
   auto synced = topology_.run_synced(
       redis::scripts::lock_renew, {key_, exec_key_, readers_key_, reader_expiries_key_},
-      {owner, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
+      {field, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
       redis::Retry::kIdempotent, "lock '" + name_ + "'");
   Millis left(std::max<long long>(synced.reply.integer(), 0));
   if (left.count() > 0) {

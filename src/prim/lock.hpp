@@ -73,6 +73,7 @@ inline constexpr Millis kClaimWindow{2000};
 // waiters that a release hands the lock to. Every operation is one script.
 class Lock {
  public:
+  // Throws UsageError for a name the layout cannot place (KeyLayout::check_name).
   Lock(redis::Topology& topology, const KeyLayout& layout, std::string name);
 
   // One attempt: acquire, re-enter, or report the holders (never ahead of a live waiter).
@@ -108,12 +109,14 @@ class Lock {
 
   // The holds of the rlock processes the caller runs under (see AncestorHold), checked by
   // every acquisition from now on.
-  void set_ancestry(std::vector<AncestorHold> holds) { ancestry_ = std::move(holds); }
+  void set_ancestry(std::vector<AncestorHold> holds);
 
   const std::string& name() const { return name_; }
 
  private:
   friend class LockWait;
+  // Throws UsageError when the layout has no shared holds.
+  void refuse_shared() const;
   // The DataError for a request refused because it would wait for `what` ("exclusive",
   // "shared" or "behind") hold `id` of the ancestry.
   DataError waits_for_itself(const std::string& what, const std::string& id) const;
@@ -129,6 +132,7 @@ class Lock {
       reader_grants_key_, reader_expiries_key_;
   std::string sem_key_;  // a semaphore of the same name: the lock scripts refuse to act on it
   std::string channel_;
+  std::string foreign_channel_;  // KeyLayout::foreign_lock_channel: "" for none
   std::vector<AncestorHold> ancestry_;
 };
 

@@ -1,0 +1,191 @@
+// --layout redisson against Redisson's own RLock scripts: node-redisson (a third-party
+// client running them through ioredis) and the scripts' Lua text run verbatim with
+// redis-cli EVAL (tests/redisson/README says where they come from).
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+const std::string kPeerDir = std::string(RLOCK_SOURCE_DIR) + "/tests/redisson";
+
+// node-redisson from the lock file, installed once per run when it is missing.
+bool peer_installed() {
+  static int ready = -1;
+  if (ready < 0) {
+    ready =
+        access((kPeerDir + "/node_modules/node-redisson").c_str(), F_OK) == 0 ||
+        run({"npm", "ci", "--no-audit", "--no-fund", "--prefix", kPeerDir}, {}, 120s).status == 0;
+  }
+  return ready == 1;
+}
+
+std::vector<std::string> peer(const RedisServer& redis, const std::string& name,
+                              std::vector<std::string> args) {
+  std::vector<std::string> argv = {"node", kPeerDir + "/peer.js", std::to_string(redis.port()),
+                                   name};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::vector<std::string> in_layout(std::vector<std::string> args) {
+  args.insert(args.begin(), {"--layout", "redisson"});
+  return args;
+}
+
+long long epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Redisson's script `file` run verbatim through redis-cli EVAL.
+RunResult redisson_eval(const RedisServer& redis, const std::string& file,
+                        const std::vector<std::string>& keys,
+                        const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"redis-cli",
+                                   "-p",
+                                   std::to_string(redis.port()),
+                                   "EVAL",
+                                   read_file(kPeerDir + "/" + file),
+                                   std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv);
+}
+
+// "+" and "-" lines of jobs that never overlapped alternate strictly.
+void check_no_overlap(const std::string& log, int rounds) {
+  std::string expected;
+  for (int i = 0; i < rounds; ++i) expected += "+\n-\n";
+  CHECK(log == expected);
+}
+
+TEST_CASE("redisson layout: rlock exec and node-redisson exclude each other over 30 rounds each") {
+  if (!peer_installed()) {
+    FAIL("node-redisson could not be installed in " << kPeerDir << " (node and npm needed)");
+  }
+  RedisServer redis;
+  TempDir dir;
+  const std::string log = dir.path().string() + "/log";
+  write_file(log, "");
+  Spawned node(peer(redis, "shared-job", {"rounds", "30", log}));
+  for (int i = 0; i < 30; ++i) {
+    auto r = rlock(redis, in_layout({"exec", "--wait", "20s", "shared-job", "--", "sh", "-c",
+                                     "echo + >> " + log + "; sleep 0.002; echo - >> " + log}));
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+  }
+  REQUIRE(node.wait(deadline(25s)).value_or(kStillRunning) == 0);
+  check_no_overlap(read_file(log), 60);
+  CHECK(redis.cmd_int({"EXISTS", "shared-job"}) == 0);
+}
+
+TEST_CASE("redisson layout: each side's release wakes the other side's waiter at once") {
+  if (!peer_installed()) FAIL("node-redisson could not be installed in " << kPeerDir);
+  RedisServer redis;
+  // rlock holds with a 30 s lease; node-redisson's waiter would sleep until it expires.
+  REQUIRE(rlock(redis, in_layout({"lock", "wake", "--owner", "o", "--lease", "30s"})).status == 0);
+  Spawned waiter(peer(redis, "wake", {"wait"}));
+  REQUIRE(waiter.read_line(deadline(10s)) == "ready");
+  std::this_thread::sleep_for(300ms);  // subscribed and asleep on the holder's lease
+  const long long released = epoch_ms();
+  REQUIRE(rlock(redis, in_layout({"unlock", "wake", "--owner", "o"})).status == 0);
+  auto acquired = waiter.read_line(deadline(10s));
+  REQUIRE(acquired.has_value());
+  const long long to_node = std::stoll(acquired->substr(acquired->find(' ') + 1)) - released;
+  MESSAGE("rlock unlock -> node-redisson waiter holds: " << to_node << " ms");
+  CHECK(to_node < 1000);
+  REQUIRE(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+
+  // node-redisson holds (30 s watchdog lease); rlock exec waits and runs when it unlocks.
+  Spawned holder(peer(redis, "wake", {"hold", "800"}));
+  REQUIRE(holder.read_line(deadline(10s)) == "held");
+  auto job =
+      spawn_rlock(redis, in_layout({"exec", "--wait", "20s", "wake", "--", "date", "+%s%3N"}));
+  auto unlocked = holder.read_line(deadline(10s));
+  REQUIRE(unlocked.has_value());
+  REQUIRE(job.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  const long long to_rlock = std::stoll(job.out()) - std::stoll(unlocked->substr(9));
+  MESSAGE("node-redisson unlock -> rlock exec's job starts: " << to_rlock << " ms");
+  CHECK(to_rlock < 1000);
+  REQUIRE(holder.wait(deadline(10s)).value_or(kStillRunning) == 0);
+}
+
+TEST_CASE("redisson layout: Redisson's scripts run verbatim exclude, renew and wake rlock") {
+  RedisServer redis;
+  const std::string java = "0f0e0d0c-0b0a-4908-8706-050403020100:7";
+  const std::string channel = "redisson_lock__channel:{svc}";
+  // Java holds: rlock is busy; Java re-enters.
+  CHECK(redisson_eval(redis, "redisson_try_lock.lua", {"svc"}, {"30000", java}).out == "\n");
+  CHECK(rlock(redis, in_layout({"exec", "-n", "svc", "--", "true"})).status == 75);
+  CHECK(redisson_eval(redis, "redisson_try_lock.lua", {"svc"}, {"30000", java}).out == "\n");
+  CHECK(hash_of(redis, "svc") == json::object({{java, "2"}}));
+  auto listed = parse_json(rlock(redis, in_layout({"inspect"})).out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].at("holders").at(0).at("owner") == java);
+  // rlock waits; Java's last unlock ("0" on Redisson's channel) wakes it.
+  auto job =
+      spawn_rlock(redis, in_layout({"exec", "--wait", "20s", "svc", "--", "date", "+%s%3N"}));
+  std::this_thread::sleep_for(300ms);
+  CHECK(redisson_eval(redis, "redisson_unlock.lua", {"svc", channel}, {"0", "30000", java}).out ==
+        "0\n");
+  const long long released = epoch_ms();
+  CHECK(redisson_eval(redis, "redisson_unlock.lua", {"svc", channel}, {"0", "30000", java}).out ==
+        "1\n");
+  REQUIRE(job.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  const long long to_rlock = std::stoll(job.out()) - released;
+  MESSAGE("Redisson's unlock script -> rlock exec's job starts: " << to_rlock << " ms");
+  CHECK(to_rlock < 1000);
+
+  // rlock holds: Java's tryLock gets the lease left; Java's renewal of rlock's field (a
+  // UUID derived from the owner, thread 1) is the PEXPIRE it expects; rlock's unlock
+  // publishes Redisson's "0".
+  REQUIRE(rlock(redis, in_layout({"lock", "svc", "--owner", "cron", "--lease", "20s"})).status ==
+          0);
+  auto fields = keys_of(hash_of(redis, "svc"));
+  REQUIRE(fields.size() == 1);
+  const std::string field = fields[0];
+  CHECK(field.size() == 38);
+  CHECK(field.substr(36) == ":1");
+  auto ttl =
+      std::stoll(redisson_eval(redis, "redisson_try_lock.lua", {"svc"}, {"30000", java}).out);
+  CHECK(ttl > 15000);
+  CHECK(redisson_eval(redis, "redisson_renew.lua", {"svc"}, {"60000", field}).out == "1\n");
+  CHECK(redis.cmd_int({"PTTL", "svc"}) > 30000);
+  Spawned sub({"redis-cli", "-p", std::to_string(redis.port()), "SUBSCRIBE", channel});
+  for (int i = 0; i < 3; ++i) REQUIRE(sub.read_line(deadline(5s)).has_value());  // confirmation
+  REQUIRE(rlock(redis, in_layout({"unlock", "svc", "--owner", "cron"})).status == 0);
+  CHECK(sub.read_line(deadline(5s)) == "message");
+  CHECK(sub.read_line(deadline(5s)) == channel);
+  CHECK(sub.read_line(deadline(5s)) == "0");
+  // rlock's own keys are under its prefix with the name's hash tag, never the bare name's.
+  for (const auto& key : redis.cmd({"KEYS", "*"})) {
+    CHECK((key.rfind("rlock:redisson:{svc}:", 0) == 0));
+  }
+}
+
+TEST_CASE("redisson layout: other primitives, shared holds and names with braces are refused") {
+  RedisServer redis;
+  const std::vector<std::vector<std::string>> refused = {{"sem", "status", "x"},
+                                                         {"latch", "status", "x"},
+                                                         {"lock", "-s", "x", "--owner", "o"},
+                                                         {"lock", "a{b}", "--owner", "o"},
+                                                         {"inspect", "--type", "sem"}};
+  for (const auto& args : refused) {
+    auto r = rlock(redis, in_layout(args));
+    CHECK(r.status == 64);
+    CHECK(line_count(r.err) == 1);
+  }
+  auto bad = rlock(redis, {"lock", "x", "--owner", "o"}, {{"RLOCK_LAYOUT", "java"}});
+  CHECK(bad.status == 64);
+  CHECK(bad.err.find("RLOCK_LAYOUT") != std::string::npos);
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+}
+
+}  // namespace
+}  // namespace rlock::test
