@@ -19,6 +19,11 @@ struct GlobalFlags {
   std::optional<std::string> prefix;  // given, possibly empty (keys then start with lock:)
   std::string connect_timeout;
   std::string timeout;
+  std::string tls_ca_cert;
+  std::string tls_ca_dir;
+  std::string tls_cert;
+  std::string tls_key;
+  bool tls_insecure = false;
   std::string format = "json";
   bool verbose = false;
   bool quiet = false;
