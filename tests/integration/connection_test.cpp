@@ -26,7 +26,8 @@ TEST_CASE("connection: unreachable, TLS, timeouts and refused auth exit 69 with 
   };
   const Case cases[] = {
       {"connection refused", {"--url", with_port("redis://", dead_port)}},
-      {"rediss:// (no TLS in this build)", {"--url", with_port("rediss://:s3cret@", redis.port())}},
+      {"rediss:// to a server without TLS",
+       {"--url", with_port("rediss://:s3cret@", redis.port())}},
       {"no reply", {"--url", with_port("redis://", silent_port), "--timeout", "500ms"}},
       {"wrong password", {"--url", with_port("redis://:wrong@", redis.port())}},
       {"no password", {"--url", with_port("redis://", redis.port())}},
