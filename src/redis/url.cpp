@@ -11,9 +11,9 @@ namespace {
 constexpr std::string_view kStandaloneForms =
     "redis[s]://[user[:password]@]host[:port][/db] or unix:///path[?db=N]";
 constexpr std::string_view kSentinelForm =
-    "redis[s]-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER[?db=N]";
+    "redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER[?db=N]";
 constexpr std::string_view kClusterForm =
-    "redis[s]-cluster://[user[:password]@]host[:port][,host[:port]...]";
+    "redis-cluster://[user[:password]@]host[:port][,host[:port]...]";
 
 // What is wrong with a URL, thrown by the parts and turned into a UsageError that names
 // the form of the URL's scheme. Messages never quote the URL or any part of it: a malformed
@@ -310,7 +310,8 @@ Target parse_target(std::string_view url) {
         starts(kSentinel) || starts(kCluster) || starts("://") || url.substr(0, 7) == "unix://";
     if (!known) {
       throw usage_error(m, std::string(kStandaloneForms) + ", " + std::string(kSentinelForm) +
-                               " or " + std::string(kClusterForm));
+                               " or " + std::string(kClusterForm) +
+                               "; rediss-sentinel:// and rediss-cluster:// over TLS");
     }
     throw usage_error(m, expected);
   }
