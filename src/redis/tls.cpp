@@ -32,10 +32,22 @@ void load_trust(SSL_CTX* ctx, const TlsConfig& c) {
   }
 }
 
+// Called by OpenSSL when the server asks for a client certificate and none is configured:
+// notes it (for the message if the server then drops the connection) and sends none, so
+// that a server that only offers client authentication goes on.
+int no_client_certificate(SSL* ssl, X509**, EVP_PKEY**) {
+  if (auto* notes = static_cast<TlsSessionNotes*>(SSL_get_app_data(ssl)))
+    notes->asked_for_certificate = true;
+  return 0;
+}
+
 void load_client_identity(SSL_CTX* ctx, const TlsConfig& c) {
   if (c.cert_file.empty() != c.key_pem.empty())
     throw UsageError("--tls-cert and --tls-key go together: give both or neither");
-  if (c.cert_file.empty()) return;
+  if (c.cert_file.empty()) {
+    SSL_CTX_set_client_cert_cb(ctx, no_client_certificate);
+    return;
+  }
   if (SSL_CTX_use_certificate_chain_file(ctx, c.cert_file.c_str()) != 1) {
     throw UsageError("cannot load the client certificate --tls-cert " + c.cert_file + ": " +
                      openssl_reason("not PEM"));

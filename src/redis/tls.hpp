@@ -19,6 +19,12 @@ struct TlsConfig {
   bool insecure = false;  // no certificate or host-name verification at all
 };
 
+// What one TLS session noticed during its handshake (the SSL's app data, see Transport).
+struct TlsSessionNotes {
+  // The server asked for a client certificate, and none is configured.
+  bool asked_for_certificate = false;
+};
+
 // An OpenSSL client context made once per process from a TlsConfig and shared by every
 // connection (move-only; held through std::shared_ptr in ConnectOptions).
 class TlsContext {

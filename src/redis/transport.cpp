@@ -153,7 +153,7 @@ std::string tls_reason() {
 
 class TlsTransport : public Transport {
  public:
-  TlsTransport(int fd, SSL* ssl) : Transport(fd), ssl_(ssl) {}
+  TlsTransport(int fd, SSL* ssl) : Transport(fd), ssl_(ssl) { SSL_set_app_data(ssl, &notes_); }
   ~TlsTransport() override {
     SSL_free(ssl_);
     ::close(fd());
@@ -168,7 +168,9 @@ class TlsTransport : public Transport {
   IoStatus read_some(char* buffer, size_t size) override {
     ERR_clear_error();
     int n = SSL_read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)));
-    return n > 0 ? IoStatus{IoStatus::kDone, static_cast<size_t>(n), {}} : failure(n);
+    if (n <= 0) return failure(n);
+    answered_ = true;
+    return {IoStatus::kDone, static_cast<size_t>(n), {}};
   }
 
   bool buffered() const override { return SSL_pending(ssl_) > 0; }
@@ -184,6 +186,20 @@ class TlsTransport : public Transport {
 
  private:
   IoStatus failure(int rc) {
+    IoStatus st = classify(rc);
+    // TLS 1.3 ends the client's handshake before the server has checked the client's
+    // certificate: a server that demands one drops the connection under the first request,
+    // with an alert or (its unread request discarded) a reset.
+    if (notes_.asked_for_certificate && !answered_ &&
+        (st.kind == IoStatus::kFailed || st.kind == IoStatus::kClosed)) {
+      return {IoStatus::kFailed, 0,
+              "the server asked for a client certificate and ended the connection without "
+              "one (certificate required: give --tls-cert and --tls-key)"};
+    }
+    return st;
+  }
+
+  IoStatus classify(int rc) {
     int saved_errno = errno;
     switch (SSL_get_error(ssl_, rc)) {
       case SSL_ERROR_WANT_READ:
@@ -205,6 +221,8 @@ class TlsTransport : public Transport {
   }
 
   SSL* ssl_;
+  TlsSessionNotes notes_;
+  bool answered_ = false;  // a read returned data: the server accepted the handshake
 };
 
 bool is_ip_literal(const std::string& host) {
