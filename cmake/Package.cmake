@@ -26,8 +26,8 @@ limiters and delayed queues, all on the server's clock, with JSON results.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # rlock_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-# dpkg-shlibdeps (dpkg-dev) computes Depends from the binary's shared libraries (libc only:
-# libstdc++, libgcc and hiredis are linked statically).
+# dpkg-shlibdeps (dpkg-dev) computes Depends from the binary's shared libraries (libc and
+# libssl3: libstdc++, libgcc and hiredis are linked statically).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS redis-server)
 # 0644 for md5sums, as dpkg-deb and lintian expect of control files.

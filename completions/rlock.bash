@@ -9,8 +9,8 @@ _rlock_lock_names()
     local i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            --url | --password-file | --prefix) globals+=("${words[i]}" "${words[i + 1]}"); ((i++)) ;;
-            --url=* | --password-file=* | --prefix=*) globals+=("${words[i]}") ;;
+            --url | --password-file | --prefix | --tls-ca-cert | --tls-ca-dir | --tls-cert | --tls-key) globals+=("${words[i]}" "${words[i + 1]}"); ((i++)) ;;
+            --url=* | --password-file=* | --prefix=* | --tls-*=* | --tls-insecure) globals+=("${words[i]}") ;;
         esac
     done
     timeout 2 "${words[0]}" "${globals[@]}" --connect-timeout 300ms --timeout 500ms \
@@ -33,11 +33,12 @@ _rlock()
 
     local subcommands='lock unlock exec sem inspect latch limit delay-push delay-pop doctor help'
     local global_opts='--url --password-file --prefix --connect-timeout
-        --timeout --sync-replicas --sync-timeout -v --verbose -q --quiet --format --version -h --help'
+        --timeout --sync-replicas --sync-timeout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key
+        --tls-insecure -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
-        --sync-replicas --sync-timeout --format --owner --lease -w --wait -E --conflict-exit-code
-        --on-lost -c --command
+        --sync-replicas --sync-timeout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key
+        --format --owner --lease -w --wait -E --conflict-exit-code --on-lost -c --command
         --kill-after --min-hold --expire --by --id --permits --count --permit --type
         --rate --per --burst --cost --client --client-rate
         --delay --at --max-payload --visibility --max-deliveries '
@@ -95,7 +96,7 @@ _rlock()
             COMPREPLY=($(compgen -W 'TERM INT HUP QUIT KILL USR1 USR2' -- "$cur"))
             return
             ;;
-        --password-file)
+        --password-file | --tls-ca-cert | --tls-cert | --tls-key)
             if declare -F _filedir >/dev/null; then
                 _filedir
             else
@@ -103,8 +104,16 @@ _rlock()
             fi
             return
             ;;
+        --tls-ca-dir)
+            if declare -F _filedir >/dev/null; then
+                _filedir -d
+            else
+                COMPREPLY=($(compgen -d -- "$cur"))
+            fi
+            return
+            ;;
         --url)
-            COMPREPLY=($(compgen -W 'redis:// unix://' -- "$cur"))
+            COMPREPLY=($(compgen -W 'redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// redis-cluster:// rediss-cluster://' -- "$cur"))
             [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
             return
             ;;

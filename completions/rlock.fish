@@ -35,7 +35,8 @@ function __rlock_positionals
             continue
         end
         switch $t
-            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --format --owner --lease \
+            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout \
+                --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease \
                 -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold --permits --count --permit --type \
                 --delay --at --id --max-payload --visibility --max-deliveries
                 set skip 1
@@ -59,9 +60,9 @@ function __rlock_lock_names
     set -l globals
     for i in (seq 2 (count $tokens))
         switch $tokens[$i]
-            case --url --password-file --prefix
+            case --url --password-file --prefix --tls-ca-cert --tls-ca-dir --tls-cert --tls-key
                 set -a globals $tokens[$i] $tokens[(math $i + 1)]
-            case '--url=*' '--password-file=*' '--prefix=*'
+            case '--url=*' '--password-file=*' '--prefix=*' '--tls-*=*' --tls-insecure
                 set -a globals $tokens[$i]
         end
     end
@@ -99,8 +100,13 @@ complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held 
 
 # Global options, before or after the subcommand (not after exec's `--`).
 set -l global 'not __rlock_exec_after_dashdash'
-complete -c rlock -n $global -l url -x -a 'redis:// unix://' -d 'Redis server URL'
+complete -c rlock -n $global -l url -x -a 'redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// redis-cluster:// rediss-cluster://' -d 'Redis server URL'
 complete -c rlock -n $global -l password-file -r -F -d 'Read the password from this file'
+complete -c rlock -n $global -l tls-ca-cert -r -F -d 'rediss: trust the CAs in this file'
+complete -c rlock -n $global -l tls-ca-dir -x -a '(__fish_complete_directories)' -d 'rediss: trust the CAs in this directory'
+complete -c rlock -n $global -l tls-cert -r -F -d 'rediss: client certificate'
+complete -c rlock -n $global -l tls-key -r -F -d 'rediss: client private key (mode 600)'
+complete -c rlock -n $global -l tls-insecure -d 'rediss: verify neither certificate nor host name'
 complete -c rlock -n $global -l prefix -x -d 'Key prefix (default rlock:)'
 complete -c rlock -n $global -l connect-timeout -x -d 'Connect timeout (default 2s)'
 complete -c rlock -n $global -l timeout -x -d 'Per-request timeout, repeats and clean-up included (default 5s)'

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "redis/errors.hpp"
 
@@ -33,11 +34,8 @@ Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std
 // Moves every complete push already read from the socket into pending_.
 void Subscriber::read_buffered() {
   while (true) {
-    void* raw = nullptr;
-    if (redisGetReplyFromReader(conn_.context(), &raw) != REDIS_OK)
-      conn_.throw_io_error("while waiting");
-    if (!raw) return;
-    ReplyPtr reply(static_cast<redisReply*>(raw));
+    ReplyPtr reply = conn_.buffered_reply("while waiting");
+    if (!reply) return;
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) continue;
     std::string kind = as_string(reply->element[0]);
     if ((kind == "ssubscribe" || kind == "subscribe") && confirmations_due_ > 0) {
@@ -77,11 +75,12 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
     int rc = poll(fds, nfds, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (rc < 0) {
       if (errno == EINTR) continue;
-      conn_.throw_io_error("while waiting");
+      throw IoError("lost the connection to redis at " + conn_.options().endpoint.describe() +
+                    " while waiting: " + std::strerror(errno));
     }
     if (nfds == 2 && fds[1].revents) return {Wake::kInterrupted, {}, {}};
     if (fds[0].revents) {
-      if (redisBufferRead(conn_.context()) != REDIS_OK) conn_.throw_io_error("while waiting");
+      conn_.read_available("while waiting");
       continue;
     }
     if (SteadyClock::now() >= until) return {Wake::kTimeout, {}, {}};

@@ -1,9 +1,5 @@
 #include "redis/topology.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/time.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -15,21 +11,6 @@ namespace {
 // Redirects a request follows at most: a slot moves once, an ASK is followed by ASKING, a
 // failover's pauses (Router::after_error) are bounded by the timeout anyway.
 constexpr int kMaxRedirects = 16;
-
-timeval to_timeval(Millis ms) {
-  long long v = std::max<long long>(ms.count(), 1);
-  return timeval{static_cast<time_t>(v / 1000), static_cast<suseconds_t>(v % 1000 * 1000)};
-}
-
-void append(redisContext* c, const std::vector<std::string>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (const auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-}
 
 }  // namespace
 
@@ -299,45 +280,33 @@ bool Topology::send_cleanup(const Script& script, const std::vector<std::string>
   } catch (const Error&) {
     return false;
   }
-  timeval tv = to_timeval(std::min(options_.connect_timeout, std::max(patience, kCleanupMargin)));
-  ContextPtr c(ep.kind == Endpoint::Kind::kUnix
-                   ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)
-                   : redisConnectWithTimeout(ep.host.c_str(), ep.port, tv));
-  if (!c || c->err) return false;
-  fcntl(c->fd, F_SETFD, FD_CLOEXEC);
-  redisSetTimeout(c.get(), to_timeval(patience));
-  size_t expected = 1;
+  ConnectOptions opts = options_;
+  opts.endpoint = ep;
+  opts.connect_timeout = std::min(options_.connect_timeout, std::max(patience, kCleanupMargin));
+  std::vector<std::vector<std::string>> commands;
   if (!ep.password.empty()) {
-    append(c.get(), ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
-                                    : std::vector<std::string>{"AUTH", ep.user, ep.password});
-    ++expected;
+    commands.push_back(ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
+                                       : std::vector<std::string>{"AUTH", ep.user, ep.password});
   }
-  if (ep.db != 0) {
-    append(c.get(), {"SELECT", std::to_string(ep.db)});
-    ++expected;
-  }
+  if (ep.db != 0) commands.push_back({"SELECT", std::to_string(ep.db)});
   std::vector<std::string> eval = {"EVAL", script.source, std::to_string(keys.size())};
   eval.insert(eval.end(), keys.begin(), keys.end());
   eval.insert(eval.end(), args.begin(), args.end());
-  append(c.get(), eval);
-  int done = 0;
-  while (!done) {
-    if (redisBufferWrite(c.get(), &done) != REDIS_OK) return false;
+  commands.push_back(std::move(eval));
+  std::optional<Connection> conn;
+  try {
+    // Over TLS the handshake needs the server's answer: a stalled server gets no clean-up.
+    conn.emplace(Connection::open_unauthenticated(opts));
+    conn->set_timeout(std::max(patience, Millis(1)));
+    conn->send(commands);
+  } catch (...) {
+    return false;
   }
   // The replies are a courtesy: what matters is that the request is in the server's hands.
   // One deadline for all of them, however slowly they come.
-  Deadline until = SteadyClock::now() + patience;
-  for (size_t got = 0; got < expected;) {
-    void* raw = nullptr;
-    if (redisGetReplyFromReader(c.get(), &raw) != REDIS_OK) break;
-    if (raw) {
-      ReplyPtr reply(static_cast<redisReply*>(raw));
-      ++got;
-      continue;
-    }
-    pollfd p{c->fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(millis_until(until).count())) <= 0) break;
-    if (redisBufferRead(c.get()) != REDIS_OK) break;
+  try {
+    conn->receive(commands.size());
+  } catch (...) {
   }
   return true;
 }
