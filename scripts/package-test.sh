@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the Debian package (cmake/Package.cmake) in a Release build without tests
-# (build-pkg/), checks it with lintian, installs it with apt-get, checks what it installed,
-# runs the integration suite against the installed /usr/bin/rlock (RLOCK_TEST_BINARY; the
-# suite itself is built in build/, as scripts/test.sh builds it) and removes the package,
-# checking that nothing of it is left. Arguments go to the integration suite, e.g.
-# scripts/package-test.sh -tc='*exec*' for a few cases. Run as root on Debian bookworm.
+# (build-pkg/; or from the build RLOCK_PACKAGE_BUILD_DIR names), checks it with lintian,
+# installs it with apt-get, checks what it installed, runs the integration suite against the
+# installed /usr/bin/rlock (RLOCK_TEST_BINARY; the suite itself is built in build/, as
+# scripts/test.sh builds it) and removes the package, checking that nothing of it is left.
+# Arguments go to the integration suite, e.g. scripts/package-test.sh -tc='*exec*' for a
+# few cases. Run as root on Debian bookworm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,13 +18,22 @@ if dpkg-query -W -f='${Status}' rlock 2>/dev/null | grep -q 'install ok installe
   fail "rlock is installed already; remove it first (apt-get remove rlock)"
 fi
 
-echo "== building the package (build-pkg/, Release, no tests)"
-cmake -S . -B build-pkg -DCMAKE_BUILD_TYPE=Release -DRLOCK_BUILD_TESTS=OFF -DRLOCK_WERROR=ON >/dev/null
-cmake --build build-pkg -j"$(nproc)" --target rlock
-rm -f build-pkg/rlock_*.deb
-(cd build-pkg && cpack -G DEB >/dev/null)
+# RLOCK_PACKAGE_BUILD_DIR=build packages the binary of an existing build (scripts/test.sh:
+# its RelWithDebInfo build, -O2 as Debian builds, stripped by the package layout), saving
+# CI a third compile of rlock; the default is a Release build of its own.
+pkg_build=${RLOCK_PACKAGE_BUILD_DIR:-build-pkg}
+if [ "$pkg_build" = build-pkg ]; then
+  echo "== building the package (build-pkg/, Release, no tests)"
+  cmake -S . -B build-pkg -DCMAKE_BUILD_TYPE=Release -DRLOCK_BUILD_TESTS=OFF -DRLOCK_WERROR=ON >/dev/null
+else
+  echo "== building the package from $pkg_build/"
+  [ -f "$pkg_build/CMakeCache.txt" ] || fail "$pkg_build/ is not a configured build directory"
+fi
+cmake --build "$pkg_build" -j"$(nproc)" --target rlock
+rm -f "$pkg_build"/rlock_*.deb
+(cd "$pkg_build" && cpack -G DEB >/dev/null)
 version=$(sed -n 's/^project(rlock VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-deb=$(pwd)/build-pkg/rlock_${version}_$(dpkg --print-architecture).deb
+deb=$(realpath "$pkg_build")/rlock_${version}_$(dpkg --print-architecture).deb
 [ -f "$deb" ] || fail "cpack made no $deb"
 ls -l "$deb"
 dpkg-deb -f "$deb" Depends | grep -q 'libc6' || fail "Depends was not computed (dpkg-shlibdeps)"

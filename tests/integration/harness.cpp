@@ -372,7 +372,10 @@ struct RedisServer::State {
 
   void write_config() const {
     std::ostringstream conf;
+    // No 5 s wait before a replica's first sync (Redis 7's diskless default): every setup
+    // with a replica would pay it.
     conf << "port " << port << "\nbind 127.0.0.1\nsave \"\"\nappendonly no\n"
+         << "repl-diskless-sync-delay 0\n"
          << "daemonize no\nlogfile \"\"\ndir " << dir.path().string() << "\n";
     if (options.unix_socket) conf << "unixsocket " << sock_path() << "\nunixsocketperm 700\n";
     if (!options.requirepass.empty()) conf << "requirepass " << options.requirepass << "\n";

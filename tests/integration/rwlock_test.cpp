@@ -62,13 +62,13 @@ long long queued(const RedisServer& redis, const std::string& name) {
 }
 
 TEST_CASE(
-    "rw: 8 readers and 2 writers x 500 operations: no writer ever with anyone, readers together") {
+    "rw: 8 readers and 2 writers x 200 operations: no writer ever with anyone, readers together") {
   RedisServer redis;
   TempDir dir;
   const std::string counter = dir / "counter";
   write_file(counter, "0 0 0 0\n");
   const std::string loop =
-      R"(i=0; while [ $i -lt 500 ]; do "$RL" --url "$URL" exec $MODE --wait 120s rw -- "$PROBE" || exit 1; )"
+      R"(i=0; while [ $i -lt 200 ]; do "$RL" --url "$URL" exec $MODE --wait 120s rw -- "$PROBE" || exit 1; )"
       R"(i=$((i+1)); done)";
   std::vector<Spawned> loops;
   for (int i = 0; i < 10; ++i) {

@@ -222,35 +222,3 @@ TEST_CASE("sentinel: SENTINEL FAILOVER while an exec holds and another waits") {
 
 }  // namespace
 }  // namespace rlock::test
-
-namespace rlock::test {
-namespace {
-
-// What a process pays to find the master or the slot owner: `exec NAME -- true` on each
-// topology, names spread over the slots (two thirds of them on a node other than the
-// first seed: one MOVED each). Figures only; the benchmark (bench/) is the judge.
-TEST_CASE("topologies: per-process cost of exec -- true on standalone, sentinel, cluster") {
-  RedisServer standalone(RedisOptions{.test_topology = false});
-  SentinelSetup sentinel;
-  ClusterSetup cluster;
-  auto cost = [](const std::string& url) {
-    auto start = Clock::now();
-    for (int i = 0; i < 200; ++i) {
-      RunResult r = on(url, {"exec", "x" + std::to_string(i), "--", "true"});
-      REQUIRE(r.status == 0);
-    }
-    return static_cast<double>(ms_between(start)) / 200;
-  };
-  // Interleaved rounds, so that a slow moment of the machine hits all three alike.
-  double s = 0, m = 0, c = 0;
-  for (int round = 0; round < 3; ++round) {
-    s += cost(standalone.url());
-    m += cost(sentinel.url());
-    c += cost(cluster.url());
-  }
-  MESSAGE("exec -- true per process: standalone " << s / 3 << " ms, sentinel " << m / 3
-                                                  << " ms, cluster " << c / 3 << " ms");
-}
-
-}  // namespace
-}  // namespace rlock::test
