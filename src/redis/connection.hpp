@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <chrono>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -86,6 +87,10 @@ class Connection {
   int known_replicas() const { return known_replicas_; }
   void set_known_replicas(int n) { known_replicas_ = n; }
   int fd() const { return transport_->fd(); }
+  // See Transport::peer_certificate_expiry.
+  std::optional<std::chrono::system_clock::time_point> peer_certificate_expiry() const {
+    return transport_->peer_certificate_expiry();
+  }
   const ConnectOptions& options() const { return options_; }
 
  private:

@@ -20,6 +20,7 @@ Topology::Topology(ConnectOptions options)
 Topology::Topology(const Target& target, ConnectOptions options,
                    std::function<void(const std::string&)> notice)
     : options_(std::move(options)),
+      target_(target),
       router_(make_router(target, std::move(notice))),
       replicated_(target.kind != Deployment::kStandalone) {}
 
@@ -27,6 +28,27 @@ bool Topology::replicated() const { return replicated_ || router_->cluster(); }
 
 std::string Topology::server_name() {
   return router_->endpoint_for("", effective_options()).describe();
+}
+
+std::optional<std::chrono::system_clock::time_point> Topology::server_certificate_expiry() {
+  Millis timeout = request_timeout();
+  return connection("", timeout, timeout).peer_certificate_expiry();
+}
+
+Topology::Sentinels Topology::sentinels() const {
+  Sentinels out;
+  if (target_.kind != Deployment::kSentinel) return out;
+  out.master_name = target_.master_name;
+  for (const Endpoint& sentinel : target_.seeds) {
+    // As SentinelResolver reaches them: their own credentials, no database.
+    ConnectOptions o = effective_options();
+    o.endpoint = sentinel;
+    o.endpoint.user = target_.sentinel_user;
+    o.endpoint.password = target_.sentinel_password;
+    o.endpoint.db = 0;
+    out.each.push_back(std::move(o));
+  }
+  return out;
 }
 
 Topology::~Topology() = default;

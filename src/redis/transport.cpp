@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <utility>
 
 #include "util/duration.hpp"
@@ -174,6 +175,13 @@ class TlsTransport : public Transport {
   }
 
   bool buffered() const override { return SSL_pending(ssl_) > 0; }
+
+  std::optional<std::chrono::system_clock::time_point> peer_certificate_expiry() const override {
+    X509* cert = SSL_get0_peer_certificate(ssl_);
+    std::tm when{};
+    if (!cert || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &when) != 1) return std::nullopt;
+    return std::chrono::system_clock::from_time_t(::timegm(&when));
+  }
 
   // One step of the handshake (see read_some for the status).
   IoStatus handshake() {

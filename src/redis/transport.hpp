@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "redis/tls.hpp"
@@ -46,6 +48,12 @@ class Transport {
   // True when bytes were received and decoded but not handed out yet (a TLS record larger
   // than the last read_some): poll() on fd() would not announce them.
   virtual bool buffered() const { return false; }
+  // When the certificate the server presented in the handshake stops being valid
+  // (notAfter); nullopt on a plain connection. `rlock doctor` reports it from the
+  // connection requests use, so that what it says is what those requests were shown.
+  virtual std::optional<std::chrono::system_clock::time_point> peer_certificate_expiry() const {
+    return std::nullopt;
+  }
   int fd() const { return fd_; }
 
  protected:
