@@ -322,12 +322,19 @@ void make_key(const std::string& path) {
 
 }  // namespace
 
-const TestCertificates& test_certificates() {
+namespace {
+TempDir& certificate_dir() {
   static TempDir dir;
+  return dir;
+}
+}  // namespace
+
+const TestCertificates& test_certificates() {
+  static TempDir& dir = certificate_dir();
   static const TestCertificates certs = [] {
     make_key(dir / "ca.key");
     openssl({"req", "-x509", "-new", "-key", dir / "ca.key", "-subj", "/CN=rlock test CA", "-days",
-             "30", "-out", dir / "ca.crt"});
+             "365", "-out", dir / "ca.crt"});
     make_key(dir / "other.key");
     openssl({"req", "-x509", "-new", "-key", dir / "other.key", "-subj", "/CN=another CA", "-days",
              "30", "-out", dir / "other.crt"});
@@ -335,8 +342,9 @@ const TestCertificates& test_certificates() {
     std::filesystem::copy_file(dir / "ca.crt", dir / "cadir/ca.pem");
     openssl({"rehash", dir / "cadir"});
     make_key(dir / "server.key");
-    issue(dir, "server-ip", dir / "server.key", "IP:127.0.0.1", "30");
-    issue(dir, "server-dns", dir / "server.key", "DNS:localhost", "30");
+    // A year: rlock doctor warns about a certificate with fewer than 30 days left.
+    issue(dir, "server-ip", dir / "server.key", "IP:127.0.0.1", "365");
+    issue(dir, "server-dns", dir / "server.key", "DNS:localhost", "365");
     issue(dir, "server-expired", dir / "server.key", "IP:127.0.0.1,DNS:localhost", "-1");
     issue(dir, "server-wrong", dir / "server.key", "DNS:elsewhere.invalid", "30");
     make_key(dir / "client.key");
@@ -355,6 +363,16 @@ const TestCertificates& test_certificates() {
                             dir / "stray.key"};
   }();
   return certs;
+}
+
+std::string server_certificate_expiring_soon() {
+  static const std::string path = [] {
+    TempDir& dir = certificate_dir();
+    test_certificates();  // the CA and the server key
+    issue(dir, "server-soon", dir / "server.key", "IP:127.0.0.1", "10");
+    return dir / "server-soon.crt";
+  }();
+  return path;
 }
 
 struct RedisServer::State {
