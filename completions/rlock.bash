@@ -83,7 +83,7 @@ _rlock()
 
     case $prev in
         --format)
-            COMPREPLY=($(compgen -W 'json table' -- "$cur"))
+            COMPREPLY=($(compgen -W 'json table prometheus' -- "$cur"))
             return
             ;;
         --type)

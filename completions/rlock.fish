@@ -114,7 +114,7 @@ complete -c rlock -n $global -l sync-replicas -x -d 'Acquisitions and renewals w
 complete -c rlock -n $global -l sync-timeout -x -d 'How long --sync-replicas waits (default 1s)'
 complete -c rlock -n $global -s v -l verbose -d 'Explain on stderr what rlock waits for'
 complete -c rlock -n $global -s q -l quiet -d 'Print no result JSON and no notices'
-complete -c rlock -n $global -l format -x -a 'json table' -d 'Output format for listings'
+complete -c rlock -n $global -l format -x -a 'json table prometheus' -d 'Output format for listings'
 complete -c rlock -n $global -l version -d 'Print the version and exit'
 complete -c rlock -n $global -s h -l help -d 'Print help and exit'
 

@@ -24,8 +24,9 @@
 -- process's own: no other exec of its owner runs beside an exclusive one, and an exclusive
 -- request waits for an "sexec" reader as for anyone's.
 -- Reply: {1, count, fence, pttl_ms, fresh} held (fresh = 1: a new hold);
---        {0, pttl_ms, arrival_us, same_owner_exec, holders_total, fence, owner1, count1, ...}
---        busy (fence: the last token handed out)
+--        {0, pttl_ms, arrival_us, same_owner_exec, holders_total, fence, ahead, owner1, count1,
+--        ...} busy (fence: the last token handed out; ahead: the waiters queued before this
+--        one, 0 when it is not queued)
 --        (the writer and at most BUSY_LISTED readers);
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "UPGRADE" (a reader asked for the exclusive lock: it would deadlock),
@@ -218,6 +219,8 @@ else
   arrival = stay_queued(KEYS[3], KEYS[4], member, queued, ARGV[9], now, wait_ms)
 end
 local total = redis.call('HLEN', KEYS[1]) + readers
+-- O(log N), for the waiting line on a terminal (its place in the queue).
+local ahead = arrival ~= 0 and redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. arrival) or 0
 return holders_reply({0, holders_ttl(soonest), tonumber(arrival), same_owner_exec and 1 or 0, total,
-                      last_fence()},
+                      last_fence(), ahead},
                      BUSY_LISTED)

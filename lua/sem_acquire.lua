@@ -9,7 +9,8 @@
 -- to keep, or "", ARGV[12] the holds of the rlock processes the caller runs under,
 -- "<hold id> <owner>" a line (RLOCK_HOLDS).
 -- Reply: {1, lease_ms, id1, id2, ...} taken (also for a retry of a request that took them);
---        {0, next_expiry_ms, arrival_us, in_use, capacity} busy;
+--        {0, next_expiry_ms, arrival_us, in_use, capacity, ahead} busy (ahead: the requests
+--        queued before this one, 0 when it is not queued);
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "CAPACITY <stored> <given>" when the stored capacity differs, ARGV[8] is
 --        not '1' and the request is new (not queued, granted or taken); "CAPACITY <stored>
@@ -120,5 +121,10 @@ if held > 0 and waits_for_permits(capacity() - held) then
   return redis.error_reply('SELF ' .. held .. ' ' .. capacity() .. ' ' .. nearest)
 end
 
-if mode == 'last' or mode == 'try' then leave_queue(member) end
-return {0, next_expiry(now.ms), tonumber(arrival), redis.call('ZCARD', KEYS[1]), capacity()}
+local ahead = 0
+if mode == 'last' or mode == 'try' then
+  leave_queue(member)
+elseif arrival ~= 0 then
+  ahead = redis.call('ZCOUNT', KEYS[4], '-inf', '(' .. arrival)  -- for the waiting line
+end
+return {0, next_expiry(now.ms), tonumber(arrival), redis.call('ZCARD', KEYS[1]), capacity(), ahead}

@@ -275,6 +275,9 @@ int run(int argc, char** argv) {
       "TLS: rediss://, rediss-sentinel:// and rediss-cluster:// URLs verify the server's\n"
       "certificate and name; the --tls-* options are also RLOCK_TLS_CA_CERT, RLOCK_TLS_CA_DIR,\n"
       "RLOCK_TLS_CERT, RLOCK_TLS_KEY, RLOCK_TLS_INSECURE and the config file's tls_* keys.\n\n"
+      "While a command waits with stderr on a terminal (and without -q), one status line\n"
+      "shows who holds it, the place in the queue and the time left, redrawn in place and\n"
+      "erased before the result, a notice or the job.\n\n"
       "Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.");
   GlobalFlags globals;
   add_global_flags(app, globals);
@@ -332,6 +335,12 @@ int run(int argc, char** argv) {
                        (args.has_dashes ? ": missing command after '--' ("
                                         : ": missing '--' before the command (") +
                        entry->command_usage + ")");
+    }
+    // json and table fall back to JSON where a command has no table; no other command
+    // can make the exposition format, and JSON where a scraper expects it fails unseen.
+    if (globals.format == "prometheus" && sub->get_name() != "inspect") {
+      throw UsageError("--format prometheus is for inspect only, not " + sub->get_name() +
+                       see_help(sub->get_name()));
     }
     return runner.run(resolve_settings(globals));
   }

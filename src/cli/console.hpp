@@ -25,6 +25,7 @@ class Console {
   void warning(const std::string& line) const;  // printed even with -q
   void explain(const std::string& line) const;  // only with -v
   bool verbose() const { return verbose_; }
+  bool quiet() const { return quiet_; }
 
  private:
   bool quiet_;

@@ -24,6 +24,7 @@
 #include "util/name.hpp"
 #include "util/owner.hpp"
 #include "util/timestamp.hpp"
+#include "util/utf8.hpp"
 
 namespace rlock::cli {
 namespace {

@@ -55,7 +55,7 @@ Examples:
                       {"level", std::string(doctor::level_name(f.level))},
                       {"detail", f.detail}});
     }
-    if (settings.table) {
+    if (settings.format == Format::kTable) {
       console.result_text(table(findings));
     } else {
       console.result({{"ok", ok}, {"findings", list}});

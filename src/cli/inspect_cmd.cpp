@@ -4,6 +4,7 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "inspect/object_type.hpp"
+#include "inspect/prometheus.hpp"
 #include "inspect/scan_stream.hpp"
 #include "inspect/table.hpp"
 
@@ -62,19 +63,35 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
   sub->footer("Prints one JSON array, one object per line, each with a \"type\" field:\n" + shapes +
               R"(An object that cannot be read as its type has an "error" field. Objects stream in
 SCAN order (sorted within each SCAN batch) in bounded memory; --format table prints
-fixed-width columns TYPE NAME HOLDERS/COUNT TTL FENCE WAITERS. Uses SCAN, never KEYS.
+fixed-width columns TYPE NAME HOLDERS/COUNT TTL FENCE WAITERS; --format prometheus the
+Prometheus text format (0.0.4) for node_exporter's textfile collector: gauges
+rlock_lock_{held,holders,waiters,lease_remaining_seconds,oldest_waiter_age_seconds},
+rlock_semaphore_{permits_in_use,capacity,waiters}, rlock_latch_count,
+rlock_queue_items{state="delayed|due|leased|dead"}, rlock_queue_next_due_timestamp_seconds,
+rlock_limiter_{tokens,burst}, rlock_object_unreadable, labelled by name, printed once the
+whole listing was read. Uses SCAN, never KEYS.
 
 Examples:
   rlock inspect
   rlock inspect 'deploy*' --format table
   rlock inspect --type latch 'ci-*'
+  rlock inspect --format prometheus > rlock.prom.tmp && mv rlock.prom.tmp rlock.prom
   rlock inspect --type lock | jq '.[] | select(.waiters_total > 0)')");
   return {[pattern, types](const Settings& settings) {
     auto selected = inspect::select_types(*types);  // a bad --type before any connection
     Console console(settings);
     redis::Topology topology = open_topology(settings);
     prim::KeyLayout layout(settings.prefix);
-    if (settings.table) {
+    if (settings.format == Format::kPrometheus) {
+      // Printed only once the whole listing was read: a listing that fails half-way prints
+      // nothing, so a textfile collector never takes a partial one for the state.
+      inspect::PrometheusWriter out;
+      inspect::scan_objects(topology, layout, *pattern, selected,
+                            [&](const auto& shown) { out.batch(shown); });
+      out.finish([&](const std::string& text) { console.result_text(text); });
+      return 0;
+    }
+    if (settings.format == Format::kTable) {
       bool header = false;  // printed with the first batch: a failure to connect prints nothing
       inspect::scan_objects(topology, layout, *pattern, selected, [&](const auto& shown) {
         std::string text = header ? "" : inspect::table_header();

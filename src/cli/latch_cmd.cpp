@@ -5,6 +5,7 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
 #include "prim/latch.hpp"
 #include "util/duration.hpp"
@@ -106,6 +107,7 @@ int run_await(const LatchFlags& f, const Settings& s) {
       c.console.explain("reconnecting to keep waiting: " + why);
     };
   }
+  hooks = WaitLine::attach(WaitLine::on_terminal(s.quiet, "latch '" + f.name + "'"), hooks);
   if (c.latch.await(until, hooks)) {
     c.console.result({{"name", f.name}, {"reached", true}});
     return 0;

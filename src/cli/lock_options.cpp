@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -116,7 +117,7 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name) {
       console.explain("reconnecting to keep the place in the queue: " + why);
     };
   }
-  return hooks;
+  return WaitLine::attach(WaitLine::on_terminal(console.quiet(), "lock '" + name + "'"), hooks);
 }
 
 std::string describe_busy(const std::string& name, const prim::Busy& busy, Millis waited) {

@@ -7,6 +7,7 @@
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/supervised.hpp"
+#include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
 #include "prim/semaphore.hpp"
 #include "util/duration.hpp"
@@ -106,7 +107,8 @@ prim::WaitHooks permit_wait_hooks(const Console& console, const std::string& nam
       console.explain("reconnecting to keep the place in the queue: " + why);
     };
   }
-  return hooks;
+  return WaitLine::attach(WaitLine::on_terminal(console.quiet(), "semaphore '" + name + "'"),
+                          hooks);
 }
 
 // What stands when the result could not be printed: the permits, and how to give them back.

@@ -273,8 +273,9 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
       ->type_name("FILE");
   app.add_flag("--tls-insecure", f.tls_insecure,
                "rediss: verify neither the certificate nor the host name (says so on stderr)");
-  app.add_option("--format", f.format, "output of listings: json or table")
-      ->check(CLI::IsMember({"json", "table"}))
+  app.add_option("--format", f.format,
+                 "output of listings: json or table; prometheus (inspect only)")
+      ->check(CLI::IsMember({"json", "table", "prometheus"}))
       ->type_name("FMT");
   app.add_flag("-v,--verbose", f.verbose, "explain on stderr what rlock waits for and why");
   app.add_flag("-q,--quiet", f.quiet, "no result on stdout, no notices on stderr (warnings stay)");
@@ -285,7 +286,9 @@ Settings resolve_settings(const GlobalFlags& f) {
   Settings s;
   s.verbose = f.verbose;
   s.quiet = f.quiet;
-  s.table = f.format == "table";
+  s.format = f.format == "table"        ? Format::kTable
+             : f.format == "prometheus" ? Format::kPrometheus
+                                        : Format::kJson;
   s.target = parse_url_from(pick_url(f.url, cfg));
   resolve_password(f, cfg, s.target.endpoint);
   resolve_sentinel_credentials(cfg, s.target);

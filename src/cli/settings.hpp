@@ -31,6 +31,9 @@ struct GlobalFlags {
   bool quiet = false;
 };
 
+// --format: what a listing prints.
+enum class Format { kJson, kTable, kPrometheus };
+
 // What every subcommand runs with, after flags > environment > config file > defaults.
 struct Settings {
   // The server, for a standalone one; for Sentinel and Cluster the data nodes'
@@ -42,7 +45,7 @@ struct Settings {
   std::optional<std::string> owner;  // from RLOCK_OWNER or the config file
   bool verbose = false;
   bool quiet = false;
-  bool table = false;  // --format table
+  Format format = Format::kJson;
 };
 
 // Declares the global options on the top-level app.

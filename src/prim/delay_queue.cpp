@@ -65,11 +65,12 @@ class QueuePop : public Waitable {
     if (reply.at(0).integer() == 1) {
       items_ = items_of(reply);
       if (acks_.short_of_wanted()) give_back_unacknowledged();
-      return {true, Millis(0), {}};
+      return {true, Millis(0), {}, {}, -1};
     }
     long long next = reply.at(2).integer();
     Millis ttl = next < 0 ? kQueueRecheck : std::min(Millis(next), kQueueRecheck);
-    return {false, ttl, next < 0 ? "empty" : "next item due in " + format_duration(Millis(next))};
+    std::string state = next < 0 ? "empty" : "next item due in " + format_duration(Millis(next));
+    return {false, ttl, state, state, -1};
   }
 
   std::vector<std::string> channels() const override { return {q_.channel_}; }

@@ -28,8 +28,9 @@ class LatchWait : public Waitable {
 
   Step attempt(Mode, Millis) override {
     LatchState s = latch_.read(false);
-    if (s.exists && s.count == 0) return {true, Millis(0), {}};
-    return {false, Millis(-1), s.exists ? "count " + std::to_string(s.count) : "not set"};
+    if (s.exists && s.count == 0) return {true, Millis(0), {}, {}, -1};
+    std::string state = s.exists ? "count " + std::to_string(s.count) : "not set";
+    return {false, Millis(-1), state, state, -1};
   }
 
   std::vector<std::string> channels() const override { return {latch_.channel_}; }

@@ -14,6 +14,8 @@ namespace rlock::prim {
 namespace {
 
 constexpr std::string_view kKind = "lock";
+// Holders a waiting line names; it is one line of a terminal.
+constexpr size_t kSummaryOwners = 3;
 
 const char* kind_name(HoldKind k, LockMode m) {
   if (m == LockMode::kShared) return k == HoldKind::kExec ? "sexec" : "slock";
@@ -81,13 +83,13 @@ class LockWait : public Waitable {
       // The hold may have been taken by an earlier try whose reply was lost.
       h.deadline = std::min(sent, *unconfirmed_since_) + lease_;
       result_ = h;
-      return {true, Millis(0), {}};
+      return {true, Millis(0), {}, {}, -1};
     }
     unconfirmed_since_.reset();
     Busy b;
     if (status == -1) {  // given up by its own clean-up: nothing was taken
       result_ = b;
-      return {false, Millis(-1), {}};
+      return {false, Millis(-1), {}, {}, -1};
     }
     b.ttl = Millis(reply.at(1).integer());
     long long arrival = reply.at(2).integer();
@@ -95,12 +97,19 @@ class LockWait : public Waitable {
     b.same_owner_exec = reply.at(3).integer() == 1;
     b.holders_total = reply.at(4).integer();
     seen_fence_ = std::to_string(reply.at(5).integer());
-    b.holders = decode_holders(reply, 6, lock_.key_);
+    const long long ahead = reply.at(6).integer();
+    b.holders = decode_holders(reply, 7, lock_.key_);
     result_ = b;
-    std::string who;
+    std::string who, owners;
     for (const auto& h : b.holders)
       who += (who.empty() ? "" : ", ") + h.owner + " (count " + std::to_string(h.count) + ")";
-    return {false, b.ttl, who};
+    const size_t named = std::min(b.holders.size(), kSummaryOwners);
+    for (size_t i = 0; i < named; ++i) owners += (i == 0 ? "" : ", ") + b.holders[i].owner;
+    if (b.holders_total > static_cast<long long>(named))
+      owners += " and " + std::to_string(b.holders_total - static_cast<long long>(named)) + " more";
+    Step step{false, b.ttl, who, owners.empty() ? "held" : "held by " + owners, ahead};
+    if (mode == Mode::kTry || mode == Mode::kLast) step.ahead = -1;
+    return step;
   }
 
   std::vector<std::string> channels() const override {

@@ -98,13 +98,13 @@ class PermitWait : public Waitable {
       h.request_id = id_;
       h.deadline = std::min(sent, *unconfirmed_since_) + h.lease;
       result_ = h;
-      return {true, Millis(0), {}};
+      return {true, Millis(0), {}, {}, -1};
     }
     unconfirmed_since_.reset();
     PermitsBusy b;
     if (status == -1) {
       result_ = b;
-      return {false, Millis(-1), {}};
+      return {false, Millis(-1), {}, {}, -1};
     }
     b.next_expiry = Millis(reply.at(1).integer());
     long long arrival = reply.at(2).integer();
@@ -112,8 +112,10 @@ class PermitWait : public Waitable {
     b.in_use = reply.at(3).integer();
     b.capacity = reply.at(4).integer();
     result_ = b;
-    return {false, b.next_expiry,
-            std::to_string(b.in_use) + " of " + std::to_string(b.capacity) + " permits in use"};
+    std::string in_use =
+        std::to_string(b.in_use) + " of " + std::to_string(b.capacity) + " permits in use";
+    const bool queued = mode != Mode::kTry && mode != Mode::kLast;
+    return {false, b.next_expiry, in_use, in_use, queued ? reply.at(5).integer() : -1};
   }
 
   std::vector<std::string> channels() const override {

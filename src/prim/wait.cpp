@@ -221,6 +221,12 @@ std::string millis_arg(Millis d) { return std::to_string(std::max<long long>(d.c
 
 WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,
                      const WaitHooks& hooks) {
+  struct Done {
+    const WaitHooks& hooks;
+    ~Done() {
+      if (hooks.on_done) hooks.on_done();
+    }
+  } done{hooks};
   Loop loop(topology, w, until, hooks);
   try {
     return loop.run();

@@ -25,6 +25,8 @@ class Waitable {
     bool acquired = false;
     Millis holder_ttl{-1};  // busy: when the holders' expiry frees it; -1 = no expiry
     std::string holders;    // busy: who holds it, for -v
+    std::string summary;    // busy: who holds it or what is missing, briefly: "held by ci-4"
+    long long ahead = -1;   // busy and queued: waiters before this one; -1 = not known
   };
   virtual ~Waitable() = default;
 
@@ -61,6 +63,9 @@ struct WaitHooks {
   std::function<void(const Waitable::Step& busy, Millis wait_left)> on_wait;
   // Called when the connection dropped during the wait and rlock reconnects.
   std::function<void(const std::string& why)> on_reconnect;
+  // Called once when wait_for returns or throws, before its caller sees the outcome (and
+  // before a job starts): what on_wait showed can be taken down.
+  std::function<void()> on_done;
 };
 
 enum class WaitOutcome { kAcquired, kTimedOut, kInterrupted };

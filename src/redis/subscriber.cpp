@@ -10,12 +10,24 @@
 namespace rlock::redis {
 
 Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std::string>& channels,
-                            bool classic_allowed) {
+                            bool classic_allowed, bool master_only) {
   Subscriber sub(Connection::open(options));
   std::vector<std::string_view> argv = {"SSUBSCRIBE"};
   argv.insert(argv.end(), channels.begin(), channels.end());
   try {
-    sub.conn_.command(argv);  // returns the first confirmation; the others follow
+    if (master_only) {
+      // One write: read together, both run before the server's role can change between them
+      // (a master demoted after them ends the subscription with sunsubscribe).
+      auto replies = sub.conn_.pipeline_views({{"EXISTS", channels.front()}, argv});
+      for (size_t i = 0; i < replies.size(); ++i) {
+        const redisReply* r = replies[i].get();
+        if (r->type != REDIS_REPLY_ERROR) continue;
+        ReplyError e(std::string(r->str, r->len));
+        if (i > 0 || e.code() != "NOPERM") throw e;
+      }
+    } else {
+      sub.conn_.command(argv);  // returns the first confirmation; the others follow
+    }
   } catch (const ReplyError& e) {
     // Redis 6: "ERR unknown command 'SSUBSCRIBE'..."
     if (e.reply().find("nknown command") == std::string::npos) throw;

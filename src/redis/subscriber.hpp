@@ -28,8 +28,19 @@ class Subscriber {
   // (Redis 6) gets SUBSCRIBE when `classic_allowed` (its scripts fall back to PUBLISH);
   // otherwise (a cluster) it throws UnavailableError. Throws UnavailableError, and
   // ReplyError for a redirect (MOVED).
+  //
+  // `master_only` (a cluster): subscribes only on the master of the channels' slot, else
+  // throws its MOVED. A replica accepts SSUBSCRIBE for its master's slots without a
+  // redirect, and hears the master's SPUBLISH only once the master knows it as its
+  // replica: a master demoted by a failover ends its subscriptions (sunsubscribe) and,
+  // subscribed again at once, misses the new master's messages until the new master hears
+  // from it over the cluster bus (about 250 ms with cluster-node-timeout 1000, measured on
+  // 7.0.15), just when the release that follows a failover comes. So EXISTS on the first
+  // channel's name (a keyed read that only the slot's master serves: a replica without
+  // READONLY, like any other node, answers MOVED) goes in the same write just before the
+  // SSUBSCRIBE; a user refused EXISTS (NOPERM) subscribes unconfirmed.
   static Subscriber open(const ConnectOptions& options, const std::vector<std::string>& channels,
-                         bool classic_allowed = true);
+                         bool classic_allowed = true, bool master_only = false);
 
   // Sleeps until a message arrives, `until` passes, or `interrupt_fd` (if >= 0) becomes
   // readable. Messages that arrived earlier come first, in publish order. Throws IoError

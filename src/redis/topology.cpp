@@ -262,7 +262,7 @@ Subscriber Topology::subscribe(const std::vector<std::string>& channels) {
   for (int round = 0;; ++round) {
     opts.endpoint = router_->endpoint_for(key, options_);
     try {
-      Subscriber sub = Subscriber::open(opts, channels, !router_->cluster());
+      Subscriber sub = Subscriber::open(opts, channels, !router_->cluster(), router_->cluster());
       if (router_->recheck_every().count() > 0) {
         sub.recheck(router_->recheck_every(), [router = router_.get(), served = opts.endpoint] {
           return router->still_serves(served);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "util/error.hpp"
+#include "util/utf8.hpp"
 
 namespace rlock {
 namespace {
@@ -29,31 +30,6 @@ void validate_text(std::string_view text, const char* what) {
 }
 
 }  // namespace
-
-size_t invalid_utf8_at(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xe  ? 3
-                 : (c >> 3) == 0x1e ? 4
-                                    : 0;
-    if (len == 0 || i + len > s.size()) return i;
-    unsigned cp = len == 1 ? c : c & (0x7f >> len);
-    for (size_t k = 1; k < len; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc >> 6) != 0x2) return i;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
-    bool overlong =
-        (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
-    if (overlong || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
 
 void validate_name(std::string_view name) { validate_text(name, "name"); }
 void validate_owner(std::string_view owner) { validate_text(owner, "owner"); }

@@ -20,7 +20,4 @@ void validate_participant_id(std::string_view id);
 // The same rules for a rate limiter's client id (`limit --client`).
 void validate_client_id(std::string_view id);
 
-// Offset of the first byte that is not part of valid UTF-8, or npos when all of it is.
-size_t invalid_utf8_at(std::string_view text);
-
 }  // namespace rlock

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "util/utf8.hpp"
+
 namespace rlock {
 namespace {
 
@@ -29,24 +31,6 @@ void append_control(std::string& out, unsigned char c) {
     default:
       append_hex(out, c);
   }
-}
-
-// Length of the well-formed UTF-8 sequence starting at text[i] (overlongs, surrogates and
-// code points above U+10FFFF are not), or 0.
-size_t utf8_length(std::string_view text, size_t i, unsigned* code_point) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  unsigned char lead = byte(i);
-  size_t len = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc2 ? 2 : 0;
-  if (lead > 0xf4 || len == 0 || i + len > text.size()) return 0;
-  unsigned cp = lead & (0x3f >> (len - 1));
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    cp = cp << 6 | (byte(i + k) & 0x3f);
-  }
-  static const unsigned kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  *code_point = cp;
-  return len;
 }
 
 }  // namespace

@@ -103,7 +103,10 @@ class ClusterSetup {
   // The node listening on `port`; throws if none.
   RedisServer& node_on_port(int port);
   // CLUSTER FAILOVER on a replica of `master` (a running master of the cluster), then
-  // waits until the replica says master and the cluster has converged. Returns it.
+  // waits until the replica says master, `master` says replica and the cluster has
+  // converged. Returns it. A replica this promoted before is asked again only once Redis 7.0
+  // no longer counts its won election (see the definition): within 4 s (with
+  // cluster-node-timeout 1000) that waits.
   RedisServer& failover(RedisServer& master, std::chrono::milliseconds timeout = 20s);
   // Waits until every running node says cluster_state:ok and names the same master for
   // every slot; throws past `timeout`.
@@ -115,6 +118,7 @@ class ClusterSetup {
   ClusterOptions options_;
   std::vector<RedisServer> nodes_;
   std::chrono::milliseconds bring_up_{};
+  std::map<int, Clock::time_point> promoted_at_;  // port -> when failover() promoted it
 };
 
 // Fields of an INFO section reply as name -> value.

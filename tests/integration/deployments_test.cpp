@@ -72,6 +72,14 @@ TEST_CASE("cluster: key slots, the slot map from every node, MOVED and ASK match
     CAPTURE(i);
     Connection conn = Connection::open(options_for(cluster.node(i)));
     SlotMap map = SlotMap::fetch(conn);
+    // A node learns the other masters' replicas by gossip, a moment after the cluster is up.
+    auto every_range_has_its_replica = [&] {
+      map = SlotMap::fetch(conn);
+      for (const auto& range : map.ranges())
+        if (range.replicas.size() != 1) return false;
+      return true;
+    };
+    REQUIRE(poll_until(every_range_has_its_replica, 10s));
     REQUIRE(map.complete());
     std::set<int> ports;
     for (const auto& m : map.masters()) ports.insert(m.port);

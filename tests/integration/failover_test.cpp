@@ -73,13 +73,19 @@ std::vector<Job> jobs_of(const std::string& log) {
   std::map<long long, Job> by_fence;
   if (!std::filesystem::exists(log)) return {};
   std::istringstream in(read_file(log));
-  std::string what, who;
-  long long fence = 0, ns = 0;
-  while (in >> what >> fence >> ns >> who) {
+  std::string line;
+  while (std::getline(in, line)) {
+    // A stamp whose `date` a second TERM to the job's group cut short has no time; the
+    // trap then stamps again.
+    std::istringstream fields(line);
+    std::string what, who;
+    long long fence = 0, ns = 0;
+    if (!(fields >> what >> fence >> ns >> who)) continue;
     Job& j = by_fence[fence];
     j.who = who;
     j.fence = fence;
-    (what == "start" ? j.start_ns : j.end_ns) = ns;
+    long long& at = what == "start" ? j.start_ns : j.end_ns;
+    at = std::max(at, ns);
   }
   std::vector<Job> out;
   for (auto& [f, j] : by_fence) out.push_back(j);
@@ -153,6 +159,7 @@ void check_lost_hold(Spawned& holder, Spawned& waiter, const std::string& log,
                      long long fence_before) {
   REQUIRE(Spawned::wait_all({&holder, &waiter}, Clock::now() + 30s));
   INFO(report(holder, "holder") << "\n" << report(waiter, "waiter"));
+  INFO("log:\n" << read_file(log));
   CHECK(holder.wait(Clock::now()) == 76);
   CHECK(waiter.wait(Clock::now()) == 0);
   auto jobs = jobs_of(log);
@@ -360,13 +367,14 @@ TEST_CASE(
   const int rounds = rounds_or(20);
   auto suite_start = Clock::now();
   long long worst_wait_ms = 0;
-  int late = 0;
   for (int round = 0; round < rounds; ++round) {
     CAPTURE(round);
     std::string r = std::to_string(round), go = dir / ("go" + r);
     RedisServer& master = cluster.master_of_slot(slot);
+    // A lease well past the bound below: a waiter that slept through the release (and woke
+    // when the lease ran out) fails the round.
     Spawned holder = spawn_on(
-        cluster.url(), stamped({"exec", "--lease", "3s", "--wait", "30s", name}, log, "h" + r,
+        cluster.url(), stamped({"exec", "--lease", "8s", "--wait", "30s", name}, log, "h" + r,
                                "while [ ! -e '" + go + "' ]; do sleep 0.05; done"));
     REQUIRE(poll_until([&] { return started(log, "h" + r); }, 10s));
     Spawned waiter = spawn_on(
@@ -386,17 +394,15 @@ TEST_CASE(
     REQUIRE(w != nullptr);
     long long wait_ms = (w->start_ns - done_ns) / 1000000;
     worst_wait_ms = std::max(worst_wait_ms, wait_ms);
-    // Target: within 2 s of the failover. Not met in every round yet: in about one round in
-    // three the waiter starts about 5 s after it (not diagnosed; see the branch's report).
-    if (wait_ms > 2000) ++late;
-    CHECK(wait_ms <= 2000 + 3000 + 3000);  // + the holder's lease, + 3 s for a loaded machine
+    // Woken by the release on the new master, not by the holder's lease running out.
+    CHECK(wait_ms <= 2000 + 1500);  // + 1.5 s for a loaded machine
     // The slot's master now (a loaded machine may see the cluster fail over by itself).
     CHECK(fence_on(cluster.master_of_slot(slot), name) >= max_fence(log));
   }
   check_serial(log);
   MESSAGE(rounds << " cluster rounds in " << ms_between(suite_start)
                  << " ms; the waiter's job started at most " << worst_wait_ms
-                 << " ms after the failover completed; " << late << " rounds past 2 s");
+                 << " ms after the failover completed");
 }
 
 // The replica's replication is paused (CLIENT PAUSE WRITE holds its master's stream) while

@@ -279,10 +279,9 @@ TEST_CASE(
   switches.push_back(switch_to(10, true));
   std::this_thread::sleep_for(3s);
   auto per_loop = hammer.stop();
-  std::vector<long long> all;
+  std::vector<long long> all, refused = hammer.refused();
   for (const auto& l : per_loop) all.insert(all.end(), l.begin(), l.end());
-  for (const auto& [at, allowed] : switches)
-    if (allowed) all.push_back(at);
+  for (const auto& [at, allowed] : switches) (allowed ? all : refused).push_back(at);
   const int rates[] = {10, 100, 10};
   const long long end = *std::max_element(all.begin(), all.end()) + 1;
   for (int p = 0; p < 3; ++p) {
@@ -290,11 +289,19 @@ TEST_CASE(
     std::vector<long long> in_phase;
     for (long long t : all)
       if (t >= from && t < to) in_phase.push_back(t);
+    size_t refused_in_phase = static_cast<size_t>(std::count_if(
+        refused.begin(), refused.end(), [&](long long t) { return t >= from && t < to; }));
     CAPTURE(p);
     CAPTURE(in_phase.size());
+    CAPTURE(refused_in_phase);
     CHECK(max_in_window(in_phase, 1000) <= static_cast<size_t>(rates[p] + 2));
-    // No lock-out: the rate in force is used (generously bounded: 2 cores, 4 loops).
-    CHECK(in_phase.size() >= static_cast<size_t>(0.6 * rates[p] * (to - from) / 1000));
+    // No lock-out: the rate in force is used, as far as the calls made allow. On a busy
+    // machine 4 loops may not reach 100 calls/s; a limiter still at 10/s would then allow
+    // about a sixth of them, far below this bound.
+    const size_t calls = in_phase.size() + refused_in_phase;
+    const size_t reachable =
+        std::min(static_cast<size_t>(0.6 * rates[p] * (to - from) / 1000), calls * 6 / 10);
+    CHECK(in_phase.size() >= reachable);
   }
 }
 
