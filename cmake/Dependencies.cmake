@@ -12,6 +12,8 @@ set_target_properties(rlock::hiredis PROPERTIES
   IMPORTED_LOCATION "${HIREDIS_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${HIREDIS_INCLUDE_DIR}")
 
-# TLS: OpenSSL from Debian, linked dynamically so that security updates of libssl3 reach
-# rlock without a rebuild (the package's Depends come from SHLIBDEPS).
+# TLS: OpenSSL 3 from Debian, its headers at build time and libssl.so.3 loaded at run time
+# by the first rediss:// connection (not linked: see src/redis/openssl_api.hpp), so that
+# security updates of libssl3 reach rlock without a rebuild. SHLIBDEPS cannot see a
+# library loaded at run time: the package names libssl3 itself (cmake/Package.cmake).
 find_package(OpenSSL 3 REQUIRED)

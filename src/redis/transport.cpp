@@ -4,9 +4,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -18,6 +15,7 @@
 #include <ctime>
 #include <utility>
 
+#include "redis/openssl_api.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 
@@ -137,9 +135,9 @@ class PlainTransport : public Transport {
 
 // The reason OpenSSL recorded last, with what to check for the common ones.
 std::string tls_reason() {
-  unsigned long e = ERR_peek_last_error();
-  const char* reason = e ? ERR_reason_error_string(e) : nullptr;
-  ERR_clear_error();
+  unsigned long e = openssl().ERR_peek_last_error();
+  const char* reason = e ? openssl().ERR_reason_error_string(e) : nullptr;
+  openssl().ERR_clear_error();
   std::string why = reason ? reason : "TLS error";
   if (why.find("certificate required") != std::string::npos)
     why += " (the server demands a client certificate: --tls-cert, --tls-key)";
@@ -154,39 +152,42 @@ std::string tls_reason() {
 
 class TlsTransport : public Transport {
  public:
-  TlsTransport(int fd, SSL* ssl) : Transport(fd), ssl_(ssl) { SSL_set_app_data(ssl, &notes_); }
+  TlsTransport(int fd, SSL* ssl) : Transport(fd), ssl_(ssl) {
+    openssl().SSL_set_ex_data(ssl, 0, &notes_);
+  }
   ~TlsTransport() override {
-    SSL_free(ssl_);
+    openssl().SSL_free(ssl_);
     ::close(fd());
   }
 
   IoStatus write_some(const char* data, size_t size) override {
-    ERR_clear_error();
-    int n = SSL_write(ssl_, data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+    openssl().ERR_clear_error();
+    int n = openssl().SSL_write(ssl_, data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
     return n > 0 ? IoStatus{IoStatus::kDone, static_cast<size_t>(n), {}} : failure(n);
   }
 
   IoStatus read_some(char* buffer, size_t size) override {
-    ERR_clear_error();
-    int n = SSL_read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+    openssl().ERR_clear_error();
+    int n = openssl().SSL_read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)));
     if (n <= 0) return failure(n);
     answered_ = true;
     return {IoStatus::kDone, static_cast<size_t>(n), {}};
   }
 
-  bool buffered() const override { return SSL_pending(ssl_) > 0; }
+  bool buffered() const override { return openssl().SSL_pending(ssl_) > 0; }
 
   std::optional<std::chrono::system_clock::time_point> peer_certificate_expiry() const override {
-    X509* cert = SSL_get0_peer_certificate(ssl_);
+    X509* cert = openssl().SSL_get0_peer_certificate(ssl_);
     std::tm when{};
-    if (!cert || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &when) != 1) return std::nullopt;
+    if (!cert || openssl().ASN1_TIME_to_tm(openssl().X509_get0_notAfter(cert), &when) != 1)
+      return std::nullopt;
     return std::chrono::system_clock::from_time_t(::timegm(&when));
   }
 
   // One step of the handshake (see read_some for the status).
   IoStatus handshake() {
-    ERR_clear_error();
-    int rc = SSL_connect(ssl_);
+    openssl().ERR_clear_error();
+    int rc = openssl().SSL_connect(ssl_);
     return rc == 1 ? IoStatus{IoStatus::kDone, 0, {}} : failure(rc);
   }
 
@@ -209,7 +210,7 @@ class TlsTransport : public Transport {
 
   IoStatus classify(int rc) {
     int saved_errno = errno;
-    switch (SSL_get_error(ssl_, rc)) {
+    switch (openssl().SSL_get_error(ssl_, rc)) {
       case SSL_ERROR_WANT_READ:
         return {IoStatus::kWantRead, 0, {}};
       case SSL_ERROR_WANT_WRITE:
@@ -217,7 +218,7 @@ class TlsTransport : public Transport {
       case SSL_ERROR_ZERO_RETURN:
         return {IoStatus::kClosed, 0, {}};
       case SSL_ERROR_SYSCALL:
-        if (ERR_peek_last_error() == 0) {
+        if (openssl().ERR_peek_last_error() == 0) {
           if (saved_errno == EAGAIN || saved_errno == EINTR) return {IoStatus::kWantRead, 0, {}};
           if (rc == 0 || saved_errno == 0) return {IoStatus::kClosed, 0, {}};
           return {IoStatus::kFailed, 0, std::strerror(saved_errno)};
@@ -242,12 +243,15 @@ bool is_ip_literal(const std::string& host) {
 // Which name the server's certificate must carry: a DNS name (also sent as SNI) or, for an
 // IP literal, an IP address SAN.
 void expect_name(SSL* ssl, const std::string& host, bool verify) {
-  if (!is_ip_literal(host)) SSL_set_tlsext_host_name(ssl, host.c_str());
+  if (!is_ip_literal(host)) {
+    openssl().SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                       const_cast<char*>(host.c_str()));
+  }
   if (!verify) return;
   if (is_ip_literal(host)) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());
+    openssl().X509_VERIFY_PARAM_set1_ip_asc(openssl().SSL_get0_param(ssl), host.c_str());
   } else {
-    SSL_set1_host(ssl, host.c_str());
+    openssl().SSL_set1_host(ssl, host.c_str());
   }
 }
 
@@ -268,9 +272,9 @@ std::string verify_hint(long result) {
 std::unique_ptr<Transport> handshake(SocketFd socket, const Endpoint& ep, const TlsContext& tls,
                                      Deadline until) {
   std::string where = ep.describe();
-  SSL* ssl = SSL_new(tls.get());
+  SSL* ssl = openssl().SSL_new(tls.get());
   if (!ssl) throw UnavailableError("cannot set up TLS for redis at " + where);
-  SSL_set_fd(ssl, socket.get());
+  openssl().SSL_set_fd(ssl, socket.get());
   auto transport = std::make_unique<TlsTransport>(socket.release(), ssl);
   expect_name(ssl, ep.host, tls.verify());
   while (true) {
@@ -283,10 +287,11 @@ std::unique_ptr<Transport> handshake(SocketFd socket, const Endpoint& ep, const 
                              " did not finish in time (--connect-timeout; does the server speak "
                              "TLS on this port?)");
     }
-    long verified = SSL_get_verify_result(ssl);
+    long verified = openssl().SSL_get_verify_result(ssl);
     if (tls.verify() && verified != X509_V_OK) {
       throw UnavailableError("the TLS certificate of redis at " + where + " does not verify: " +
-                             X509_verify_cert_error_string(verified) + verify_hint(verified));
+                             openssl().X509_verify_cert_error_string(verified) +
+                             verify_hint(verified));
     }
     std::string why = st.kind == IoStatus::kClosed ? "the server closed the connection" : st.why;
     throw UnavailableError("TLS handshake with redis at " + where + " failed: " + why);

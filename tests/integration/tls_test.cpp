@@ -1,6 +1,7 @@
 // TLS: rediss:// against redis-server --tls-port with certificates the harness makes. The
 // harness checks the servers through their plain port, never through rlock's TLS code.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "harness.hpp"
 
@@ -114,6 +115,36 @@ TEST_CASE("tls: a certificate or key that does not verify exits 69 with one line
     }
     CHECK(c.server->cmd_int({"DBSIZE"}) == 0);
   }
+}
+
+TEST_CASE("tls: libssl is loaded for rediss URLs only; without it one line names the package") {
+  // libssl.so.3 hidden from rlock alone: /dev/null mounted over it in a mount namespace of
+  // its own (the suite runs as root, as CI does).
+  REQUIRE_MESSAGE(::geteuid() == 0, "this case needs root (unshare -m, mount --bind)");
+  RedisServer tls = tls_server(certs().server_ip);
+  RedisServer plain;
+  const std::string hide =
+      "lib=$(readlink -f \"$(ldconfig -p | awk '/libssl\\.so\\.3 .*x86-64/ {print $NF; exit}')\") "
+      "&& "
+      "[ -f \"$lib\" ] && mount --bind /dev/null \"$lib\" && exec \"$@\"";
+  auto without_libssl = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"unshare", "-m", "sh", "-c", hide, "sh", rlock_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  };
+
+  auto r = without_libssl({"--url", plain.url(), "exec", "P", "--", "echo", "ran"});
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out == "ran\n");
+
+  r = without_libssl({"--url", tls.tls_url(), "--tls-ca-cert", certs().ca, "lock", "L"});
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 69);
+  CHECK(line_count(r.err) == 1);
+  CHECK(has(r.err, "install the libssl3 package"));
+  CHECK(r.out.empty());
+  CHECK(tls.cmd_int({"DBSIZE"}) == 0);
 }
 
 TEST_CASE("tls: a client certificate for a server that demands one; its key must be private") {
