@@ -970,6 +970,14 @@ bool PtyProcess::expect(std::string_view text, Clock::time_point deadline) {
   }
 }
 
+bool PtyProcess::await(const std::function<bool(const std::string&)>& done,
+                       Clock::time_point deadline) {
+  for (;;) {
+    if (done(s_->out)) return true;
+    if (Clock::now() >= deadline || !s_->read_some(deadline)) return false;
+  }
+}
+
 std::optional<int> PtyProcess::wait(Clock::time_point deadline) {
   while (!s_->reaped) {
     if (poll_readable(s_->pidfd.get(), Clock::now())) {

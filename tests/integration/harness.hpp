@@ -292,6 +292,8 @@ class PtyProcess {
   // Reads the terminal until `text` appears after the end of the previous match; true if it
   // did before the deadline.
   bool expect(std::string_view text, Clock::time_point deadline);
+  // Reads the terminal until `done(output())` holds; true if it did before the deadline.
+  bool await(const std::function<bool(const std::string&)>& done, Clock::time_point deadline);
   // Everything the terminal showed so far.
   const std::string& output() const;
   // Waits for the process to exit (see Spawned::wait); the terminal is read meanwhile.
