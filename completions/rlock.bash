@@ -41,7 +41,7 @@ _rlock()
         --format --owner --lease -w --wait -E --conflict-exit-code --on-lost -c --command
         --kill-after --min-hold --expire --by --id --permits --count --permit --type
         --rate --per --burst --cost --client --client-rate
-        --delay --at --max-payload --visibility --max-deliveries '
+        --delay --at --max-payload --visibility --max-deliveries --interval '
     arg_opts=${arg_opts//$'\n'/ }
 
     # Find the subcommand (and sem's or latch's own), the positionals after it, and `--` (exec).
@@ -121,6 +121,10 @@ _rlock()
             COMPREPLY=($(compgen -W 'inf 10s 1m 5m 1h' -- "$cur"))
             return
             ;;
+        --interval)
+            COMPREPLY=($(compgen -W '500ms 1s 5s 30s' -- "$cur"))
+            return
+            ;;
         --prefix | --connect-timeout | --timeout | --sync-replicas | --sync-timeout | --owner | --lease | \
             -E | --conflict-exit-code | --kill-after | --min-hold | --permits | --count | --permit | \
             --expire | --by | --id | --rate | --per | --burst | --cost | --client | --client-rate | \
@@ -184,7 +188,7 @@ _rlock()
             ;;
         inspect)
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "--type $global_opts" -- "$cur"))
+                COMPREPLY=($(compgen -W "--type --watch --interval $global_opts" -- "$cur"))
             elif ((npos == 0)); then
                 local IFS=$'\n'
                 COMPREPLY=($(compgen -W "$(_rlock_lock_names)" -- "$cur"))

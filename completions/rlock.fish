@@ -156,6 +156,10 @@ complete -c rlock -n '__fish_seen_subcommand_from unlock' -s s -l shared -d 'Dro
 # inspect.
 complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock sem latch limiter queue lock,latch' \
     -d 'Only these object types (comma-separated)'
+complete -c rlock -n '__fish_seen_subcommand_from inspect' -l watch \
+    -d 'List again whenever something changes, until q or ^C'
+complete -c rlock -n '__fish_seen_subcommand_from inspect' -l interval -x -a '500ms 1s 5s 30s' \
+    -d 'With --watch: list again at least every DUR (default 1s)'
 
 # latch and its subcommands.
 set -l latch_subcmds set count-down await status

@@ -43,13 +43,25 @@ Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std
   return sub;
 }
 
+Subscriber Subscriber::open_pattern(const ConnectOptions& options, const std::string& pattern) {
+  Subscriber sub(Connection::open(options));
+  sub.conn_.command({"PSUBSCRIBE", pattern});  // its confirmation
+  return sub;
+}
+
 // Moves every complete push already read from the socket into pending_.
 void Subscriber::read_buffered() {
   while (true) {
     ReplyPtr reply = conn_.buffered_reply("while waiting");
     if (!reply) return;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) continue;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3) continue;
     std::string kind = as_string(reply->element[0]);
+    if (kind == "pmessage" && reply->elements == 4) {
+      pending_.push_back(
+          {Wake::kMessage, as_string(reply->element[2]), as_string(reply->element[3])});
+      continue;
+    }
+    if (reply->elements != 3) continue;
     if ((kind == "ssubscribe" || kind == "subscribe") && confirmations_due_ > 0) {
       --confirmations_due_;
     } else if (kind == "smessage" || kind == "message") {

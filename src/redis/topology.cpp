@@ -277,6 +277,19 @@ Subscriber Topology::subscribe(const std::vector<std::string>& channels) {
   }
 }
 
+std::optional<Subscriber> Topology::subscribe_pattern(const std::string& pattern) {
+  if (router_->cluster()) return std::nullopt;
+  ConnectOptions opts = options_;
+  opts.endpoint = router_->endpoint_for("", effective_options());
+  Subscriber sub = Subscriber::open_pattern(opts, pattern);
+  if (router_->recheck_every().count() > 0) {
+    sub.recheck(router_->recheck_every(), [router = router_.get(), served = opts.endpoint] {
+      return router->still_serves(served);
+    });
+  }
+  return sub;
+}
+
 void Topology::for_each_master(const std::function<void(Topology&)>& fn) {
   std::vector<Endpoint> masters = router_->masters(effective_options());
   if (!router_->cluster()) return fn(*this);

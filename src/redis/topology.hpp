@@ -111,6 +111,11 @@ class Topology {
   // A subscriber of its own connection, subscribed to `channels` (all of one hash tag) on
   // the server of that hash tag: sharded pub/sub where the server has it (Redis 7).
   Subscriber subscribe(const std::vector<std::string>& channels);
+  // A subscriber of its own connection to the channels matching `pattern` (PSUBSCRIBE) on
+  // the server that holds every key: the standalone server or Sentinel's master (left with
+  // IoError once it no longer is). nullopt on a cluster, whose nodes each publish only
+  // what happens to their own keys (keyspace notifications).
+  std::optional<Subscriber> subscribe_pattern(const std::string& pattern);
 
   // Runs `fn` once for every master, with a topology that sends everything to that one
   // server (a scan of all keys: inspect). On a standalone server or Sentinel, once with
