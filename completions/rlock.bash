@@ -152,7 +152,7 @@ _rlock()
             opts='--owner -s --shared --force'
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
-            elif ((npos == 0)); then
+            else # NAME...: each of several names is a held lock too
                 local IFS=$'\n'
                 COMPREPLY=($(compgen -W "$(_rlock_lock_names)" -- "$cur"))
             fi
@@ -160,11 +160,12 @@ _rlock()
         exec)
             opts='-w --wait -n --no-wait -s --shared -x --exclusive -E --conflict-exit-code --lease
                 --owner --on-lost --kill-after --min-hold --keep-secrets -c --command'
-            if ((npos >= 1)); then
-                # After NAME only `--` may come before the command.
-                COMPREPLY=($(compgen -W '--' -- "$cur"))
-            elif [[ $cur == -* ]]; then
+            if [[ $cur == -* ]]; then
+                ((npos >= 1)) && opts="-- $opts"
                 COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            elif ((npos >= 1)); then
+                # After a NAME (or several), `--` starts the command.
+                COMPREPLY=($(compgen -W '--' -- "$cur"))
             fi
             ;;
         sem)

@@ -70,10 +70,12 @@ function __rlock_lock_names
         string match -ar '"name":"[^"\\\\]*"' | string replace -r '^"name":"(.*)"$' '$1'
 end
 
-# True after `rlock unlock` or `rlock inspect` until their one positional is typed.
+# True after `rlock inspect` until its one positional is typed, and after `rlock unlock`
+# (NAME...: any number of lock names).
 function __rlock_wants_lock_name
     set -l words (__rlock_positionals)
-    test (count $words) -eq 2; and contains -- "$words[2]" unlock inspect
+    test "$words[2]" = unlock; and return 0
+    test (count $words) -eq 2; and test "$words[2]" = inspect
 end
 
 # No file names unless an option asks for them.
@@ -81,9 +83,9 @@ complete -c rlock -f
 
 # Subcommands.
 set -l no_subcmd "not __fish_seen_subcommand_from $__rlock_subcommands"
-complete -c rlock -n $no_subcmd -a lock -d 'Take a lock and keep it for its lease'
-complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock taken with lock'
-complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock'
+complete -c rlock -n $no_subcmd -a lock -d 'Take a lock (or several as one) and keep it for its lease'
+complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock (or several) taken with lock'
+complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock (or several: all)'
 complete -c rlock -n $no_subcmd -a sem -d 'Semaphores: take, release, renew permits; run a command'
 complete -c rlock -n $no_subcmd -a inspect -d 'List locks, semaphores, latches, queues'
 complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down, await, status'
