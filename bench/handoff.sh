@@ -66,6 +66,12 @@ handoff() {
         holder=("$RLOCK" exec "$name" --)
         waiter=("$RLOCK" exec --shared --wait 30s "$name" -- "$STAMP")
         ;;
+    multi)
+        # two names as one (MultiLock): the waiter queues on the first in sorted order,
+        # $name, and takes $name-2 once it has that
+        holder=("$RLOCK" exec "$name" "$name-2" --)
+        waiter=("$RLOCK" exec --wait 30s "$name" "$name-2" -- "$STAMP")
+        ;;
     sem)
         # one permit: the freed permit is handed to the waiter, as a lock is
         holder=("$RLOCK" sem exec --permits 1 "$name" --)
@@ -102,7 +108,7 @@ handoff() {
         arm_guard "$wp" 40
         # make sure the waiter is really blocked before the holder lets go
         case $tool in
-        rlock | shared) if until_true 10 rlock_subscribed "$name"; then sleep 0.05; else sleep 0.2; fi ;;
+        rlock | shared | multi) if until_true 10 rlock_subscribed "$name"; then sleep 0.05; else sleep 0.2; fi ;;
         sem) if until_true 10 rlock_subscribed "$name" sem; then sleep 0.05; else sleep 0.2; fi ;;
         flock) sleep 0.2 ;;
         etcd) if until_true 10 etcd_queued "$name"; then sleep 0.05; else sleep 0.2; fi ;;

@@ -78,6 +78,13 @@ if part T; then
         "${T_HO[c]:-?} ms vs ${T_HO[s]:-?} ms = $(calc '%.2fx' "${T_HO[c]} / ${T_HO[s]}")"
     say "| sentinel failover, master SIGKILLed -> waiter's job starts (median of $FAILOVER_ROUNDS; no target) | ${FO_MED:-?} ms | - |"
 fi
+if part M; then
+    ml1=$(hstat m_lock1 median) ml2=$(hstat m_lock2 median)
+    verdict 'rlock lock A B <= 1.2x rlock lock A (one server)' "$ml2 / $ml1" 1.2 \
+        "$(calc '%.2f' "$ml2") ms vs $(calc '%.2f' "$ml1") ms = $(calc '%.2fx' "$ml2 / $ml1")"
+    verdict 'hand-off median, two names <= 1.2x one name' "${M_HO[multi]} / ${M_HO[rlock]}" 1.2 \
+        "${M_HO[multi]:-?} ms vs ${M_HO[rlock]:-?} ms = $(calc '%.2fx' "${M_HO[multi]} / ${M_HO[rlock]}")"
+fi
 say ""
 say "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)."
 say "Raw data: bench/out/*.json (hyperfine), bench/out/bench.log (tool output)."

@@ -9,8 +9,8 @@ _rlock_lock_names()
     local i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            --url | --password-file | --prefix) globals+=("${words[i]}" "${words[i + 1]}"); ((i++)) ;;
-            --url=* | --password-file=* | --prefix=*) globals+=("${words[i]}") ;;
+            --url | --password-file | --prefix | --tls-ca-cert | --tls-ca-dir | --tls-cert | --tls-key) globals+=("${words[i]}" "${words[i + 1]}"); ((i++)) ;;
+            --url=* | --password-file=* | --prefix=* | --tls-*=* | --tls-insecure) globals+=("${words[i]}") ;;
         esac
     done
     timeout 2 "${words[0]}" "${globals[@]}" --connect-timeout 300ms --timeout 500ms \
@@ -33,14 +33,15 @@ _rlock()
 
     local subcommands='lock unlock exec sem inspect latch limit delay-push delay-pop doctor help'
     local global_opts='--url --password-file --prefix --connect-timeout
-        --timeout --sync-replicas --sync-timeout --layout -v --verbose -q --quiet --format --version -h --help'
+        --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key
+        --tls-insecure -v --verbose -q --quiet --format --version -h --help'
     # Every option that takes a value, global or per subcommand.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout
-        --sync-replicas --sync-timeout --layout --format --owner --lease -w --wait -E --conflict-exit-code
-        --on-lost -c --command
+        --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key
+        --format --owner --lease -w --wait -E --conflict-exit-code --on-lost -c --command
         --kill-after --min-hold --expire --by --id --permits --count --permit --type
         --rate --per --burst --cost --client --client-rate
-        --delay --at --max-payload --visibility --max-deliveries '
+        --delay --at --max-payload --visibility --max-deliveries --interval '
     arg_opts=${arg_opts//$'\n'/ }
 
     # Find the subcommand (and sem's or latch's own), the positionals after it, and `--` (exec).
@@ -95,7 +96,7 @@ _rlock()
             COMPREPLY=($(compgen -W 'TERM INT HUP QUIT KILL USR1 USR2' -- "$cur"))
             return
             ;;
-        --password-file)
+        --password-file | --tls-ca-cert | --tls-cert | --tls-key)
             if declare -F _filedir >/dev/null; then
                 _filedir
             else
@@ -103,8 +104,16 @@ _rlock()
             fi
             return
             ;;
+        --tls-ca-dir)
+            if declare -F _filedir >/dev/null; then
+                _filedir -d
+            else
+                COMPREPLY=($(compgen -d -- "$cur"))
+            fi
+            return
+            ;;
         --url)
-            COMPREPLY=($(compgen -W 'redis:// unix://' -- "$cur"))
+            COMPREPLY=($(compgen -W 'redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// redis-cluster:// rediss-cluster://' -- "$cur"))
             [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
             return
             ;;
@@ -114,6 +123,10 @@ _rlock()
             ;;
         --layout)
             COMPREPLY=($(compgen -W 'rlock redisson' -- "$cur"))
+            return
+            ;;
+        --interval)
+            COMPREPLY=($(compgen -W '500ms 1s 5s 30s' -- "$cur"))
             return
             ;;
         --prefix | --connect-timeout | --timeout | --sync-replicas | --sync-timeout | --owner | --lease | \
@@ -143,7 +156,7 @@ _rlock()
             opts='--owner -s --shared --force'
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
-            elif ((npos == 0)); then
+            else # NAME...: each of several names is a held lock too
                 local IFS=$'\n'
                 COMPREPLY=($(compgen -W "$(_rlock_lock_names)" -- "$cur"))
             fi
@@ -151,11 +164,12 @@ _rlock()
         exec)
             opts='-w --wait -n --no-wait -s --shared -x --exclusive -E --conflict-exit-code --lease
                 --owner --on-lost --kill-after --min-hold --keep-secrets -c --command'
-            if ((npos >= 1)); then
-                # After NAME only `--` may come before the command.
-                COMPREPLY=($(compgen -W '--' -- "$cur"))
-            elif [[ $cur == -* ]]; then
+            if [[ $cur == -* ]]; then
+                ((npos >= 1)) && opts="-- $opts"
                 COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+            elif ((npos >= 1)); then
+                # After a NAME (or several), `--` starts the command.
+                COMPREPLY=($(compgen -W '--' -- "$cur"))
             fi
             ;;
         sem)
@@ -179,7 +193,7 @@ _rlock()
             ;;
         inspect)
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "--type $global_opts" -- "$cur"))
+                COMPREPLY=($(compgen -W "--type --watch --interval $global_opts" -- "$cur"))
             elif ((npos == 0)); then
                 local IFS=$'\n'
                 COMPREPLY=($(compgen -W "$(_rlock_lock_names)" -- "$cur"))

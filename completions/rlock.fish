@@ -35,7 +35,8 @@ function __rlock_positionals
             continue
         end
         switch $t
-            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --format --owner --lease \
+            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout \
+                --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease \
                 -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold --permits --count --permit --type \
                 --delay --at --id --max-payload --visibility --max-deliveries
                 set skip 1
@@ -59,9 +60,9 @@ function __rlock_lock_names
     set -l globals
     for i in (seq 2 (count $tokens))
         switch $tokens[$i]
-            case --url --password-file --prefix
+            case --url --password-file --prefix --tls-ca-cert --tls-ca-dir --tls-cert --tls-key
                 set -a globals $tokens[$i] $tokens[(math $i + 1)]
-            case '--url=*' '--password-file=*' '--prefix=*'
+            case '--url=*' '--password-file=*' '--prefix=*' '--tls-*=*' --tls-insecure
                 set -a globals $tokens[$i]
         end
     end
@@ -69,10 +70,12 @@ function __rlock_lock_names
         string match -ar '"name":"[^"\\\\]*"' | string replace -r '^"name":"(.*)"$' '$1'
 end
 
-# True after `rlock unlock` or `rlock inspect` until their one positional is typed.
+# True after `rlock inspect` until its one positional is typed, and after `rlock unlock`
+# (NAME...: any number of lock names).
 function __rlock_wants_lock_name
     set -l words (__rlock_positionals)
-    test (count $words) -eq 2; and contains -- "$words[2]" unlock inspect
+    test "$words[2]" = unlock; and return 0
+    test (count $words) -eq 2; and test "$words[2]" = inspect
 end
 
 # No file names unless an option asks for them.
@@ -80,9 +83,9 @@ complete -c rlock -f
 
 # Subcommands.
 set -l no_subcmd "not __fish_seen_subcommand_from $__rlock_subcommands"
-complete -c rlock -n $no_subcmd -a lock -d 'Take a lock and keep it for its lease'
-complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock taken with lock'
-complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock'
+complete -c rlock -n $no_subcmd -a lock -d 'Take a lock (or several as one) and keep it for its lease'
+complete -c rlock -n $no_subcmd -a unlock -d 'Release a lock (or several) taken with lock'
+complete -c rlock -n $no_subcmd -a exec -d 'Run a command while holding a lock (or several: all)'
 complete -c rlock -n $no_subcmd -a sem -d 'Semaphores: take, release, renew permits; run a command'
 complete -c rlock -n $no_subcmd -a inspect -d 'List locks, semaphores, latches, queues'
 complete -c rlock -n $no_subcmd -a latch -d 'Countdown latches: set, count-down, await, status'
@@ -99,8 +102,13 @@ complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held 
 
 # Global options, before or after the subcommand (not after exec's `--`).
 set -l global 'not __rlock_exec_after_dashdash'
-complete -c rlock -n $global -l url -x -a 'redis:// unix://' -d 'Redis server URL'
+complete -c rlock -n $global -l url -x -a 'redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// redis-cluster:// rediss-cluster://' -d 'Redis server URL'
 complete -c rlock -n $global -l password-file -r -F -d 'Read the password from this file'
+complete -c rlock -n $global -l tls-ca-cert -r -F -d 'rediss: trust the CAs in this file'
+complete -c rlock -n $global -l tls-ca-dir -x -a '(__fish_complete_directories)' -d 'rediss: trust the CAs in this directory'
+complete -c rlock -n $global -l tls-cert -r -F -d 'rediss: client certificate'
+complete -c rlock -n $global -l tls-key -r -F -d 'rediss: client private key (mode 600)'
+complete -c rlock -n $global -l tls-insecure -d 'rediss: verify neither certificate nor host name'
 complete -c rlock -n $global -l prefix -x -d 'Key prefix (default rlock:)'
 complete -c rlock -n $global -l connect-timeout -x -d 'Connect timeout (default 2s)'
 complete -c rlock -n $global -l timeout -x -d 'Per-request timeout, repeats and clean-up included (default 5s)'
@@ -151,6 +159,10 @@ complete -c rlock -n '__fish_seen_subcommand_from unlock' -s s -l shared -d 'Dro
 # inspect.
 complete -c rlock -n '__fish_seen_subcommand_from inspect' -l type -x -a 'lock sem latch limiter queue lock,latch' \
     -d 'Only these object types (comma-separated)'
+complete -c rlock -n '__fish_seen_subcommand_from inspect' -l watch \
+    -d 'List again whenever something changes, until q or ^C'
+complete -c rlock -n '__fish_seen_subcommand_from inspect' -l interval -x -a '500ms 1s 5s 30s' \
+    -d 'With --watch: list again at least every DUR (default 1s)'
 
 # latch and its subcommands.
 set -l latch_subcmds set count-down await status

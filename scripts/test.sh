@@ -13,8 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # faketime: limit_test runs callers with skewed clocks; time: GNU time measures inspect's
-# peak RSS.
-scripts/install-deps.sh clang-format faketime time
+# peak RSS; zsh, fish, bash-completion: completions_test drives each shell on a terminal.
+scripts/install-deps.sh clang-format faketime time zsh fish bash-completion
 
 failed=()
 # Runs one stage (a shell function) in a subshell that stops at its first failing command,

@@ -76,7 +76,12 @@ std::vector<prim::AncestorHold> parse_holds(std::string_view value) {
 }
 
 std::string holds_for_job(std::vector<prim::AncestorHold> inherited, prim::AncestorHold own) {
-  inherited.push_back(std::move(own));
+  return holds_for_job_several(std::move(inherited), {std::move(own)});
+}
+
+std::string holds_for_job_several(std::vector<prim::AncestorHold> inherited,
+                                  const std::vector<prim::AncestorHold>& own) {
+  inherited.insert(inherited.end(), own.begin(), own.end());
   size_t from = inherited.size() > kMaxAncestors ? inherited.size() - kMaxAncestors : 0;
   std::string out;
   for (size_t i = from; i < inherited.size(); ++i)

@@ -23,6 +23,10 @@ std::vector<prim::AncestorHold> parse_holds(std::string_view value);
 // The RLOCK_HOLDS value for a job run under `own`: `inherited` and then `own`, the nearest
 // kMaxAncestors of them.
 std::string holds_for_job(std::vector<prim::AncestorHold> inherited, prim::AncestorHold own);
+// The same for a job run under several holds of its own (exec of several locks), `own`
+// last.
+std::string holds_for_job_several(std::vector<prim::AncestorHold> inherited,
+                                  const std::vector<prim::AncestorHold>& own);
 
 // The holds this process runs under (its RLOCK_HOLDS; empty when unset).
 std::vector<prim::AncestorHold> inherited_holds();

@@ -87,7 +87,8 @@ void add_help_command(CLI::App& app, std::vector<std::string>& topic) {
 // Global options that take a value, so that value is not taken for a subcommand name.
 bool takes_value(const std::string& arg) {
   for (const char* o : {"--url", "--password-file", "--prefix", "--connect-timeout", "--timeout",
-                        "--sync-replicas", "--sync-timeout", "--layout", "--format"}) {
+                        "--sync-replicas", "--sync-timeout", "--layout", "--format",
+                        "--tls-ca-cert", "--tls-ca-dir", "--tls-cert", "--tls-key"}) {
     if (arg == o) return true;
   }
   return false;
@@ -271,6 +272,9 @@ int run(int argc, char** argv) {
   app.footer(
       "Durations: 250ms, 30s, 5m, 2h, 1d, compounds such as 1h30m, a bare number of seconds;\n"
       "at most 36500d. --wait inf waits forever.\n\n"
+      "TLS: rediss://, rediss-sentinel:// and rediss-cluster:// URLs verify the server's\n"
+      "certificate and name; the --tls-* options are also RLOCK_TLS_CA_CERT, RLOCK_TLS_CA_DIR,\n"
+      "RLOCK_TLS_CERT, RLOCK_TLS_KEY, RLOCK_TLS_INSECURE and the config file's tls_* keys.\n\n"
       "While a command waits with stderr on a terminal (and without -q), one status line\n"
       "shows who holds it, the place in the queue and the time left, redrawn in place and\n"
       "erased before the result, a notice or the job.\n\n"

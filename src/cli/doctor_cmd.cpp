@@ -30,8 +30,11 @@ Runner define_doctor_command(CLI::App& app, std::vector<std::string>& /*command_
 locks, on every master once: server version, persistence (and what a restart does to held
 locks), a maxmemory-policy that can evict lock keys, a server timeout that closes idle
 connections, round-trip latency, the server clock's offset from this host's, replication
-(replicas, their lag, min-replicas-to-write), a cluster's state, and the ACL rights of
-rlock(1) that this user lacks (ACL DRYRUN). Prints {"ok":BOOL,"findings":[{"server",
+(each replica's lag; warn past 1s), min-replicas-to-write (0: a master cut off from its
+replicas keeps accepting holds that a failover then loses), the days left on a TLS
+server certificate (warn under 30), a cluster's state, slot coverage and sharded pub/sub,
+each sentinel and their quorum (SENTINEL CKQUORUM), and the ACL rights of rlock(1) that
+this user lacks (ACL DRYRUN). Prints {"ok":BOOL,"findings":[{"server",
 "check","level","detail"}]}; level is ok, warn (worth knowing), fail (can break locks) or
 unknown (this user may not read it). Exits 0 when no finding is fail, 1 when one is, 69
 when a master cannot be reached.

@@ -11,6 +11,7 @@
 #include "cli/lock_options.hpp"
 #include "cli/supervised.hpp"
 #include "prim/lock.hpp"
+#include "prim/multi_lock.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 
@@ -63,9 +64,66 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
                          {{"RLOCK_NAME", req.name},
                           {"RLOCK_OWNER", req.owner},
                           {"RLOCK_FENCE", std::to_string(held.fence)},
+                          {"RLOCK_FENCES", req.name + "=" + std::to_string(held.fence)},
                           {"RLOCK_LEASE_MS", std::to_string(req.lease.count())},
                           {kHoldsVariable, holds_for_job(inherited, {held.hold_id, req.owner})}},
                          lock.hold(req.owner, req.lease, held), topology);
+}
+
+// RLOCK_FENCES: one line NAME=FENCE per lock, in the order given (names have no control
+// characters, and a fence no '=').
+std::string fences_variable(const std::vector<prim::MultiLock::Taken>& taken) {
+  std::string out;
+  for (const auto& t : taken)
+    out += (out.empty() ? "" : "\n") + t.name + "=" + std::to_string(t.held.fence);
+  return out;
+}
+
+// acquire_and_run for several locks: all of them or none (see prim::MultiLock).
+int acquire_all_and_run(const std::vector<std::string>& command, const LockRequest& req,
+                        const Console& console, Supervision& supervision, redis::Topology& topology,
+                        prim::MultiLock& locks) {
+  auto inherited = inherited_holds();
+  locks.set_ancestry(inherited);
+  auto outcome = locks.acquire(
+      req.owner, req.lease, req.wait_until,
+      [&](const std::string& name) { return supervision.wait_hooks(wait_hooks(console, name)); },
+      prim::HoldKind::kExec, req.mode);
+  const std::string nothing_held = "none of locks " + quoted_names(req.names) + " is held";
+  if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
+    std::string waited_for = "locks " + quoted_names(req.names);
+    if (const auto* all = std::get_if<prim::MultiLock::Acquired>(&outcome))
+      locks.give_back(req.owner, all->taken, prim::HoldKind::kExec);
+    else
+      waited_for = "lock '" + std::get<prim::MultiLock::Refused>(outcome).name + "'";
+    console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for " +
+                   waited_for + "; " + nothing_held + "; the command did not run");
+    return 128 + signo;
+  }
+  if (const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome)) {
+    console.notice(describe_busy(refused->name, refused->busy, req.wait) + "; " + nothing_held +
+                   "; not running the command");
+    return req.conflict_exit_code;
+  }
+  auto& all = std::get<prim::MultiLock::Acquired>(outcome);
+  std::string acquired;
+  std::vector<prim::AncestorHold> own;
+  for (const auto& t : all.taken) {
+    acquired += (acquired.empty() ? "'" : ", '") + t.name + "' (fence " +
+                std::to_string(t.held.fence) + ")";
+    own.push_back({t.held.hold_id, req.owner});
+  }
+  console.explain("acquired locks " + acquired + " (lease " + format_duration(req.lease) +
+                  ", renewed every " + format_duration(supervision.renew_interval()) +
+                  "); running: " + join(command));
+  return supervision.run(command,
+                         {{"RLOCK_NAME", req.name},
+                          {"RLOCK_OWNER", req.owner},
+                          {"RLOCK_FENCE", std::to_string(all.taken.front().held.fence)},
+                          {"RLOCK_FENCES", fences_variable(all.taken)},
+                          {"RLOCK_LEASE_MS", std::to_string(req.lease.count())},
+                          {kHoldsVariable, holds_for_job_several(inherited, own)}},
+                         std::move(all.hold), topology);
 }
 
 int run_exec(const ExecFlags& f, std::vector<std::string> command, const Settings& settings) {
@@ -88,8 +146,14 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   Supervision supervision(f.supervise, req.lease, console);
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
-  prim::Lock lock(topology, *layout, req.name);
   supervision.prepare_during_next_script(topology);
+  if (req.names.size() > 1) {
+    prim::MultiLock locks(topology, *layout, req.names);
+    return supervision.until_in_time(req.wait_until, [&] {
+      return acquire_all_and_run(command, req, console, supervision, topology, locks);
+    });
+  }
+  prim::Lock lock(topology, *layout, req.name);
   return supervision.until_in_time(req.wait_until, [&] {
     return acquire_and_run(command, req, console, supervision, topology, lock);
   });
@@ -100,8 +164,9 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
 Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   auto flags = std::make_shared<ExecFlags>();
   auto* sub = &app;
-  add_lock_flags(*sub, flags->lock);
-  sub->get_option("name")->description("lock name; then -- CMD [ARGS...], the command to run");
+  add_lock_flags(*sub, flags->lock, HoldModes::kSharedOrExclusive, Names::kSeveral);
+  sub->get_option("name")->description(
+      "lock name; several: all of them or none; then -- CMD [ARGS...], the command to run");
   add_supervise_flags(*sub, flags->supervise);
   sub->add_option("-c,--command", flags->shell_command,
                   "run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)")
@@ -120,11 +185,19 @@ could grant (rlock exec --shared L -- rlock exec --wait inf L) would wait for it
 refused at once, exit 65. A NAME that starts with '-' goes after a -- of its own:
 rlock exec -- -NAME -- CMD.
 
+Several NAMEs: CMD runs holding all of them, or not at all. They are taken one at a time
+in sorted (bytewise) order, the earlier ones kept and renewed while a later one is waited
+for, so jobs naming them in any order never deadlock, and each lock's queue serves
+waiters in arrival order. Busy, a signal or an error: nothing stays held, and one line
+says which lock was busy. RLOCK_NAME and RLOCK_FENCE are the first name's; RLOCK_FENCES
+has a line NAME=FENCE per name (one name too). Losing any lock stops the job (76).
+
 Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running
   rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
   rlock exec --min-hold 50s tick -- ./every-minute.sh     # once per minute across hosts
   rlock exec -s --wait 5m reports-db -- ./read-report.sh  # readers together, writers alone
+  rlock exec --wait 30m staging-db deploy-slot -- ./deploy.sh  # both, or wait for both
   rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");
   return {
       [flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};

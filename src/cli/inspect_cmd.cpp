@@ -1,12 +1,18 @@
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/inspect_watch.hpp"
 #include "inspect/object_type.hpp"
 #include "inspect/prometheus.hpp"
 #include "inspect/scan_stream.hpp"
 #include "inspect/table.hpp"
+#include "inspect/watch.hpp"
+#include "util/duration.hpp"
+#include "util/error.hpp"
 
 namespace rlock::cli {
 namespace {
@@ -46,6 +52,17 @@ class JsonArrayWriter {
   bool first_ = true;
 };
 
+// --interval, checked before any connection: a usage error never waits for Redis.
+Millis watch_interval(const std::optional<std::string>& text) {
+  if (!text) return Millis(1000);
+  Millis interval = parse_duration(*text, "--interval");
+  if (interval < inspect::kMinWatchInterval) {
+    throw UsageError("--interval must be at least " + format_duration(inspect::kMinWatchInterval) +
+                     ", not " + format_duration(interval));
+  }
+  return interval;
+}
+
 }  // namespace
 
 Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
@@ -56,6 +73,14 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
   sub->add_option("--type", *types,
                   "only these types, comma-separated: " + known_types() + " (default: all)")
       ->type_name("TYPE[,TYPE]");
+  auto watch = std::make_shared<bool>(false);
+  auto interval = std::make_shared<std::optional<std::string>>();
+  sub->add_flag("--watch", *watch,
+                "list again on every change until q or ^C: a live table on a terminal, JSON "
+                "lines otherwise");
+  sub->add_option("--interval", *interval,
+                  "--watch: list again at least every DUR (at least 100ms, default 1s)")
+      ->type_name("DUR");
   std::string shapes;
   for (const auto* t : inspect::object_types()) {
     shapes += "  " + std::string(t->type()) + ":\n    " + std::string(t->json_shape()) + "\n";
@@ -71,13 +96,26 @@ rlock_queue_items{state="delayed|due|leased|dead"}, rlock_queue_next_due_timesta
 rlock_limiter_{tokens,burst}, rlock_object_unreadable, labelled by name, printed once the
 whole listing was read. Uses SCAN, never KEYS.
 
+--watch lists again, sorted by name, until q, ^C, INT, TERM, HUP or QUIT (exit 0). On a
+terminal: the table on the alternate screen, refreshed in place under a header (URL,
+time, "q to quit"), cut to the terminal's size ("... N more"), given back as it was on
+the way out. Otherwise: the JSON array on one line per listing, until the reader goes
+away. It lists again as soon as a key under the prefix changes where the server sends
+keyspace notifications (notify-keyspace-events is only read: KEA turns them on; not on a
+cluster, whose nodes notify of their own keys only), bursts coalesced (listings start at
+least 100ms and the last one's duration apart); else, and at the latest, every
+--interval. Redis lost after the first listing: tried again every --interval
+("reconnecting..." on the terminal).
+
 Examples:
   rlock inspect
   rlock inspect 'deploy*' --format table
   rlock inspect --type latch 'ci-*'
+  rlock inspect --watch 'deploy*'
+  rlock inspect --watch --interval 5s --type lock > locks.jsonl
   rlock inspect --format prometheus > rlock.prom.tmp && mv rlock.prom.tmp rlock.prom
   rlock inspect --type lock | jq '.[] | select(.waiters_total > 0)')");
-  return {[pattern, types](const Settings& settings) {
+  return {[pattern, types, watch, interval](const Settings& settings) {
     auto selected = inspect::select_types(*types);  // a bad --type before any connection
     auto layout = make_layout(settings);
     if (layout->locks_only()) {
@@ -86,6 +124,14 @@ Examples:
         if (t->type() != "lock")
           require_rlock_layout(settings, "inspect --type " + std::string(t->type()));
       }
+    }
+    if (*interval && !*watch) throw UsageError("--interval is for --watch");
+    if (*watch) {
+      if (settings.format == Format::kPrometheus) {
+        // A scrape reads a file once; a stream of expositions fits no collector.
+        throw UsageError("--watch prints a table or JSON lines, not --format prometheus");
+      }
+      return run_inspect_watch(settings, {*pattern, selected, watch_interval(*interval)});
     }
     Console console(settings);
     redis::Topology topology = open_topology(settings);

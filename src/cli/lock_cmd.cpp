@@ -5,15 +5,20 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
+#include "exec/signals.hpp"
 #include "prim/lock.hpp"
+#include "prim/multi_lock.hpp"
 #include "util/duration.hpp"
 
 namespace rlock::cli {
 namespace {
 
 std::string unlock_command(const LockRequest& req) {
-  return std::string("rlock unlock ") + (req.mode == prim::LockMode::kShared ? "-s " : "") +
-         shell_quote(req.name) + " --owner " + shell_quote(req.owner);
+  std::string names;
+  for (const auto& n : req.names) names += " " + shell_quote(n);
+  return std::string("rlock unlock ") + (req.mode == prim::LockMode::kShared ? "-s" : "") +
+         names.substr(req.mode == prim::LockMode::kShared ? 0 : 1) + " --owner " +
+         shell_quote(req.owner);
 }
 
 // What stands when the result could not be printed: the hold, and how to give it back.
@@ -24,11 +29,110 @@ std::string held_line(const LockRequest& req, const prim::Held& held) {
          ", lease " + format_duration(held.lease) + "); give it back with: " + unlock_command(req);
 }
 
+// held_line for several locks: all of them stand.
+std::string held_line(const LockRequest& req, const std::vector<prim::MultiLock::Taken>& taken) {
+  std::string each;
+  for (const auto& t : taken) {
+    each += (each.empty() ? "'" : ", '") + t.name + "' (count " + std::to_string(t.held.count) +
+            ", fence " + std::to_string(t.held.fence) + ")";
+  }
+  return "locks " + each + " are held all the same (" +
+         (req.mode == prim::LockMode::kShared ? "shared, " : "") + "owner '" + req.owner +
+         "', lease " + format_duration(req.lease) +
+         "); give them back with: " + unlock_command(req);
+}
+
 // `lock` without an owner holds for a made-up one that only this line (and stdout, which
 // -q hides) tells: said on stderr even with -q, with the command that releases it.
 std::string made_up_owner_warning(const LockRequest& req) {
-  return "no --owner or RLOCK_OWNER: holding lock '" + req.name + "' as owner '" + req.owner +
-         "'; release it with: " + unlock_command(req);
+  std::string what =
+      req.names.size() > 1 ? "locks " + quoted_names(req.names) : "lock '" + req.name + "'";
+  return "no --owner or RLOCK_OWNER: holding " + what + " as owner '" + req.owner + "'; release " +
+         (req.names.size() > 1 ? "them" : "it") + " with: " + unlock_command(req);
+}
+
+// The object `lock` prints for one lock it holds (the whole result for a single name).
+Json held_json(const LockRequest& req, const std::string& name, const prim::Held& held) {
+  Json out = {{"name", name},        {"owner", req.owner},  {"acquired", true},
+              {"count", held.count}, {"fence", held.fence}, {"lease_ms", held.lease.count()}};
+  if (req.mode == prim::LockMode::kShared) out["shared"] = true;
+  if (held.replicas_acked >= 0) out["replicas_acked"] = held.replicas_acked;
+  return out;
+}
+
+// The object `lock` prints for a lock it found busy (the whole result for a single name).
+Json busy_json(const std::string& name, const prim::Busy& busy) {
+  return {{"name", name},
+          {"acquired", false},
+          {"holders", holders_json(busy.holders)},
+          {"holders_total", busy.holders_total},
+          {"ttl_ms", busy.ttl.count()}};
+}
+
+int lock_one(const LockRequest& req, const Console& console, const Settings& settings) {
+  redis::Topology topology = open_topology(settings);
+  auto layout = make_layout(settings);
+  prim::Lock lock(topology, *layout, req.name);
+  lock.set_ancestry(inherited_holds());
+  auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name),
+                        prim::HoldKind::kLock, req.mode);
+  if (const auto* busy = std::get_if<prim::Busy>(&a)) {
+    if (req.wait.count() > 0) console.notice(describe_busy(req.name, *busy, req.wait));
+    console.result(busy_json(req.name, *busy));
+    return req.conflict_exit_code;
+  }
+  const auto& held = std::get<prim::Held>(a);
+  if (req.owner_made_up) console.warning(made_up_owner_warning(req));
+  console.result(held_json(req, req.name, held), held_line(req, held));
+  return 0;
+}
+
+// `lock` of several names: all of them or none (see prim::MultiLock). A stop signal while
+// it waits gives back what it took (a later lock's wait holds the earlier ones), where one
+// name's wait would simply end with nothing held.
+int lock_several(const LockRequest& req, const Console& console, const Settings& settings) {
+  exec::SignalFd signals;
+  int stop = 0;
+  auto hooks_for = [&](const std::string& name) {
+    prim::WaitHooks hooks = wait_hooks(console, name);
+    hooks.interrupt_fd = signals.fd();
+    hooks.should_stop = [&signals, &stop] {
+      while (auto s = signals.next()) {
+        if (exec::is_forwarded(*s)) stop = *s;
+      }
+      return stop != 0;
+    };
+    return hooks;
+  };
+  redis::Topology topology = open_topology(settings);
+  auto layout = make_layout(settings);
+  prim::MultiLock locks(topology, *layout, req.names);
+  locks.set_ancestry(inherited_holds());
+  auto outcome = locks.acquire(req.owner, req.lease, req.wait_until, hooks_for,
+                               prim::HoldKind::kLock, req.mode);
+  const std::string nothing_held = "none of locks " + quoted_names(req.names) + " is held";
+  const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
+  while (auto s = signals.next()) {  // while connecting, or at the grant
+    if (exec::is_forwarded(*s)) stop = *s;
+  }
+  if (stop != 0) {
+    if (!refused)
+      locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
+                      prim::HoldKind::kLock);
+    console.notice("interrupted by signal " + std::to_string(stop) + "; " + nothing_held);
+    return 128 + stop;
+  }
+  if (refused) {
+    console.notice(describe_busy(refused->name, refused->busy, req.wait) + "; " + nothing_held);
+    console.result({{"acquired", false}, {"busy", busy_json(refused->name, refused->busy)}});
+    return req.conflict_exit_code;
+  }
+  const auto& taken = std::get<prim::MultiLock::Acquired>(outcome).taken;
+  if (req.owner_made_up) console.warning(made_up_owner_warning(req));
+  Json each = Json::array();
+  for (const auto& t : taken) each.push_back(held_json(req, t.name, t.held));
+  console.result({{"acquired", true}, {"locks", each}}, held_line(req, taken));
+  return 0;
 }
 
 }  // namespace
@@ -36,18 +140,22 @@ std::string made_up_owner_warning(const LockRequest& req) {
 Runner define_lock_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
   auto flags = std::make_shared<LockFlags>();
   auto* sub = &app;
-  add_lock_flags(*sub, *flags);
+  add_lock_flags(*sub, *flags, HoldModes::kSharedOrExclusive, Names::kSeveral);
   sub->footer(R"(Prints {"name","owner","acquired":true,"count","fence","lease_ms"}; when the lock
 is held by someone else prints {"name","acquired":false,"holders","holders_total","ttl_ms"}
 and exits 75 (or -E); "holders" lists the writer and at most 100 readers. With
 --sync-replicas N the result also has "replicas_acked" (how many acknowledged the hold).
 The same owner again re-enters (count + 1); a re-entry never shortens the lease in force.
+Several NAMEs: all of them or none (taken in sorted order, see rlock help exec); prints
+{"acquired":true,"locks":[...]} with one object per name as above, in the order given, or
+{"acquired":false,"busy":{...}} with the lock found busy (75, or -E), holding none.
 
 Examples:
   rlock lock deploy-prod --owner ci-42 --lease 10m     # hold for 10 minutes
   rlock lock deploy-prod --owner ci-42 --lease 10m     # same owner again: re-enter, extend
   rlock lock backup --wait 30s                          # wait up to 30s for it
   rlock lock -s reports --owner reader-1                # a shared (read) hold
+  rlock lock db deploy-slot --owner ci-42 --wait 5m     # both, or none
   rlock unlock deploy-prod --owner ci-42
 
 Without --owner (or RLOCK_OWNER) the owner is made up (host:pid:random) and a warning on
@@ -55,29 +163,8 @@ stderr, even with -q, says how to unlock it.)");
   return {[flags](const Settings& settings) {
     Console console(settings);
     LockRequest req = resolve_lock_request(*flags, settings);
-    redis::Topology topology = open_topology(settings);
-    auto layout = make_layout(settings);
-    prim::Lock lock(topology, *layout, req.name);
-    lock.set_ancestry(inherited_holds());
-    auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name),
-                          prim::HoldKind::kLock, req.mode);
-    if (const auto* busy = std::get_if<prim::Busy>(&a)) {
-      if (req.wait.count() > 0) console.notice(describe_busy(req.name, *busy, req.wait));
-      console.result({{"name", req.name},
-                      {"acquired", false},
-                      {"holders", holders_json(busy->holders)},
-                      {"holders_total", busy->holders_total},
-                      {"ttl_ms", busy->ttl.count()}});
-      return req.conflict_exit_code;
-    }
-    const auto& held = std::get<prim::Held>(a);
-    if (req.owner_made_up) console.warning(made_up_owner_warning(req));
-    Json out = {{"name", req.name},    {"owner", req.owner},  {"acquired", true},
-                {"count", held.count}, {"fence", held.fence}, {"lease_ms", held.lease.count()}};
-    if (req.mode == prim::LockMode::kShared) out["shared"] = true;
-    if (held.replicas_acked >= 0) out["replicas_acked"] = held.replicas_acked;
-    console.result(out, held_line(req, held));
-    return 0;
+    if (req.names.size() > 1) return lock_several(req, console, settings);
+    return lock_one(req, console, settings);
   }};
 }
 

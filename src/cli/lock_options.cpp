@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/ancestry.hpp"
 #include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
 #include "util/duration.hpp"
@@ -19,8 +20,13 @@ int parse_exit_code(const std::string& text) {
 
 }  // namespace
 
-void add_lock_flags(CLI::App& sub, LockFlags& f, HoldModes modes) {
-  sub.add_option("name", f.name, "lock name")->required()->type_name("NAME");
+void add_lock_flags(CLI::App& sub, LockFlags& f, HoldModes modes, Names names) {
+  auto* name = sub.add_option("name", f.names, "lock name")->required()->type_name("NAME");
+  if (names == Names::kOne) {
+    name->expected(1);
+  } else {
+    name->description("lock name; several: all of them or none (sorted, taken in that order)");
+  }
   sub.add_option("--owner", f.owner, "owner id (default: RLOCK_OWNER or host:pid:random)")
       ->type_name("ID");
   sub.add_option("--lease", f.lease, "lease of the hold (default 30s)")->type_name("DUR");
@@ -58,9 +64,10 @@ void add_conflict_exit_code_flag(CLI::App& sub, int& code, const std::string& de
 }
 
 LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
-  validate_name(f.name);
+  validate_names(f.names);
   LockRequest r;
-  r.name = f.name;
+  r.names = f.names;
+  r.name = f.names.front();
   r.lease = parse_duration(f.lease, "--lease");
   if (r.lease.count() < 1) throw UsageError("--lease must be at least 1ms");
   Millis wait =
@@ -118,6 +125,32 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name) {
     };
   }
   return WaitLine::attach(WaitLine::on_terminal(console.quiet(), "lock '" + name + "'"), hooks);
+}
+
+void validate_names(const std::vector<std::string>& names) {
+  // A job's nested rlock learns the holds it runs under from at most kMaxAncestors entries
+  // of RLOCK_HOLDS: each of the job's own holds must be among them.
+  if (names.size() > kMaxAncestors) {
+    throw UsageError("at most " + std::to_string(kMaxAncestors) + " lock names at once, not " +
+                     std::to_string(names.size()));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    validate_name(names[i]);
+    // Twice the same lock is no "several": a typo, or a list built wrong.
+    for (size_t j = 0; j < i; ++j) {
+      if (names[j] == names[i])
+        throw UsageError("lock name '" + names[i] + "' is given twice; give each lock once");
+    }
+  }
+}
+
+std::string quoted_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += "'" + names[i] + "'";
+  }
+  return out;
 }
 
 std::string describe_busy(const std::string& name, const prim::Busy& busy, Millis waited) {

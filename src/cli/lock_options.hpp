@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cli/console.hpp"
 #include "prim/lock.hpp"
@@ -15,7 +16,7 @@ namespace rlock::cli {
 
 // The options `lock` and `exec` share (micromamba's common_options idea).
 struct LockFlags {
-  std::string name;
+  std::vector<std::string> names;  // one, or with Names::kSeveral several (a MultiLock)
   std::string owner;
   std::string lease = "30s";
   std::string wait;  // empty: don't wait
@@ -26,7 +27,8 @@ struct LockFlags {
 
 // Parsed and checked.
 struct LockRequest {
-  std::string name;
+  std::string name;                // the first name given
+  std::vector<std::string> names;  // every name, as given (distinct)
   std::string owner;
   Millis lease{0};
   Deadline wait_until{};
@@ -39,13 +41,16 @@ struct LockRequest {
 // Whether a subcommand's holds can be shared (-s) or exclusive (-x): a lock's can, a
 // semaphore's permits cannot.
 enum class HoldModes { kSharedOrExclusive, kNone };
+// Whether a subcommand takes one NAME or several (lock and exec: all of them or none).
+enum class Names { kOne, kSeveral };
 void add_lock_flags(CLI::App& sub, LockFlags& flags,
-                    HoldModes modes = HoldModes::kSharedOrExclusive);
+                    HoldModes modes = HoldModes::kSharedOrExclusive, Names names = Names::kOne);
 
 // Declares -E/--conflict-exit-code N (0-255, decimal) as `lock` has it, storing into `code`.
 void add_conflict_exit_code_flag(CLI::App& sub, int& code, const std::string& description);
 
-// Validates the name and durations and picks the owner. Throws UsageError.
+// Validates the names (a name given twice too) and durations and picks the owner. Throws
+// UsageError.
 LockRequest resolve_lock_request(const LockFlags& flags, const Settings& settings);
 
 // The owner for commands that act on an existing hold: --owner, RLOCK_OWNER or config.
@@ -62,5 +67,12 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name);
 // this request waited for it (`waited` > 0).
 std::string describe_busy(const std::string& name, const prim::Busy& busy,
                           Millis waited = Millis(0));
+
+// Checks the names of a command that takes several: each valid, none given twice, at most
+// kMaxAncestors (16) of them. Throws UsageError naming the first bad one.
+void validate_names(const std::vector<std::string>& names);
+
+// "'a', 'b' and 'c'" for messages about several locks.
+std::string quoted_names(const std::vector<std::string>& names);
 
 }  // namespace rlock::cli

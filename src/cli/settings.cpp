@@ -12,6 +12,7 @@
 #include "redis/url.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
+#include "util/one_line.hpp"
 #include "util/small_file.hpp"
 
 namespace rlock::cli {
@@ -20,16 +21,12 @@ namespace {
 constexpr const char* kDefaultUrl = "redis://127.0.0.1:6379";
 constexpr size_t kMaxConfigBytes = 64 * 1024;
 constexpr size_t kMaxPasswordFileBytes = 4 * 1024;
-constexpr const char* kConfigKeys[] = {"url",
-                                       "password_file",
-                                       "prefix",
-                                       "owner",
-                                       "connect_timeout",
-                                       "timeout",
-                                       "sentinel_user",
-                                       "sentinel_password",
-                                       "sync_replicas",
-                                       "sync_timeout",
+constexpr size_t kMaxKeyFileBytes = 64 * 1024;
+constexpr const char* kConfigKeys[] = {"url",           "password_file",     "prefix",
+                                       "owner",         "connect_timeout",   "timeout",
+                                       "sentinel_user", "sentinel_password", "sync_replicas",
+                                       "sync_timeout",  "tls_ca_cert",       "tls_ca_dir",
+                                       "tls_cert",      "tls_key",           "tls_insecure",
                                        "layout"};
 // More replicas than any deployment has: a larger --sync-replicas is a typo.
 constexpr long long kMaxSyncReplicas = 1000;
@@ -167,6 +164,70 @@ void resolve_sentinel_credentials(const nlohmann::json& cfg, redis::Target& targ
   }
 }
 
+// One TLS setting: its flag, else its environment variable, else its config file key.
+struct TlsSource {
+  std::string value;
+  std::string from;  // for messages: "--tls-key", "RLOCK_TLS_KEY", "the config file's tls_key"
+};
+
+TlsSource tls_setting(const std::string& flag_value, const char* flag, const char* variable,
+                      const nlohmann::json& cfg, const char* key) {
+  if (!flag_value.empty()) return {flag_value, flag};
+  if (auto v = env(variable)) return {*v, variable};
+  if (auto v = config_value(cfg, key)) return {*v, std::string("the config file's ") + key};
+  return {};
+}
+
+bool parse_switch(const TlsSource& s) {
+  if (s.value.empty() || s.value == "1" || s.value == "true" || s.value == "yes") return true;
+  if (s.value == "0" || s.value == "false" || s.value == "no") return false;
+  throw UsageError(s.from + ": expected 1, true, yes, 0, false or no");
+}
+
+// The TLS context of a rediss URL, made once for every connection. The private key is read
+// here, under the password file's rule (mode 600 or stricter): it is a secret.
+std::shared_ptr<const redis::TlsContext> resolve_tls(const GlobalFlags& f,
+                                                     const nlohmann::json& cfg, bool tls_url) {
+  TlsSource ca_cert =
+      tls_setting(f.tls_ca_cert, "--tls-ca-cert", "RLOCK_TLS_CA_CERT", cfg, "tls_ca_cert");
+  TlsSource ca_dir =
+      tls_setting(f.tls_ca_dir, "--tls-ca-dir", "RLOCK_TLS_CA_DIR", cfg, "tls_ca_dir");
+  TlsSource cert = tls_setting(f.tls_cert, "--tls-cert", "RLOCK_TLS_CERT", cfg, "tls_cert");
+  TlsSource key = tls_setting(f.tls_key, "--tls-key", "RLOCK_TLS_KEY", cfg, "tls_key");
+  TlsSource insecure = f.tls_insecure
+                           ? TlsSource{"1", "--tls-insecure"}
+                           : tls_setting("", "", "RLOCK_TLS_INSECURE", cfg, "tls_insecure");
+  if (!tls_url) {
+    // The environment and a config file may serve rediss and redis URLs alike; a flag on
+    // the command line is meant for this URL.
+    if (!f.tls_ca_cert.empty() || !f.tls_ca_dir.empty() || !f.tls_cert.empty() ||
+        !f.tls_key.empty() || f.tls_insecure) {
+      throw UsageError(
+          "--tls-* options apply to rediss://, rediss-sentinel:// and "
+          "rediss-cluster:// URLs only");
+    }
+    return nullptr;
+  }
+  redis::TlsConfig config;
+  config.ca_file = ca_cert.value;
+  config.ca_dir = ca_dir.value;
+  config.cert_file = cert.value;
+  config.insecure = !insecure.from.empty() && parse_switch(insecure);
+  if (!key.value.empty()) {
+    SmallFile file = read_small_file(key.value, kMaxKeyFileBytes, "TLS key file");
+    refuse_open_mode(file.status, key.value, "TLS key file");
+    config.key_pem = std::move(file.contents);
+    config.key_from = key.value;
+  }
+  auto ctx = std::make_shared<const redis::TlsContext>(config);
+  if (config.insecure) {
+    print_diagnostic("warning: TLS without verification (" + insecure.from +
+                     "): the server's certificate and host name are not checked, so anyone "
+                     "on the path can pose as the server");
+  }
+  return ctx;
+}
+
 }  // namespace
 
 void add_global_flags(CLI::App& app, GlobalFlags& f) {
@@ -182,7 +243,7 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   };
   required_value("--url", f.url,
                  "redis://[user[:pass]@]host[:port][/db], unix:///path[?db=N], "
-                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2")
+                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2; rediss... over TLS")
       ->type_name("URL");
   required_value("--password-file", f.password_file, "read the password from FILE (mode 600)")
       ->type_name("FILE");
@@ -206,6 +267,18 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
                  "whose key layout locks use: rlock (default) or redisson (Redisson's RLock: "
                  "lock, unlock, exec and inspect of locks only)")
       ->type_name("LAYOUT");
+  required_value("--tls-ca-cert", f.tls_ca_cert,
+                 "rediss: trust the CAs in FILE (PEM) instead of the system's")
+      ->type_name("FILE");
+  required_value("--tls-ca-dir", f.tls_ca_dir,
+                 "rediss: trust the CAs in DIR (hashed, c_rehash) instead of the system's")
+      ->type_name("DIR");
+  required_value("--tls-cert", f.tls_cert, "rediss: client certificate (PEM), with --tls-key")
+      ->type_name("FILE");
+  required_value("--tls-key", f.tls_key, "rediss: client private key (PEM, mode 600)")
+      ->type_name("FILE");
+  app.add_flag("--tls-insecure", f.tls_insecure,
+               "rediss: verify neither the certificate nor the host name (says so on stderr)");
   app.add_option("--format", f.format,
                  "output of listings: json or table; prometheus (inspect only)")
       ->check(CLI::IsMember({"json", "table", "prometheus"}))
@@ -226,6 +299,7 @@ Settings resolve_settings(const GlobalFlags& f) {
   resolve_password(f, cfg, s.target.endpoint);
   resolve_sentinel_credentials(cfg, s.target);
   s.connect.endpoint = s.target.endpoint;
+  s.connect.tls = resolve_tls(f, cfg, s.target.tls);
   s.prefix = first_of({f.prefix, env("RLOCK_PREFIX"), config_value(cfg, "prefix")}, "rlock:");
   auto connect_timeout =
       first_of({non_empty(f.connect_timeout), config_value(cfg, "connect_timeout")}, "2s");

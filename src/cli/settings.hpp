@@ -23,6 +23,11 @@ struct GlobalFlags {
   std::string timeout;
   std::string sync_replicas;
   std::string sync_timeout;
+  std::string tls_ca_cert;
+  std::string tls_ca_dir;
+  std::string tls_cert;
+  std::string tls_key;
+  bool tls_insecure = false;
   std::string format = "json";
   std::string layout;
   bool verbose = false;

@@ -6,11 +6,12 @@ namespace rlock::cli {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> kAll = {
-      {"lock", "Acquire (or re-enter) a lock and hold it for its lease", nullptr,
-       define_lock_command},
-      {"unlock", "Release one level of a lock held by an owner", nullptr, define_unlock_command},
-      {"exec", "Run a command while holding a lock", "rlock exec [OPTIONS] NAME -- CMD [ARGS...]",
-       define_exec_command},
+      {"lock", "Acquire (or re-enter) a lock, or several as one, and hold it for its lease",
+       nullptr, define_lock_command},
+      {"unlock", "Release one level of a lock (or of several) held by an owner", nullptr,
+       define_unlock_command},
+      {"exec", "Run a command while holding a lock (or several: all of them)",
+       "rlock exec [OPTIONS] NAME... -- CMD [ARGS...]", define_exec_command},
       {"sem", "Semaphores: take, give back, renew permits; run a command holding them",
        "rlock sem exec [OPTIONS] NAME -- CMD [ARGS...]", define_sem_command},
       {"inspect", "Show locks, semaphores, latches, limiters, queues: holders, leases, waiters",

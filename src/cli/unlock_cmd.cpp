@@ -6,22 +6,75 @@
 #include "cli/lock_options.hpp"
 #include "prim/lock.hpp"
 #include "util/error.hpp"
-#include "util/name.hpp"
 
 namespace rlock::cli {
 namespace {
 
 struct UnlockFlags {
-  std::string name;
+  std::vector<std::string> names;
   std::string owner;
   bool force = false;
   bool shared = false;
 };
 
-int force_unlock(prim::Lock& lock, const Console& console) {
+Json force_unlock(prim::Lock& lock) {
   auto holders = lock.force_release();
-  console.result({{"name", lock.name()}, {"forced", true}, {"holders", holders_json(holders)}});
-  return 0;
+  return {{"name", lock.name()}, {"forced", true}, {"holders", holders_json(holders)}};
+}
+
+// Releases one level of `lock` held by `owner`: the result object, or the one-line reason
+// why nothing changed (`refused`).
+Json unlock_one(prim::Lock& lock, const std::string& owner, prim::LockMode mode,
+                std::string& refused) {
+  auto r = lock.release(owner, Millis(0), "", mode);
+  using Outcome = prim::Release::Outcome;
+  const std::string& name = lock.name();
+  if (r.outcome == Outcome::kExecRunning) {
+    refused = "lock '" + name + "' is held by a running `rlock exec` of " + owner +
+              "; unlock cannot end that hold (stop the exec, or use --force)";
+  } else if (r.outcome == Outcome::kNotHeld && r.holders.empty()) {
+    refused = "lock '" + name + "' is not held; nothing to unlock";
+  } else if (r.outcome == Outcome::kNotHeld) {
+    refused = "lock '" + name + "' is held by " + describe_holders(r.holders) + ", not by " +
+              owner + "; nothing changed (use --force to release it anyway)";
+  } else {
+    return {
+        {"name", name}, {"owner", owner}, {"released", r.remaining == 0}, {"count", r.remaining}};
+  }
+  return nullptr;
+}
+
+// unlock of several names: each is released (or forced) on its own, whatever the others'
+// outcome; a name that could not be unlocked makes the exit code as it would alone, and
+// the line that says so names it (and what was unlocked all the same).
+int unlock_several(const UnlockFlags& f, const std::string& owner, const Console& console,
+                   const Settings& settings) {
+  redis::Topology topology = open_topology(settings);
+  auto layout = make_layout(settings);
+  auto mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
+  Json each = Json::array();
+  std::vector<std::string> refused, unlocked;
+  for (const auto& name : f.names) {
+    prim::Lock lock(topology, *layout, name);
+    if (f.force) {
+      each.push_back(force_unlock(lock));
+      continue;
+    }
+    std::string why;
+    Json one = unlock_one(lock, owner, mode, why);
+    if (why.empty()) {
+      each.push_back(std::move(one));
+      unlocked.push_back(name);
+    } else {
+      refused.push_back(std::move(why));
+    }
+  }
+  console.result({{"locks", each}});
+  if (refused.empty()) return 0;
+  std::string line;
+  for (const auto& r : refused) line += (line.empty() ? "" : "; ") + r;
+  if (!unlocked.empty()) line += " (unlocked all the same: " + quoted_names(unlocked) + ")";
+  throw Error(kExitNotNow, line);
 }
 
 }  // namespace
@@ -29,7 +82,9 @@ int force_unlock(prim::Lock& lock, const Console& console) {
 Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
   auto flags = std::make_shared<UnlockFlags>();
   auto* sub = &app;
-  sub->add_option("name", flags->name, "lock name")->required()->type_name("NAME");
+  sub->add_option("name", flags->names, "lock name; several: each is unlocked")
+      ->required()
+      ->type_name("NAME");
   auto* owner = sub->add_option("--owner", flags->owner, "the owner that holds it (or RLOCK_OWNER)")
                     ->type_name("ID");
   sub->add_flag("-s,--shared", flags->shared, "drop a shared (read) hold of the owner");
@@ -39,38 +94,29 @@ Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_
   sub->footer(R"(Prints {"name","owner","released","count"}: released is true when the count
 reached 0. By a non-holder it changes nothing, names the holder and exits 75.
 --force prints {"name","forced":true,"holders"} with whoever held it.
+Several NAMEs: each is unlocked (or forced) on its own, and it prints {"locks":[...]} with
+the object of each one unlocked; one not unlocked is named on stderr (75).
 
 Examples:
   rlock unlock deploy-prod --owner ci-42
   rlock unlock nightly-report --force      # on-call: clear a stuck lock)");
   return {[flags](const Settings& settings) {
     Console console(settings);
-    validate_name(flags->name);
+    validate_names(flags->names);
     std::string owner = flags->force ? std::string() : explicit_owner(flags->owner, settings);
+    if (flags->names.size() > 1) return unlock_several(*flags, owner, console, settings);
     redis::Topology topology = open_topology(settings);
     auto layout = make_layout(settings);
-    prim::Lock lock(topology, *layout, flags->name);
-    if (flags->force) return force_unlock(lock, console);
-    auto r = lock.release(owner, Millis(0), "",
-                          flags->shared ? prim::LockMode::kShared : prim::LockMode::kExclusive);
-    using Outcome = prim::Release::Outcome;
-    if (r.outcome == Outcome::kExecRunning) {
-      throw Error(kExitNotNow, "lock '" + flags->name + "' is held by a running `rlock exec` of " +
-                                   owner +
-                                   "; unlock cannot end that hold (stop the exec, or use --force)");
+    prim::Lock lock(topology, *layout, flags->names.front());
+    if (flags->force) {
+      console.result(force_unlock(lock));
+      return 0;
     }
-    if (r.outcome == Outcome::kNotHeld && r.holders.empty()) {
-      throw Error(kExitNotNow, "lock '" + flags->name + "' is not held; nothing to unlock");
-    }
-    if (r.outcome == Outcome::kNotHeld) {
-      throw Error(kExitNotNow, "lock '" + flags->name + "' is held by " +
-                                   describe_holders(r.holders) + ", not by " + owner +
-                                   "; nothing changed (use --force to release it anyway)");
-    }
-    console.result({{"name", flags->name},
-                    {"owner", owner},
-                    {"released", r.remaining == 0},
-                    {"count", r.remaining}});
+    std::string refused;
+    Json one = unlock_one(
+        lock, owner, flags->shared ? prim::LockMode::kShared : prim::LockMode::kExclusive, refused);
+    if (!refused.empty()) throw Error(kExitNotNow, refused);
+    console.result(one);
     return 0;
   }};
 }

@@ -1,11 +1,8 @@
 #include "cli/wait_line.hpp"
 
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <unistd.h>
 
-#include <cerrno>
-
+#include "cli/terminal.hpp"
 #include "util/one_line.hpp"
 
 namespace rlock::cli {
@@ -14,43 +11,9 @@ namespace {
 constexpr Millis kTick{500};
 constexpr std::string_view kErase = "\r\033[K";
 
-void write_stderr(std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(STDERR_FILENO, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a status line is not worth an error
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-// Writing to the terminal from a background process group stops it (SIGTTOU, with
-// `stty tostop`) or lands in the middle of the shell's output.
-bool foreground() { return tcgetpgrp(STDERR_FILENO) == getpgrp(); }
-
-// One column less than the width: a line that fills the last column wraps on some
-// terminals, and the erase would then clear the wrong line.
-size_t usable_columns() {
-  winsize ws{};
-  size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
-  return cols > 1 ? cols - 1 : 1;
-}
-
 Millis since(Deadline t) { return std::chrono::duration_cast<Millis>(SteadyClock::now() - t); }
 
 }  // namespace
-
-std::string fit_columns(const std::string& text, size_t columns) {
-  size_t used = 0, i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    size_t width = c < 0x80 ? 1 : 2;
-    size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-    if (used + width > columns) break;
-    used += width;
-    i = std::min(text.size(), i + len);
-  }
-  return text.substr(0, i);
-}
 
 std::shared_ptr<WaitLine> WaitLine::on_terminal(bool quiet, std::string subject) {
   if (quiet || !isatty(STDERR_FILENO)) return nullptr;
@@ -116,15 +79,16 @@ std::string WaitLine::text() const {
 }
 
 void WaitLine::draw() {
-  if (stopping_ || !foreground()) return;
-  write_stderr(std::string(kErase) + fit_columns(text(), usable_columns()));
+  if (stopping_ || !in_foreground(STDERR_FILENO)) return;
+  write_terminal(STDERR_FILENO,
+                 std::string(kErase) + fit_columns(text(), usable_columns(STDERR_FILENO)));
   shown_ = true;
 }
 
 void WaitLine::erase() {
   if (!shown_) return;
   shown_ = false;
-  if (foreground()) write_stderr(kErase);
+  if (in_foreground(STDERR_FILENO)) write_terminal(STDERR_FILENO, kErase);
 }
 
 prim::WaitHooks WaitLine::attach(std::shared_ptr<WaitLine> line, prim::WaitHooks hooks) {

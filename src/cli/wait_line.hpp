@@ -61,8 +61,4 @@ class WaitLine {
   bool forever_ = false;
 };
 
-// `text` cut to at most `columns` terminal columns, counting conservatively (a non-ASCII
-// character as two), so that it never wraps; no UTF-8 sequence is cut.
-std::string fit_columns(const std::string& text, size_t columns);
-
 }  // namespace rlock::cli

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <optional>
@@ -16,11 +17,9 @@ namespace {
 
 using Fields = std::map<std::string, std::string>;
 
-// An INFO section as name -> value.
-Fields info(redis::Topology& t, const std::string& section) {
-  redis::Reply r = t.command({"INFO", section}, redis::Retry::kIdempotent);
+// "name:value" lines (INFO, CLUSTER INFO) as name -> value.
+Fields fields_of(const std::string& text) {
   Fields out;
-  std::string text = r.str();
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -33,6 +32,10 @@ Fields info(redis::Topology& t, const std::string& section) {
     pos = end + 1;
   }
   return out;
+}
+
+Fields info(redis::Topology& t, const std::string& section) {
+  return fields_of(t.command({"INFO", section}, redis::Retry::kIdempotent).str());
 }
 
 // CONFIG GET name, or nullopt when this user may not read it (managed services rename or
@@ -172,40 +175,225 @@ void check_clock(Checker& c) {
                     : ""));
 }
 
+// One replica as INFO replication lists it: "ip=H,port=P,state=online,offset=N,lag=S".
+struct Replica {
+  std::string address;
+  std::string state;
+  long long offset = -1;
+  long long lag = -1;  // seconds since its last acknowledgement (sent every second)
+};
+
+std::vector<Replica> replicas(const Fields& replication) {
+  std::vector<Replica> out;
+  for (long long i = 0;; ++i) {
+    auto entry = replication.find("slave" + std::to_string(i));
+    if (entry == replication.end()) return out;
+    Fields parts;
+    size_t pos = 0;
+    while (pos <= entry->second.size()) {
+      size_t end = std::min(entry->second.find(',', pos), entry->second.size());
+      std::string part = entry->second.substr(pos, end - pos);
+      size_t eq = part.find('=');
+      if (eq != std::string::npos) parts[part.substr(0, eq)] = part.substr(eq + 1);
+      pos = end + 1;
+    }
+    out.push_back({field(parts, "ip") + ":" + field(parts, "port"), field(parts, "state"),
+                   number(parts, "offset"), number(parts, "lag")});
+  }
+}
+
+// A replica whose last acknowledgement is older than this is not keeping up: the lock
+// changes of that long are what a failover to it loses.
+constexpr long long kLagWarnSeconds = 1;
+
 void check_replication(Checker& c, const Fields& replication, bool replicated_topology) {
   std::string role = field(replication, "role");
-  long long replicas = number(replication, "connected_slaves", 0);
-  std::optional<std::string> min_replicas = config(c.t, "min-replicas-to-write");
-  std::string detail = "role " + role + ", " + std::to_string(replicas) + " replica(s) connected";
-  long long worst_lag = -1;
-  for (long long i = 0; i < replicas; ++i) {
-    std::string entry = field(replication, "slave" + std::to_string(i));
-    size_t at = entry.find("lag=");
-    if (at != std::string::npos)
-      worst_lag = std::max(worst_lag, std::strtoll(entry.c_str() + at + 4, nullptr, 10));
+  long long master_offset = number(replication, "master_repl_offset");
+  std::vector<Replica> all = replicas(replication);
+  std::string detail = "role " + role + ", " + std::to_string(all.size()) + " replica(s) connected";
+  long long online = 0, worst_lag = -1;
+  std::string lagging;
+  for (const Replica& r : all) {
+    detail += "; " + r.address + " " + r.state + ", lag " + std::to_string(r.lag) + "s";
+    if (master_offset >= 0 && r.offset >= 0)
+      detail += ", " + std::to_string(master_offset - r.offset) + " bytes behind";
+    if (r.state == "online") ++online;
+    worst_lag = std::max(worst_lag, r.lag);
+    if (r.lag > kLagWarnSeconds) lagging += (lagging.empty() ? "" : ", ") + r.address;
   }
-  if (worst_lag >= 0) detail += ", worst lag " + std::to_string(worst_lag) + "s";
-  if (min_replicas) detail += ", min-replicas-to-write " + *min_replicas;
   Level level = Level::kOk;
-  if (replicated_topology && replicas == 0) {
+  if (replicated_topology && online == 0) {
     level = Level::kWarn;
-    detail += ": no replica to fail over to";
-  } else if (worst_lag > 10) {
+    detail += ": no replica online to fail over to";
+  } else if (!lagging.empty()) {
     level = Level::kWarn;
-    detail += ": a failover now loses the lock changes of the last " + std::to_string(worst_lag) +
-              "s (--sync-replicas narrows that)";
-  } else if (replicas > 0) {
+    detail += ": " + lagging + " lags more than " + std::to_string(kLagWarnSeconds) +
+              "s behind; a failover to it loses the lock changes of the last " +
+              std::to_string(worst_lag) + "s (--sync-replicas narrows that)";
+  } else if (online > 0) {
     detail += ": a failover can lose a lock taken just before it (--sync-replicas narrows that)";
   }
   c.add("replication", level, detail);
 }
 
+void check_min_replicas(Checker& c, const Fields& replication, bool replicated_topology) {
+  std::optional<std::string> min = config(c.t, "min-replicas-to-write");
+  if (!min) {
+    return c.add("min-replicas", Level::kUnknown,
+                 "CONFIG GET min-replicas-to-write refused: whether a master cut off from its "
+                 "replicas keeps taking locks is unknown");
+  }
+  long long wanted = std::strtoll(min->c_str(), nullptr, 10);
+  std::string max_lag = config(c.t, "min-replicas-max-lag").value_or("?");
+  long long good = 0;
+  for (const Replica& r : replicas(replication)) {
+    if (r.state == "online" && r.lag <= std::strtoll(max_lag.c_str(), nullptr, 10)) ++good;
+  }
+  std::string head = "min-replicas-to-write " + *min;
+  if (wanted == 0) {
+    bool matters = replicated_topology || good > 0;
+    return c.add("min-replicas", matters ? Level::kWarn : Level::kOk,
+                 head + (matters ? ": a master cut off from its replicas keeps accepting holds "
+                                   "that a failover then loses (two holders); 1 makes it refuse "
+                                   "them after min-replicas-max-lag " +
+                                       max_lag + "s"
+                                 : ": no replica to wait for"));
+  }
+  if (good < wanted) {
+    return c.add("min-replicas", Level::kFail,
+                 head + " (max lag " + max_lag + "s) and " + std::to_string(good) +
+                     " replica(s) within it: the master refuses every lock change now "
+                     "(NOREPLICAS)");
+  }
+  c.add("min-replicas", Level::kOk,
+        head + " (max lag " + max_lag + "s), " + std::to_string(good) +
+            " replica(s) within it: a master cut off from its replicas stops taking holds "
+            "after " +
+            max_lag + "s, so a failover loses at most that much");
+}
+
+void check_sharded_pubsub(Checker& c, const Fields& server) {
+  std::string v = field(server, "redis_version");
+  if (std::atoi(v.c_str()) >= 7) {
+    c.add("sharded-pubsub", Level::kOk,
+          "Redis " + v + " has SSUBSCRIBE: waiters wait on the node of their lock's slot");
+  } else {
+    c.add("sharded-pubsub", Level::kFail,
+          "Redis " + v + " has no sharded pub/sub (7 or later): waiters cannot wait on a cluster");
+  }
+}
+
 void check_cluster(Checker& c) {
-  redis::Reply r = c.t.command({"CLUSTER", "INFO"}, redis::Retry::kIdempotent);
-  std::string text = r.str();
-  bool ok = text.find("cluster_state:ok") != std::string::npos;
-  c.add("cluster", ok ? Level::kOk : Level::kFail,
-        ok ? "cluster_state ok" : "cluster_state is not ok: requests get CLUSTERDOWN");
+  Fields cluster = fields_of(c.t.command({"CLUSTER", "INFO"}, redis::Retry::kIdempotent).str());
+  std::string state = field(cluster, "cluster_state");
+  std::optional<std::string> full = config(c.t, "cluster-require-full-coverage");
+  std::string coverage =
+      !full            ? "cluster-require-full-coverage not readable"
+      : *full == "yes" ? "cluster-require-full-coverage yes: a slot without a master stops every "
+                         "lock of the cluster until it is served again"
+                       : "cluster-require-full-coverage no: a slot without a master stops only "
+                         "the locks of that slot";
+  c.add("cluster", state == "ok" ? Level::kOk : Level::kFail,
+        "cluster_state " + state + (state == "ok" ? "" : " (requests get CLUSTERDOWN)") + "; " +
+            coverage);
+  long long served = number(cluster, "cluster_slots_ok", 0);
+  c.add("slots", served == 16384 ? Level::kOk : Level::kFail,
+        "cluster_slots_ok " + std::to_string(served) + " of 16384" +
+            (served == 16384 ? ": every slot is served"
+                             : " (assigned " + field(cluster, "cluster_slots_assigned") +
+                                   ", pfail " + field(cluster, "cluster_slots_pfail") + ", fail " +
+                                   field(cluster, "cluster_slots_fail") +
+                                   "): locks whose name hashes to the others get CLUSTERDOWN"));
+}
+
+using Expiry = std::optional<std::chrono::system_clock::time_point>;
+
+// A certificate that expires soon is renewed in time only if someone is told.
+constexpr int kCertificateWarnDays = 30;
+
+void check_certificate(std::vector<Finding>& out, const std::string& server, const Expiry& until) {
+  if (!until) return;
+  std::time_t t = std::chrono::system_clock::to_time_t(*until);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &utc);
+  auto left = *until - std::chrono::system_clock::now();
+  long long days = std::chrono::duration_cast<std::chrono::hours>(left).count() / 24;
+  if (left <= std::chrono::seconds(0)) {
+    out.push_back({server, "certificate", Level::kFail,
+                   std::string("the server's TLS certificate expired on ") + date +
+                       ": only --tls-insecure connects; with verification every client is "
+                       "refused (exit 69)"});
+  } else if (days < kCertificateWarnDays) {
+    out.push_back({server, "certificate", Level::kWarn,
+                   std::string("the server's TLS certificate expires on ") + date + ", in " +
+                       std::to_string(days) +
+                       " day(s): after that every client that verifies it is refused (exit 69)"});
+  } else {
+    out.push_back({server, "certificate", Level::kOk,
+                   std::string("the server's TLS certificate is valid until ") + date + " (" +
+                       std::to_string(days) + " days)"});
+  }
+}
+
+// Each sentinel reachable or not, and whether the reachable ones can agree on a failover
+// (SENTINEL CKQUORUM): without that, a master that dies stays dead and so do its locks.
+void check_sentinels(const redis::Topology::Sentinels& sentinels, const std::string& master,
+                     std::vector<Finding>& out) {
+  size_t reachable = 0, agreeing = 0, refused = 0;
+  std::string verdicts;  // the first sentinel's refusal
+  for (redis::ConnectOptions options : sentinels.each) {
+    std::string where = options.endpoint.describe();
+    // A sentinel that does not answer must not hold the examination up for long.
+    options.connect_timeout = std::min(options.connect_timeout, Millis(1000));
+    options.command_timeout = std::min(options.command_timeout, Millis(1000));
+    std::string answer;
+    try {
+      redis::Connection conn = redis::Connection::open(options);
+      check_certificate(out, where, conn.peer_certificate_expiry());
+      ++reachable;
+      try {
+        answer = redis::Reply(conn.command({"SENTINEL", "CKQUORUM", sentinels.master_name})).str();
+        ++agreeing;
+      } catch (const redis::ReplyError& e) {
+        if (e.code() == "NOPERM") {
+          // The sentinels' user may not ask: that says nothing about the quorum.
+          --reachable;
+          ++refused;
+          out.push_back({where, "sentinel", Level::kUnknown,
+                         "reachable; SENTINEL CKQUORUM refused: " + e.reply()});
+          continue;
+        }
+        answer = e.reply();
+        if (verdicts.empty()) verdicts = where + ": " + answer;
+      }
+    } catch (const Error& e) {
+      out.push_back({where, "sentinel", Level::kWarn,
+                     std::string("not reachable (") + e.what() +
+                         "): one sentinel fewer to agree on a failover"});
+      continue;
+    }
+    out.push_back({where, "sentinel", Level::kOk,
+                   "reachable; SENTINEL CKQUORUM " + sentinels.master_name + ": " + answer});
+  }
+  std::string counted = std::to_string(reachable + refused) + " of " +
+                        std::to_string(sentinels.each.size()) + " sentinels reachable, " +
+                        std::to_string(agreeing) + " report quorum and majority reachable";
+  if (reachable > 0 && agreeing == reachable) {
+    out.push_back({master, "quorum", Level::kOk, counted + ": a failover can be authorized"});
+  } else if (reachable == 0 && refused > 0) {
+    out.push_back({master, "quorum", Level::kUnknown,
+                   counted + ": SENTINEL CKQUORUM refused to this user, quorum not checked"});
+  } else if (agreeing > 0) {
+    out.push_back({master, "quorum", Level::kWarn,
+                   counted + ": the sentinels disagree (a partition?); " + verdicts});
+  } else {
+    out.push_back({master, "quorum", Level::kFail,
+                   counted + (verdicts.empty() ? "" : " (" + verdicts + ")") +
+                       ": if the master fails, no failover happens and every lock waits "
+                       "until it is back"});
+  }
 }
 
 // The rights of rlock(1)'s ACL section, each with a command that needs exactly it.
@@ -346,12 +534,19 @@ std::vector<Finding> examine(redis::Topology& topology, const std::string& prefi
     guarded("timeout", [&] { check_timeout(c); });
     guarded("latency", [&] { check_latency(c); });
     guarded("clock", [&] { check_clock(c); });
-    guarded("replication", [&] {
-      check_replication(c, info(t, "replication"), cluster || topology.replicated());
-    });
-    if (cluster) guarded("cluster", [&] { check_cluster(c); });
+    bool replicated = cluster || topology.replicated();
+    guarded("replication", [&] { check_replication(c, info(t, "replication"), replicated); });
+    guarded("min-replicas", [&] { check_min_replicas(c, info(t, "replication"), replicated); });
+    if (cluster) {
+      guarded("sharded-pubsub", [&] { check_sharded_pubsub(c, info(t, "server")); });
+      guarded("cluster", [&] { check_cluster(c); });
+    }
+    guarded("certificate",
+            [&] { check_certificate(out, c.server, t.server_certificate_expiry()); });
     guarded("acl", [&] { check_acl(c, prefix, cluster); });
   });
+  redis::Topology::Sentinels sentinels = topology.sentinels();
+  if (!sentinels.each.empty()) check_sentinels(sentinels, topology.server_name(), out);
   return out;
 }
 

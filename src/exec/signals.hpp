@@ -29,9 +29,10 @@ class SignalFd {
   sigset_t original_{};  // restored when destroyed
 };
 
-// rlock writes to Redis through hiredis 0.14, which cannot pass MSG_NOSIGNAL: a server
-// that closes the connection under a request (at maxclients it accepts, says so and
-// closes) would kill rlock with SIGPIPE before it could say why. Called first in main:
+// rlock's plain connections write with MSG_NOSIGNAL, but TLS ones write through OpenSSL's
+// socket BIO, which cannot pass it: a server that closes the connection under a request (at
+// maxclients it accepts, says so and closes) would kill rlock with SIGPIPE before it could
+// say why. Called first in main:
 // rlock ignores SIGPIPE (a write fails with EPIPE and is reported), and the jobs it starts
 // get back the disposition it had (see sigpipe_was_default).
 void ignore_sigpipe();

@@ -320,6 +320,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   // Nothing of the job is left. Release first: a waiter's handoff should not wait for the
   // guardian's bookkeeping.
   if (run.lost()) {
+    watchdog.give_back_rest();
     guardian.finish();
     return kExitLockLost;
   }

@@ -51,6 +51,12 @@ class Watchdog {
   // Tells the hold that no job ran under it, before release() (see prim::Hold).
   void job_not_started() { hold_->job_not_started(); }
 
+  // After the hold was lost and the job is dead (see prim::Hold::give_back_rest).
+  void give_back_rest() noexcept {
+    topology_.limit_timeout(Millis(0));
+    hold_->give_back_rest();
+  }
+
   enum class Released { kReleased, kNotHeld, kUnreachable };
   // Releases the hold; with `keep` > 0 the object stays busy that much longer. kNotHeld:
   // the hold was lost after the last renewal; kUnreachable: Redis could not be reached and

@@ -34,6 +34,11 @@ class Hold {
   // delivery.
   virtual void job_not_started() {}
 
+  // After renew() said kLost and the job run under the hold is dead: gives back what part
+  // of the hold may still be ours (a MultiHold's other members, which would otherwise keep
+  // their locks for a lease). Default: nothing, a lost hold is gone. Never throws.
+  virtual void give_back_rest() noexcept {}
+
   // Why the hold was lost, for one line on stderr.
   virtual std::string lost_reason() const = 0;
 

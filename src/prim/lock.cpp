@@ -306,6 +306,16 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
   return r;
 }
 
+void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) noexcept {
+  // An exec hold is named by its id; a `lock` hold is its owner's level, counted down once.
+  std::string hold_id = kind == HoldKind::kExec ? held.hold_id : std::string();
+  std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
+  std::string reply_key = layout_.reply_key(name_, random_hex(16));
+  clean_up(topology_, redis::scripts::lock_release, keys(request_key, reply_key),
+           {owner, channel_, "0", hold_id, millis_arg(kClaimWindow), "release", "",
+            kind_name(kind, held.mode), reply_record_ttl_arg(topology_)});
+}
+
 std::vector<Holder> Lock::force_release() {
   std::string request_key = layout_.request_key(name_, "-");
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
@@ -334,8 +344,13 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
   return left;
 }
 
-std::unique_ptr<Hold> Lock::hold(const std::string& owner, Millis lease, const Held& held) {
-  return std::make_unique<LockHold>(*this, owner, lease, held);
+std::unique_ptr<Hold> Lock::hold(const std::string& owner, Millis lease, const Held& held,
+                                 HoldKind kind) {
+  if (kind == HoldKind::kExec) return std::make_unique<LockHold>(*this, owner, lease, held);
+  // A `lock` hold is its owner's, renewed and released by owner alone.
+  Held owners = held;
+  owners.hold_id.clear();
+  return std::make_unique<LockHold>(*this, owner, lease, owners);
 }
 
 }  // namespace rlock::prim

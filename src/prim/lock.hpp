@@ -94,6 +94,12 @@ class Lock {
   Release release(const std::string& owner, Millis keep = Millis(0),
                   const std::string& hold_id = "", LockMode mode = LockMode::kExclusive);
 
+  // Gives back the hold `held` that an acquisition of `kind` took (one level of a `lock`
+  // hold), when what it was taken with failed: on the command connection within what is
+  // left of the failed request's budget, else on a connection of its own (see clean_up).
+  // A repeat after a lost reply changes nothing. Never throws.
+  void give_back(const std::string& owner, const Held& held, HoldKind kind) noexcept;
+
   // Releases whoever holds it, passing it to the head waiter; returns who held it.
   std::vector<Holder> force_release();
 
@@ -104,8 +110,10 @@ class Lock {
   Millis renew(const std::string& owner, Millis lease, const std::string& hold_id = "",
                LockMode mode = LockMode::kExclusive);
 
-  // The hold of an acquisition, for exec's supervision.
-  std::unique_ptr<Hold> hold(const std::string& owner, Millis lease, const Held& held);
+  // The hold of an acquisition of `kind`, for exec's supervision (or a MultiLock's renewals
+  // while it waits for its next lock).
+  std::unique_ptr<Hold> hold(const std::string& owner, Millis lease, const Held& held,
+                             HoldKind kind = HoldKind::kExec);
 
   // The holds of the rlock processes the caller runs under (see AncestorHold), checked by
   // every acquisition from now on.

@@ -40,6 +40,7 @@ class Loop {
       : topology_(t), w_(w), until_(until), hooks_(h) {}
 
   WaitOutcome run() {
+    next_tick_ = SteadyClock::now() + hooks_.tick_every;
     Waitable::Step step = w_.attempt(Waitable::Mode::kTry, Millis(0));
     if (step.acquired) return WaitOutcome::kAcquired;
     if (SteadyClock::now() >= until_) return WaitOutcome::kTimedOut;
@@ -71,13 +72,17 @@ class Loop {
     while (true) {
       Subscriber::Event event;
       try {
-        event = sub_->wait(wake_, hooks_.interrupt_fd);
+        event = sub_->wait(ticking() ? std::min(wake_, next_tick_) : wake_, hooks_.interrupt_fd);
       } catch (const redis::IoError& e) {
         resubscribe(e.what());
         return true;  // what was published meanwhile is lost: look again
       }
       switch (event.wake) {
         case Subscriber::Wake::kTimeout:
+          if (ticking() && SteadyClock::now() >= next_tick_) {
+            if (!tick()) return false;
+            if (SteadyClock::now() < wake_) continue;
+          }
           return true;
         case Subscriber::Wake::kInterrupted:
           if (!hooks_.should_stop || hooks_.should_stop()) return false;
@@ -141,14 +146,25 @@ class Loop {
     }
   }
 
-  // Waits `d` (never past the wait's end) unless a stop signal comes first.
+  bool ticking() const { return hooks_.tick_every.count() > 0 && hooks_.on_tick; }
+
+  // Runs the tick hook and schedules the next one; false: the hook ends the wait.
+  bool tick() {
+    bool go_on = hooks_.on_tick();
+    next_tick_ = SteadyClock::now() + hooks_.tick_every;
+    return go_on;
+  }
+
+  // Waits `d` (never past the wait's end) unless a stop signal comes first; ticks meanwhile.
   void pause_for(Millis d) {
     Deadline end = std::min(SteadyClock::now() + d, until_);
     while (SteadyClock::now() < end) {
+      Deadline wake = ticking() ? std::min(end, next_tick_) : end;
       pollfd p{hooks_.interrupt_fd, POLLIN, 0};
       int n =
-          poll(&p, hooks_.interrupt_fd >= 0 ? 1 : 0, static_cast<int>(millis_until(end).count()));
+          poll(&p, hooks_.interrupt_fd >= 0 ? 1 : 0, static_cast<int>(millis_until(wake).count()));
       if (n > 0 && (!hooks_.should_stop || hooks_.should_stop())) throw Interrupted{};
+      if (ticking() && SteadyClock::now() >= next_tick_ && !tick()) throw Interrupted{};
     }
   }
 
@@ -178,6 +194,7 @@ class Loop {
   const WaitHooks& hooks_;
   std::optional<Subscriber> sub_;
   Deadline wake_{};
+  Deadline next_tick_{};
   Millis longest_ttl_{-1};       // the longest holders' expiry an attempt reported
   Deadline claim_only_until_{};  // see reconnected()
 };

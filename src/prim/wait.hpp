@@ -69,6 +69,12 @@ struct WaitHooks {
   // Called once when wait_for returns or throws, before its caller sees the outcome (and
   // before a job starts): what on_wait showed can be taken down.
   std::function<void()> on_done;
+  // Called every `tick_every` (when > 0) while the wait sleeps or pauses between
+  // reconnections, for what must go on meanwhile: a MultiLock renews the locks it already
+  // holds while it waits for the next one. false ends the wait as a stop signal does
+  // (kInterrupted, the request given up).
+  Millis tick_every{0};
+  std::function<bool()> on_tick;
 };
 
 enum class WaitOutcome { kAcquired, kTimedOut, kInterrupted };

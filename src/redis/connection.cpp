@@ -1,9 +1,6 @@
 #include "redis/connection.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,37 +9,22 @@
 #include "redis/errors.hpp"
 
 namespace rlock::redis {
-namespace {
 
-timeval to_timeval(Millis ms) {
-  long long v = ms.count() > 0 ? ms.count() : 1;
-  return timeval{static_cast<time_t>(v / 1000), static_cast<suseconds_t>(v % 1000 * 1000)};
+Connection::Connection(std::unique_ptr<Transport> transport, ConnectOptions options)
+    : transport_(std::move(transport)),
+      reader_(redisReaderCreate()),
+      options_(std::move(options)),
+      timeout_(options_.command_timeout) {
+  if (!reader_) throw UnavailableError("cannot allocate a redis connection");
 }
 
-ContextPtr connect_raw(const ConnectOptions& o) {
-  const Endpoint& ep = o.endpoint;
-  timeval tv = to_timeval(o.connect_timeout);
-  return ContextPtr(ep.kind == Endpoint::Kind::kUnix
-                        ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)
-                        : redisConnectWithTimeout(ep.host.c_str(), ep.port, tv));
+Connection Connection::open_unauthenticated(const ConnectOptions& options) {
+  return Connection(Transport::open(options.endpoint, options.tls, options.connect_timeout),
+                    options);
 }
-
-}  // namespace
 
 Connection Connection::open(const ConnectOptions& options) {
-  ContextPtr ctx = connect_raw(options);
-  if (!ctx) throw UnavailableError("cannot allocate a redis connection");
-  std::string where = options.endpoint.describe();
-  if (ctx->err) {
-    bool timed_out = ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EINPROGRESS);
-    std::string what = timed_out ? "timed out after " + format_duration(options.connect_timeout)
-                                 : std::string(ctx->errstr);
-    throw UnavailableError("cannot connect to redis at " + where + ": " + what +
-                           " (is redis-server running there? set --url or RLOCK_URL)");
-  }
-  fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);
-  Connection conn(std::move(ctx), options);
-  conn.set_timeout(options.command_timeout);
+  Connection conn = open_unauthenticated(options);
   conn.authenticate();
   return conn;
 }
@@ -63,30 +45,19 @@ void Connection::authenticate() {
   }
 }
 
-void Connection::set_timeout(Millis timeout) {
-  // Two system calls each time; every renewal and release asks for the same timeout.
-  if (timeout_applied_ && timeout == timeout_) return;
-  timeout_ = timeout;
-  timeout_applied_ = true;
-  if (redisSetTimeout(ctx_.get(), to_timeval(timeout)) != REDIS_OK)
-    throw_io_error("setting a timeout");
-}
-
-void Connection::throw_io_error(std::string_view during) {
+void Connection::fail(const IoStatus& status, std::string_view during) {
   broken_ = true;
-  std::string where = options_.endpoint.describe();
-  if (ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-    throw TimeoutError("redis at " + where + " did not answer " + std::string(during) +
-                       " in time (--timeout)");
-  }
-  std::string why = ctx_->err == REDIS_ERR_EOF ? "connection closed by the server" : ctx_->errstr;
-  throw IoError("lost the connection to redis at " + where + " " + std::string(during) + ": " +
-                why);
+  std::string why =
+      status.kind == IoStatus::kClosed ? "connection closed by the server" : status.why;
+  throw IoError("lost the connection to redis at " + options_.endpoint.describe() + " " +
+                std::string(during) + ": " + why);
 }
 
-namespace {
+void Connection::check_open() const {
+  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
+}
 
-void append(redisContext* ctx, const std::vector<std::string_view>& argv) {
+void Connection::append(const std::vector<std::string_view>& argv) {
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
   ptrs.reserve(argv.size());
@@ -95,19 +66,22 @@ void append(redisContext* ctx, const std::vector<std::string_view>& argv) {
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
-  redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  char* formatted = nullptr;
+  int len =
+      redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  if (len < 0) throw UnavailableError("out of memory formatting a redis command");
+  out_.append(formatted, static_cast<size_t>(len));
+  redisFreeCommand(formatted);
 }
-
-}  // namespace
 
 void Connection::await_fd(short events, Deadline until, std::string_view during) {
   while (true) {
-    pollfd p{ctx_->fd, events, 0};
-    int rc =
-        poll(&p, 1, static_cast<int>(std::min<long long>(millis_until(until).count(), 1 << 30)));
+    pollfd p{fd(), events, 0};
+    long long left = std::max<long long>(millis_until(until).count(), 0);
+    int rc = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
     if (rc > 0) return;
     if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) throw_io_error(during);
+    if (rc < 0) fail({IoStatus::kFailed, 0, std::strerror(errno)}, during);
     broken_ = true;
     throw TimeoutError("redis at " + options_.endpoint.describe() + " did not answer " +
                        std::string(during) + " within " + format_duration(timeout_) +
@@ -130,49 +104,88 @@ std::vector<ReplyPtr> Connection::exchange(size_t replies, std::string_view duri
 // the next write fails (EPIPE, or ECONNRESET) with the reason unread. "" when none.
 std::string Connection::farewell() {
   char buf[512];
-  ssize_t n = recv(ctx_->fd, buf, sizeof buf, MSG_DONTWAIT);
-  if (n <= 1 || buf[0] != '-') return {};
-  std::string_view said(buf + 1, static_cast<size_t>(n - 1));
+  IoStatus st = transport_->read_some(buf, sizeof buf);
+  if (st.kind != IoStatus::kDone || st.bytes <= 1 || buf[0] != '-') return {};
+  std::string_view said(buf + 1, st.bytes - 1);
   return std::string(said.substr(0, said.find_first_of("\r\n")));
 }
 
 void Connection::write_all(Deadline until, std::string_view during) {
-  int done = 0;
-  while (!done) {
-    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) {
-      // rlock ignores SIGPIPE (main.cpp): a closed connection fails the write instead.
-      if (std::string said = farewell(); !said.empty()) {
-        broken_ = true;
-        throw IoError("redis at " + options_.endpoint.describe() +
-                      " closed the connection: " + said);
-      }
-      throw_io_error(during);
+  size_t written = 0;
+  while (written < out_.size()) {
+    IoStatus st = transport_->write_some(out_.data() + written, out_.size() - written);
+    switch (st.kind) {
+      case IoStatus::kDone:
+        written += st.bytes;
+        break;
+      case IoStatus::kWantRead:
+        await_fd(POLLIN, until, during);
+        break;
+      case IoStatus::kWantWrite:
+        await_fd(POLLOUT, until, during);
+        break;
+      default:
+        if (std::string said = farewell(); !said.empty()) {
+          broken_ = true;
+          throw IoError("redis at " + options_.endpoint.describe() +
+                        " closed the connection: " + said);
+        }
+        fail(st, during);
     }
-    if (!done) await_fd(POLLOUT, until, during);
+  }
+  out_.clear();
+}
+
+void Connection::fill(std::optional<Deadline> until, std::string_view during) {
+  char buf[16 * 1024];
+  while (true) {
+    IoStatus st = transport_->read_some(buf, sizeof buf);
+    switch (st.kind) {
+      case IoStatus::kDone:
+        if (redisReaderFeed(reader_.get(), buf, st.bytes) != REDIS_OK)
+          fail({IoStatus::kFailed, 0, "out of memory"}, during);
+        // A TLS record larger than buf leaves the rest inside OpenSSL, where poll() does
+        // not see it.
+        if (!transport_->buffered()) return;
+        break;
+      case IoStatus::kWantRead:
+      case IoStatus::kWantWrite:
+        if (!until) return;
+        await_fd(st.kind == IoStatus::kWantRead ? POLLIN : POLLOUT, *until, during);
+        break;
+      default:
+        fail(st, during);
+    }
   }
 }
+
+ReplyPtr Connection::buffered_reply(std::string_view during) {
+  void* raw = nullptr;
+  if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK)
+    fail({IoStatus::kFailed, 0, reader_->errstr}, during);
+  return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+void Connection::read_available(std::string_view during) { fill(std::nullopt, during); }
 
 std::vector<ReplyPtr> Connection::read_replies(size_t replies, Deadline until,
                                                std::string_view during) {
   std::vector<ReplyPtr> out;
   out.reserve(replies);
   while (out.size() < replies) {
-    void* raw = nullptr;
-    if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) throw_io_error(during);
-    if (raw) {
-      out.emplace_back(static_cast<redisReply*>(raw));
+    if (ReplyPtr reply = buffered_reply(during)) {
+      out.push_back(std::move(reply));
       continue;
     }
-    await_fd(POLLIN, until, during);
-    if (redisBufferRead(ctx_.get()) != REDIS_OK) throw_io_error(during);
+    fill(until, during);
   }
   return out;
 }
 
 ReplyPtr Connection::command(const std::vector<std::string_view>& argv,
                              const std::function<void()>& in_flight) {
-  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
-  append(ctx_.get(), argv);
+  check_open();
+  append(argv);
   auto replies = exchange(1, std::string("during ") + std::string(argv.front()), in_flight);
   ReplyPtr reply = std::move(replies.front());
   if (reply->type == REDIS_REPLY_ERROR) throw ReplyError(std::string(reply->str, reply->len));
@@ -180,30 +193,28 @@ ReplyPtr Connection::command(const std::vector<std::string_view>& argv,
 }
 
 std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::string>>& commands) {
-  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
-  for (const auto& cmd : commands)
-    append(ctx_.get(), std::vector<std::string_view>(cmd.begin(), cmd.end()));
+  check_open();
+  for (const auto& cmd : commands) append(std::vector<std::string_view>(cmd.begin(), cmd.end()));
   return exchange(commands.size(), "during a pipeline");
 }
 
 std::vector<ReplyPtr> Connection::pipeline_views(
     const std::vector<std::vector<std::string_view>>& commands,
     const std::function<void()>& in_flight) {
-  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
-  for (const auto& cmd : commands) append(ctx_.get(), cmd);
+  check_open();
+  for (const auto& cmd : commands) append(cmd);
   return exchange(commands.size(), std::string("during ") + std::string(commands.front().front()),
                   in_flight);
 }
 
 void Connection::send(const std::vector<std::vector<std::string>>& commands) {
-  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
-  for (const auto& cmd : commands)
-    append(ctx_.get(), std::vector<std::string_view>(cmd.begin(), cmd.end()));
+  check_open();
+  for (const auto& cmd : commands) append(std::vector<std::string_view>(cmd.begin(), cmd.end()));
   write_all(SteadyClock::now() + timeout_, "during a pipeline");
 }
 
 std::vector<ReplyPtr> Connection::receive(size_t replies) {
-  if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
+  check_open();
   return read_replies(replies, SteadyClock::now() + timeout_, "during a pipeline");
 }
 

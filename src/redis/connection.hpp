@@ -2,21 +2,25 @@
 
 #include <hiredis/hiredis.h>
 
+#include <chrono>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "redis/reply.hpp"
+#include "redis/tls.hpp"
+#include "redis/transport.hpp"
 #include "redis/url.hpp"
 #include "util/clock.hpp"
 #include "util/duration.hpp"
 
 namespace rlock::redis {
 
-// How to open a connection. Defaults: connect 2s, each command 5s, no replica sync.
+// How to open a connection. Defaults: connect 2s, each command 5s, no replica sync, no TLS.
 struct ConnectOptions {
   Endpoint endpoint;
   Millis connect_timeout{2000};
@@ -26,21 +30,27 @@ struct ConnectOptions {
   int sync_replicas = 0;
   // --sync-timeout: how long such a WAIT may take. Default 1s.
   Millis sync_timeout{1000};
+  // TLS for every connection opened with these options (rediss:// URLs); null: plain. The
+  // connect timeout covers the TCP connect and the TLS handshake together.
+  std::shared_ptr<const TlsContext> tls;
 };
 
-struct ContextDeleter {
-  void operator()(redisContext* c) const { redisFree(c); }
+struct ReaderDeleter {
+  void operator()(redisReader* r) const { redisReaderFree(r); }
 };
-using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
 
-// One authenticated connection to one server (move-only). The socket is close-on-exec, so
-// a child started by exec never inherits it. After an IoError the connection is dead:
-// `broken()` says so, and the owner opens a new one.
+// One authenticated connection to one server (move-only): a Transport (plain or TLS, the
+// only difference between the two) under hiredis's reply parser. The socket is
+// close-on-exec, so a child started by exec never inherits it. After an IoError the
+// connection is dead: `broken()` says so, and the owner opens a new one.
 class Connection {
  public:
   // Connects, authenticates and selects the database. Throws UnavailableError (69) with
   // one line that names the server and what to check.
   static Connection open(const ConnectOptions& options);
+  // Connects (TLS included) without AUTH or SELECT: for a caller that sends those itself in
+  // the same write as its request (Topology::send_cleanup).
+  static Connection open_unauthenticated(const ConnectOptions& options);
 
   // Sends one command and returns its reply. Error replies throw ReplyError; I/O problems
   // throw IoError or TimeoutError and leave the connection broken.
@@ -62,7 +72,13 @@ class Connection {
   std::vector<ReplyPtr> receive(size_t replies);
 
   // Timeout of each following command or pipeline as a whole (sending and every reply).
-  void set_timeout(Millis timeout);
+  void set_timeout(Millis timeout) { timeout_ = timeout; }
+
+  // For a caller that polls fd() itself (Subscriber): the next reply already received, or
+  // null; and a read of what the socket has now, without waiting. Both throw IoError (and
+  // leave the connection broken) when the connection failed or the server closed it.
+  ReplyPtr buffered_reply(std::string_view during);
+  void read_available(std::string_view during);
 
   Millis timeout() const { return timeout_; }
   bool broken() const { return broken_; }
@@ -70,30 +86,36 @@ class Connection {
   // --sync-replicas); -1 = not asked yet.
   int known_replicas() const { return known_replicas_; }
   void set_known_replicas(int n) { known_replicas_ = n; }
-  int fd() const { return ctx_->fd; }
+  int fd() const { return transport_->fd(); }
+  // See Transport::peer_certificate_expiry.
+  std::optional<std::chrono::system_clock::time_point> peer_certificate_expiry() const {
+    return transport_->peer_certificate_expiry();
+  }
   const ConnectOptions& options() const { return options_; }
-  redisContext* context() { return ctx_.get(); }
-
-  // Converts the context's current error into the matching exception (and marks broken).
-  [[noreturn]] void throw_io_error(std::string_view during);
 
  private:
-  Connection(ContextPtr ctx, ConnectOptions options)
-      : ctx_(std::move(ctx)), options_(std::move(options)) {}
+  Connection(std::unique_ptr<Transport> transport, ConnectOptions options);
   void authenticate();
+  void append(const std::vector<std::string_view>& argv);
   // Writes what is appended and reads `replies` replies, all within the command timeout.
   std::vector<ReplyPtr> exchange(size_t replies, std::string_view during,
                                  const std::function<void()>& in_flight = {});
   void write_all(Deadline until, std::string_view during);
   std::string farewell();
   std::vector<ReplyPtr> read_replies(size_t replies, Deadline until, std::string_view during);
+  // Reads what arrives into the reply parser; waits for it until `until`, or, without a
+  // deadline, returns when nothing is there.
+  void fill(std::optional<Deadline> until, std::string_view during);
   void await_fd(short events, Deadline until, std::string_view during);
+  [[noreturn]] void fail(const IoStatus& status, std::string_view during);
+  void check_open() const;
 
-  ContextPtr ctx_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<redisReader, ReaderDeleter> reader_;
+  std::string out_;  // formatted commands not written yet
   ConnectOptions options_;
   bool broken_ = false;
   Millis timeout_{5000};
-  bool timeout_applied_ = false;  // the socket has timeout_
   int known_replicas_ = -1;
 };
 

@@ -12,7 +12,8 @@ struct IoError : UnavailableError {
   using UnavailableError::UnavailableError;
 };
 
-// A command or connect attempt ran past its timeout (hiredis 0.14: REDIS_ERR_IO + EAGAIN).
+// A command or connect attempt ran past its timeout (the socket had nothing to read or no
+// room to write until the deadline: EAGAIN waited for with poll()).
 struct TimeoutError : IoError {
   using IoError::IoError;
 };

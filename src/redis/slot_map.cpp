@@ -36,8 +36,9 @@ struct ShardNode {
   bool failed = false;
 };
 
-ShardNode shard_node(ReplyView fields, std::string_view asked_host) {
+ShardNode shard_node(ReplyView fields, std::string_view asked_host, bool tls) {
   ShardNode node;
+  int tls_port = 0;
   std::string ip, endpoint;
   bool have_endpoint = false;
   for (size_t i = 0; i + 1 < fields.size(); i += 2) {
@@ -45,6 +46,7 @@ ShardNode shard_node(ReplyView fields, std::string_view asked_host) {
     ReplyView value = fields.at(i + 1);
     if (name == "id") node.address.id = value.str();
     if (name == "port") node.address.port = static_cast<int>(value.integer());
+    if (name == "tls-port") tls_port = static_cast<int>(value.integer());
     if (name == "ip") ip = value.str();
     if (name == "endpoint") {
       endpoint = value.is_nil() ? std::string() : value.str();
@@ -59,6 +61,8 @@ ShardNode shard_node(ReplyView fields, std::string_view asked_host) {
   } else {
     node.address.host = ip.empty() || ip == "?" ? std::string(asked_host) : ip;
   }
+  // A client over TLS is served on the TLS port (the plain one may be off: port 0).
+  if (tls && tls_port != 0) node.address.port = tls_port;
   if (node.address.port <= 0 || node.address.port > 65535)
     throw bad_reply("CLUSTER SHARDS", "a node without a TCP port");
   return node;
@@ -85,7 +89,7 @@ void SlotMap::finish() {
   }
 }
 
-SlotMap SlotMap::from_shards(ReplyView reply, std::string_view asked_host) {
+SlotMap SlotMap::from_shards(ReplyView reply, std::string_view asked_host, bool tls) {
   constexpr std::string_view kCommand = "CLUSTER SHARDS";
   if (!reply.is_array()) throw bad_reply(kCommand, "not an array");
   SlotMap map;
@@ -105,7 +109,7 @@ SlotMap SlotMap::from_shards(ReplyView reply, std::string_view asked_host) {
     std::optional<ShardNode> master;
     std::vector<NodeAddress> replicas;
     for (size_t n = 0; n < nodes->size(); ++n) {
-      ShardNode node = shard_node(nodes->at(n), asked_host);
+      ShardNode node = shard_node(nodes->at(n), asked_host, tls);
       if (node.master && (!master || (master->failed && !node.failed))) {
         master = node;
       } else if (!node.master && !node.failed) {
@@ -153,7 +157,7 @@ SlotMap SlotMap::fetch(Connection& conn) {
   const std::string& host = conn.options().endpoint.host;
   try {
     ReplyPtr reply = conn.command({"CLUSTER", "SHARDS"});
-    return from_shards(ReplyView(reply.get()), host);
+    return from_shards(ReplyView(reply.get()), host, conn.options().tls != nullptr);
   } catch (const ReplyError& e) {
     // Redis 6 answers "ERR unknown subcommand 'SHARDS'. Try CLUSTER HELP."
     if (e.reply().find("nknown subcommand") == std::string::npos) throw;

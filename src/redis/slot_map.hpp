@@ -41,8 +41,9 @@ class SlotMap {
 
   // Builds the map from a reply of CLUSTER SHARDS (Redis 7) or CLUSTER SLOTS, given by a
   // node reached at `asked_host`: a node whose endpoint is unknown ("?", "" or nil) is on
-  // that host. Throws DataError for a reply Redis never gives.
-  static SlotMap from_shards(ReplyView reply, std::string_view asked_host);
+  // that host. Throws DataError for a reply Redis never gives. With `tls`, a node's
+  // tls-port (when it has one) is its port.
+  static SlotMap from_shards(ReplyView reply, std::string_view asked_host, bool tls = false);
   static SlotMap from_slots(ReplyView reply, std::string_view asked_host);
   // Asks the node `conn` is connected to: CLUSTER SHARDS, or CLUSTER SLOTS when the server
   // does not know SHARDS (before 7.0). Throws what the connection throws (a server without

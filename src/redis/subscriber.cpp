@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "redis/errors.hpp"
 
@@ -69,16 +70,25 @@ void Subscriber::await_classic(const std::string& last) {
   }
 }
 
+Subscriber Subscriber::open_pattern(const ConnectOptions& options, const std::string& pattern) {
+  Subscriber sub(Connection::open(options));
+  sub.conn_.command({"PSUBSCRIBE", pattern});  // its confirmation
+  return sub;
+}
+
 // Moves every complete push already read from the socket into pending_.
 void Subscriber::read_buffered() {
   while (true) {
-    void* raw = nullptr;
-    if (redisGetReplyFromReader(conn_.context(), &raw) != REDIS_OK)
-      conn_.throw_io_error("while waiting");
-    if (!raw) return;
-    ReplyPtr reply(static_cast<redisReply*>(raw));
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) continue;
+    ReplyPtr reply = conn_.buffered_reply("while waiting");
+    if (!reply) return;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3) continue;
     std::string kind = as_string(reply->element[0]);
+    if (kind == "pmessage" && reply->elements == 4) {
+      pending_.push_back(
+          {Wake::kMessage, as_string(reply->element[2]), as_string(reply->element[3])});
+      continue;
+    }
+    if (reply->elements != 3) continue;
     if ((kind == "ssubscribe" || kind == "subscribe") && confirmations_due_ > 0) {
       --confirmations_due_;
     } else if (kind == "smessage" || kind == "message") {
@@ -116,11 +126,12 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
     int rc = poll(fds, nfds, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (rc < 0) {
       if (errno == EINTR) continue;
-      conn_.throw_io_error("while waiting");
+      throw IoError("lost the connection to redis at " + conn_.options().endpoint.describe() +
+                    " while waiting: " + std::strerror(errno));
     }
     if (nfds == 2 && fds[1].revents) return {Wake::kInterrupted, {}, {}};
     if (fds[0].revents) {
-      if (redisBufferRead(conn_.context()) != REDIS_OK) conn_.throw_io_error("while waiting");
+      conn_.read_available("while waiting");
       continue;
     }
     if (SteadyClock::now() >= until) return {Wake::kTimeout, {}, {}};

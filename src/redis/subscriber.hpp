@@ -18,7 +18,7 @@ class Subscriber {
   enum class Wake { kMessage, kTimeout, kInterrupted };
   struct Event {
     Wake wake = Wake::kTimeout;
-    std::string channel;  // kMessage: where it was published
+    std::string channel;  // kMessage: where it was published (a pattern's: the matching one)
     std::string payload;  // kMessage: what
   };
 
@@ -46,6 +46,10 @@ class Subscriber {
   static Subscriber open(const ConnectOptions& options, const std::vector<std::string>& channels,
                          bool classic_allowed = true, bool master_only = false,
                          const std::vector<std::string>& classic = {});
+  // Opens its own connection and subscribes to the channels matching `pattern` (PSUBSCRIBE:
+  // classic pub/sub, which is how a server sends its keyspace notifications). Throws
+  // UnavailableError, and ReplyError when the server refuses (NOPERM on the channels).
+  static Subscriber open_pattern(const ConnectOptions& options, const std::string& pattern);
 
   // Sleeps until a message arrives, `until` passes, or `interrupt_fd` (if >= 0) becomes
   // readable. Messages that arrived earlier come first, in publish order. Throws IoError

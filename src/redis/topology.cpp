@@ -1,9 +1,5 @@
 #include "redis/topology.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/time.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -16,21 +12,6 @@ namespace {
 // failover's pauses (Router::after_error) are bounded by the timeout anyway.
 constexpr int kMaxRedirects = 16;
 
-timeval to_timeval(Millis ms) {
-  long long v = std::max<long long>(ms.count(), 1);
-  return timeval{static_cast<time_t>(v / 1000), static_cast<suseconds_t>(v % 1000 * 1000)};
-}
-
-void append(redisContext* c, const std::vector<std::string>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (const auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-}
-
 }  // namespace
 
 Topology::Topology(ConnectOptions options)
@@ -39,6 +20,7 @@ Topology::Topology(ConnectOptions options)
 Topology::Topology(const Target& target, ConnectOptions options,
                    std::function<void(const std::string&)> notice)
     : options_(std::move(options)),
+      target_(target),
       router_(make_router(target, std::move(notice))),
       replicated_(target.kind != Deployment::kStandalone) {}
 
@@ -46,6 +28,27 @@ bool Topology::replicated() const { return replicated_ || router_->cluster(); }
 
 std::string Topology::server_name() {
   return router_->endpoint_for("", effective_options()).describe();
+}
+
+std::optional<std::chrono::system_clock::time_point> Topology::server_certificate_expiry() {
+  Millis timeout = request_timeout();
+  return connection("", timeout, timeout).peer_certificate_expiry();
+}
+
+Topology::Sentinels Topology::sentinels() const {
+  Sentinels out;
+  if (target_.kind != Deployment::kSentinel) return out;
+  out.master_name = target_.master_name;
+  for (const Endpoint& sentinel : target_.seeds) {
+    // As SentinelResolver reaches them: their own credentials, no database.
+    ConnectOptions o = effective_options();
+    o.endpoint = sentinel;
+    o.endpoint.user = target_.sentinel_user;
+    o.endpoint.password = target_.sentinel_password;
+    o.endpoint.db = 0;
+    out.each.push_back(std::move(o));
+  }
+  return out;
 }
 
 Topology::~Topology() = default;
@@ -276,6 +279,19 @@ Subscriber Topology::subscribe(const std::vector<std::string>& channels,
   }
 }
 
+std::optional<Subscriber> Topology::subscribe_pattern(const std::string& pattern) {
+  if (router_->cluster()) return std::nullopt;
+  ConnectOptions opts = options_;
+  opts.endpoint = router_->endpoint_for("", effective_options());
+  Subscriber sub = Subscriber::open_pattern(opts, pattern);
+  if (router_->recheck_every().count() > 0) {
+    sub.recheck(router_->recheck_every(), [router = router_.get(), served = opts.endpoint] {
+      return router->still_serves(served);
+    });
+  }
+  return sub;
+}
+
 void Topology::for_each_master(const std::function<void(Topology&)>& fn) {
   std::vector<Endpoint> masters = router_->masters(effective_options());
   if (!router_->cluster()) return fn(*this);
@@ -301,45 +317,33 @@ bool Topology::send_cleanup(const Script& script, const std::vector<std::string>
   } catch (const Error&) {
     return false;
   }
-  timeval tv = to_timeval(std::min(options_.connect_timeout, std::max(patience, kCleanupMargin)));
-  ContextPtr c(ep.kind == Endpoint::Kind::kUnix
-                   ? redisConnectUnixWithTimeout(ep.path.c_str(), tv)
-                   : redisConnectWithTimeout(ep.host.c_str(), ep.port, tv));
-  if (!c || c->err) return false;
-  fcntl(c->fd, F_SETFD, FD_CLOEXEC);
-  redisSetTimeout(c.get(), to_timeval(patience));
-  size_t expected = 1;
+  ConnectOptions opts = options_;
+  opts.endpoint = ep;
+  opts.connect_timeout = std::min(options_.connect_timeout, std::max(patience, kCleanupMargin));
+  std::vector<std::vector<std::string>> commands;
   if (!ep.password.empty()) {
-    append(c.get(), ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
-                                    : std::vector<std::string>{"AUTH", ep.user, ep.password});
-    ++expected;
+    commands.push_back(ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
+                                       : std::vector<std::string>{"AUTH", ep.user, ep.password});
   }
-  if (ep.db != 0) {
-    append(c.get(), {"SELECT", std::to_string(ep.db)});
-    ++expected;
-  }
+  if (ep.db != 0) commands.push_back({"SELECT", std::to_string(ep.db)});
   std::vector<std::string> eval = {"EVAL", script.source, std::to_string(keys.size())};
   eval.insert(eval.end(), keys.begin(), keys.end());
   eval.insert(eval.end(), args.begin(), args.end());
-  append(c.get(), eval);
-  int done = 0;
-  while (!done) {
-    if (redisBufferWrite(c.get(), &done) != REDIS_OK) return false;
+  commands.push_back(std::move(eval));
+  std::optional<Connection> conn;
+  try {
+    // Over TLS the handshake needs the server's answer: a stalled server gets no clean-up.
+    conn.emplace(Connection::open_unauthenticated(opts));
+    conn->set_timeout(std::max(patience, Millis(1)));
+    conn->send(commands);
+  } catch (...) {
+    return false;
   }
   // The replies are a courtesy: what matters is that the request is in the server's hands.
   // One deadline for all of them, however slowly they come.
-  Deadline until = SteadyClock::now() + patience;
-  for (size_t got = 0; got < expected;) {
-    void* raw = nullptr;
-    if (redisGetReplyFromReader(c.get(), &raw) != REDIS_OK) break;
-    if (raw) {
-      ReplyPtr reply(static_cast<redisReply*>(raw));
-      ++got;
-      continue;
-    }
-    pollfd p{c->fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(millis_until(until).count())) <= 0) break;
-    if (redisBufferRead(c.get()) != REDIS_OK) break;
+  try {
+    conn->receive(commands.size());
+  } catch (...) {
   }
   return true;
 }

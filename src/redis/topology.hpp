@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -112,6 +113,11 @@ class Topology {
   // `classic` (channels of the same slot) are subscribed with SUBSCRIBE besides.
   Subscriber subscribe(const std::vector<std::string>& channels,
                        const std::vector<std::string>& classic = {});
+  // A subscriber of its own connection to the channels matching `pattern` (PSUBSCRIBE) on
+  // the server that holds every key: the standalone server or Sentinel's master (left with
+  // IoError once it no longer is). nullopt on a cluster, whose nodes each publish only
+  // what happens to their own keys (keyspace notifications).
+  std::optional<Subscriber> subscribe_pattern(const std::string& pattern);
 
   // Runs `fn` once for every master, with a topology that sends everything to that one
   // server (a scan of all keys: inspect). On a standalone server or Sentinel, once with
@@ -148,6 +154,18 @@ class Topology {
   // host:port of the server that requests without a key go to (each master's, inside
   // for_each_master). May connect (Sentinel asks the sentinels).
   std::string server_name();
+  // The notAfter of the TLS certificate that server presented to the connection requests
+  // use (see server_name); nullopt over a plain connection. May connect.
+  std::optional<std::chrono::system_clock::time_point> server_certificate_expiry();
+
+  // What a Sentinel deployment's URL names: the master's name and how to reach each
+  // sentinel (its address, the sentinels' credentials, TLS, these timeouts), for a caller
+  // that asks the sentinels about themselves (rlock doctor). Empty `each` elsewhere.
+  struct Sentinels {
+    std::string master_name;
+    std::vector<ConnectOptions> each;
+  };
+  Sentinels sentinels() const;
 
  private:
   // The connection to the server of `key`, opened (or reopened) within `budget` when
@@ -167,6 +185,7 @@ class Topology {
   long long replicas_online(Connection& c);
 
   ConnectOptions options_;
+  Target target_;
   std::unique_ptr<Router> router_;
   Millis timeout_limit_{0};
   std::vector<Subscriber> retired_;

@@ -9,7 +9,7 @@ namespace rlock::redis {
 namespace {
 
 constexpr std::string_view kStandaloneForms =
-    "redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N]";
+    "redis[s]://[user[:password]@]host[:port][/db] or unix:///path[?db=N]";
 constexpr std::string_view kSentinelForm =
     "redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER[?db=N]";
 constexpr std::string_view kClusterForm =
@@ -225,14 +225,10 @@ Target parse_cluster(std::string_view rest) {
   return t;
 }
 
-// redis:// or unix://; rediss:// is unavailable (no TLS in this build).
+// redis://, rediss:// (the same over TLS) or unix://.
 Endpoint parse_standalone(std::string_view url) {
   constexpr std::string_view kRedis = "redis://", kUnix = "unix://", kTls = "rediss://";
-  if (url.substr(0, kTls.size()) == kTls) {
-    throw UnavailableError(
-        "rediss:// needs TLS, which this build does not have (hiredis 0.14); reach the server "
-        "through a local TLS tunnel (stunnel, spiped) and use redis://");
-  }
+  if (url.substr(0, kTls.size()) == kTls) return parse_tcp(url.substr(kTls.size()));
   if (url.substr(0, kRedis.size()) == kRedis) return parse_tcp(url.substr(kRedis.size()));
   if (url.substr(0, kUnix.size()) == kUnix) return parse_unix(url.substr(kUnix.size()));
   throw bad_url(url.empty() ? "empty" : "unknown scheme");
@@ -275,7 +271,8 @@ Endpoint Endpoint::at(std::string tcp_host, int tcp_port) const {
 
 std::string Target::describe() const {
   if (kind == Deployment::kStandalone) return endpoint.describe();
-  std::string out = kind == Deployment::kSentinel ? "redis-sentinel://" : "redis-cluster://";
+  std::string out = tls ? "rediss" : "redis";
+  out += kind == Deployment::kSentinel ? "-sentinel://" : "-cluster://";
   for (size_t i = 0; i < seeds.size(); ++i) {
     if (i) out.push_back(',');
     out.append(seeds[i].describe());
@@ -288,27 +285,33 @@ std::string Target::describe() const {
 }
 
 Target parse_target(std::string_view url) {
-  constexpr std::string_view kSentinel = "redis-sentinel://", kCluster = "redis-cluster://";
-  auto starts = [url](std::string_view scheme) { return url.substr(0, scheme.size()) == scheme; };
+  // rediss: the same forms over TLS (every connection: sentinels and data nodes alike).
+  bool tls = url.substr(0, 6) == "rediss";
+  std::string_view rest = tls ? url.substr(6) : url.substr(0, 5) == "redis" ? url.substr(5) : "";
+  auto starts = [rest](std::string_view scheme) { return rest.substr(0, scheme.size()) == scheme; };
+  constexpr std::string_view kSentinel = "-sentinel://", kCluster = "-cluster://";
   std::string_view expected = kStandaloneForms;
   try {
+    Target t;
     if (starts(kSentinel)) {
       expected = kSentinelForm;
-      return parse_sentinel(url.substr(kSentinel.size()));
-    }
-    if (starts(kCluster)) {
+      t = parse_sentinel(rest.substr(kSentinel.size()));
+    } else if (starts(kCluster)) {
       expected = kClusterForm;
-      return parse_cluster(url.substr(kCluster.size()));
+      t = parse_cluster(rest.substr(kCluster.size()));
+    } else {
+      t.endpoint = parse_standalone(url);
     }
-    Target standalone;
-    standalone.endpoint = parse_standalone(url);
-    return standalone;
+    t.tls = tls;
+    return t;
   } catch (const Malformed& m) {
     // An unknown scheme may be a mistyped sentinel or cluster URL: name every form.
-    bool known = starts(kSentinel) || starts(kCluster) || starts("redis://") || starts("unix://");
+    bool known =
+        starts(kSentinel) || starts(kCluster) || starts("://") || url.substr(0, 7) == "unix://";
     if (!known) {
       throw usage_error(m, std::string(kStandaloneForms) + ", " + std::string(kSentinelForm) +
-                               " or " + std::string(kClusterForm));
+                               " or " + std::string(kClusterForm) +
+                               "; rediss-sentinel:// and rediss-cluster:// over TLS");
     }
     throw usage_error(m, expected);
   }

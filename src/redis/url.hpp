@@ -24,11 +24,11 @@ struct Endpoint {
   Endpoint at(std::string tcp_host, int tcp_port) const;
 };
 
-// Parses `redis://[user[:password]@]host[:port][/db]` and `unix://[user[:password]@]/path[?db=N]`.
+// Parses `redis://[user[:password]@]host[:port][/db]` (or `rediss://`, the same over TLS:
+// see Target::tls) and `unix://[user[:password]@]/path[?db=N]`.
 // `redis://NAME@host` names the ACL user NAME with no password (unlike redis-cli, which
-// takes NAME for the password). `rediss://` throws UnavailableError (this build has no
-// TLS); anything else malformed throws UsageError naming the problem but never quoting the
-// URL, so that no part of a password reaches a message.
+// takes NAME for the password). Anything malformed throws UsageError naming the problem but
+// never quoting the URL, so that no part of a password reaches a message.
 Endpoint parse_url(std::string_view url);
 
 // Which kind of deployment a URL names.
@@ -48,13 +48,16 @@ struct Target {
   // empty: the sentinels are sent no AUTH.
   std::string sentinel_user;
   std::string sentinel_password;
+  // rediss://, rediss-sentinel://, rediss-cluster://: every connection (sentinels, masters,
+  // cluster nodes) over TLS.
+  bool tls = false;
 
   // `redis-sentinel://h1:26379,h2:26379/NAME` or `redis-cluster://h1:7000,...`, or the
   // standalone server's describe(). Never includes credentials.
   std::string describe() const;
 };
 
-// parse_url() for every scheme, plus
+// parse_url() for every scheme, plus (each also as rediss-...: over TLS)
 //   redis-sentinel://[user[:password]@]h1[:26379][,h2...]/MASTER[?db=N][&sentinel_user=U]
 //                    [&sentinel_password=P]
 //   redis-cluster://[user[:password]@]h1[:6379][,h2...]

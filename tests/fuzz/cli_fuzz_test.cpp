@@ -135,7 +135,7 @@ class Gen {
     static const std::vector<std::string> forms = {
         "redis://:S3cret@H:P", "redis://user:S3cret@H:P/1",
         "redis:/:S3cret@H",    "redis://S3cret@H:P",
-        "redis://H:P",         "rediss://:S3cret@H:P",
+        "redis://H:P",         "rediss://:S3cret@H:D",
         "http://:S3cret@H",    "redis://:Gk5nRt8/Yp2W@H:P",
         "redis://:S3cret@H:0", "redis://:S3cret@H:99999",
         "redis://:S3cret@H:x", "redis://:S3cret@H:P/db"};
@@ -147,7 +147,7 @@ class Gen {
     size_t mutations = below(4);
     for (size_t i = 0; i < mutations && !out.empty(); ++i) {
       size_t at = below(out.size());
-      if (out[at] == 'H' || out[at] == 'P' || out[at] == '@')
+      if (out[at] == 'H' || out[at] == 'P' || out[at] == 'D' || out[at] == '@')
         continue;  // no '@': the password would be the host
       switch (below(3)) {
         case 0:
@@ -160,10 +160,14 @@ class Gen {
           out[at] = alphabet[below(alphabet.size())];
       }
     }
+    // D: a port nothing listens on, for rediss (a TLS handshake with the plain server
+    // would wait for --connect-timeout).
+    static const int dead_port = free_port();
     std::string expanded;
     for (char c : out)
       expanded += c == 'H'   ? std::string("127.0.0.1")
                   : c == 'P' ? std::to_string(port)
+                  : c == 'D' ? std::to_string(dead_port)
                              : std::string(1, c);
     return expanded;
   }

@@ -117,16 +117,23 @@ TEST_CASE("doctor: every master of a cluster once; --format table; unreachable e
   auto r = rlock_raw({"--url", cluster.url(), "doctor"});
   INFO(r.out << r.err);
   json doc = json::parse(r.out);
-  std::set<std::string> servers;
-  for (const auto& f : doc.at("findings")) {
-    if (f.at("check") == "cluster") {
+  // A healthy cluster: each master says so once per check.
+  for (const char* check : {"cluster", "slots", "sharded-pubsub"}) {
+    CAPTURE(check);
+    std::set<std::string> servers;
+    for (const auto& f : doc.at("findings")) {
+      if (f.at("check") != check) continue;
       CHECK(f.at("level") == "ok");
       servers.insert(f.at("server").get<std::string>());
     }
+    CHECK(servers.size() == 3);
   }
-  CHECK(servers.size() == 3);
-  // no replicas in a cluster: a warning, not a failure
+  CHECK(finding(doc, "slots").at("detail").get<std::string>().find("16384 of 16384") !=
+        std::string::npos);
+  // no replicas in a cluster: warnings, not failures
   CHECK(finding(doc, "replication").at("level") == "warn");
+  CHECK(finding(doc, "min-replicas").at("level") == "warn");
+  CHECK(doc.at("ok") == true);
 
   r = rlock_raw({"--url", cluster.url(), "--format", "table", "doctor"});
   CHECK(r.out.rfind("LEVEL    SERVER", 0) == 0);

@@ -85,6 +85,33 @@ struct RedisError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A TLS listener beside the plain port (which the harness's own client keeps using, so
+// that checks never go through rlock's TLS code): certificate and key files, normally from
+// test_certificates().
+struct TlsListener {
+  std::string cert;
+  std::string key;
+  bool auth_clients = false;  // tls-auth-clients yes: a client certificate is demanded
+};
+
+// Certificates made once per test run with `openssl` in a directory of their own: a CA, the
+// server certificates it signed (each SAN named), a client certificate, a key that matches
+// nothing, and a second CA that signed nothing rlock is shown.
+struct TestCertificates {
+  std::string ca;              // the CA's certificate
+  std::string ca_dir;          // a directory holding only the CA, hashed (openssl rehash)
+  std::string other_ca;        // a CA that did not sign any server certificate
+  std::string server_key;      // the key of every server certificate below
+  std::string server_ip;       // SAN IP:127.0.0.1
+  std::string server_dns;      // SAN DNS:localhost
+  std::string server_expired;  // SAN IP:127.0.0.1 and DNS:localhost, expired yesterday
+  std::string server_wrong;    // SAN DNS:elsewhere.invalid only
+  std::string client_cert;     // signed by the CA
+  std::string client_key;      // mode 600
+  std::string stray_key;       // mode 600, matches no certificate
+};
+const TestCertificates& test_certificates();
+
 struct RedisOptions {
   // Password of the default user ("requirepass"); empty: none.
   std::string requirepass{};
@@ -99,6 +126,8 @@ struct RedisOptions {
   // Whether RLOCK_TEST_TOPOLOGY applies (see test_topology()); false for the nodes that the
   // deployments (deployments.hpp) configure themselves.
   bool test_topology = true;
+  // Also listen for TLS on tls_port() (the CA of test_certificates() verifies clients).
+  std::optional<TlsListener> tls{};
 };
 
 // RLOCK_TEST_TOPOLOGY, the one switch that runs the suite's tests on another topology:
@@ -124,6 +153,9 @@ class RedisServer {
   // The URL rlock is given (rlock_argv): url(), or per RLOCK_TEST_TOPOLOGY the
   // redis-cluster:// or redis-sentinel:// URL that names this server.
   std::string topology_url() const;
+  // The TLS port (0 without options.tls) and rediss://127.0.0.1:TLS_PORT.
+  int tls_port() const;
+  std::string tls_url() const;
   // Path of the unix socket; empty unless options.unix_socket.
   std::string socket_path() const;
   pid_t pid() const;
@@ -260,6 +292,8 @@ class PtyProcess {
   // Reads the terminal until `text` appears after the end of the previous match; true if it
   // did before the deadline.
   bool expect(std::string_view text, Clock::time_point deadline);
+  // Reads the terminal until `done(output())` holds; true if it did before the deadline.
+  bool await(const std::function<bool(const std::string&)>& done, Clock::time_point deadline);
   // Everything the terminal showed so far.
   const std::string& output() const;
   // Waits for the process to exit (see Spawned::wait); the terminal is read meanwhile.

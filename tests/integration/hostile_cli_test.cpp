@@ -316,7 +316,8 @@ TEST_CASE("hostile: every usage error is one line on stderr and exit 64") {
       {"lock", "L", "--wiat", "5s"},
       {"lock", "L", "--wait", "soon"},
       {"lock", "L", "--wait"},
-      {"lock", "L", "extra"},
+      {"lock", "L", "L"},  // several names, each once
+      {"sem", "status", "s", "extra"},
       {"unlock", "L"},
       {"exec", "L"},
       {"exec", "L", "--"},

@@ -171,7 +171,7 @@ TEST_CASE("cluster: the slot of a held lock migrates mid-hold: renewal, ASK, han
     if (m->port() != from.port()) to = m;
   }
   REQUIRE(to != nullptr);
-  Spawned holder = spawn_on(cluster.url(), {"exec", "--lease", "1500ms", name, "--", "sleep", "4"});
+  Spawned holder = spawn_on(cluster.url(), {"exec", "--lease", "3s", name, "--", "sleep", "5"});
   REQUIRE(poll_until([&] { return from.cmd({"EXISTS", lock_key(name)})[0] == "1"; }, 10s));
   Spawned waiter = spawn_on(cluster.url(), {"exec", "--wait", "30s", name, "--", "true"});
   REQUIRE(poll_until([&] { return subscribers(from, lock_channel(name)) > 0; }, 10s));

@@ -95,7 +95,7 @@ TEST_CASE("typos get a suggestion and a pointer to the help, words in order") {
        "unknown option '--leese' (did you mean '--lease'?); see rlock help lock"},
       {{"--verbsoe", "inspect"},
        "unknown option '--verbsoe' (did you mean '--verbose'?); see rlock help inspect"},
-      {{"lock", "a", "b", "c"}, "unexpected argument 'b'; see rlock help lock"},
+      {{"latch", "await", "a", "b", "c"}, "unexpected argument 'b'; see rlock help latch"},
       {{"help", "exce"}, "help: unknown subcommand 'exce' (did you mean 'exec'?); see rlock help"},
       {{"inspect", "x", "redis://:S3cret@h"},
        "unexpected argument (a URL with userinfo, not repeated here; give it with --url); see "

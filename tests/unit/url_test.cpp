@@ -57,7 +57,7 @@ TEST_CASE("describe() never shows the password") {
   CHECK(parse_url("unix:///s.sock?db=1").describe() == "unix:/s.sock?db=1");
 }
 
-TEST_CASE("malformed URLs are usage errors; rediss is unavailable") {
+TEST_CASE("malformed URLs are usage errors") {
   struct Case {
     const char* url;
     int code;
@@ -66,7 +66,7 @@ TEST_CASE("malformed URLs are usage errors; rediss is unavailable") {
       {"redis://h:70000", rlock::kExitUsage}, {"redis://h:abc", rlock::kExitUsage},
       {"redis://h/x", rlock::kExitUsage},     {"unix://relative.sock", rlock::kExitUsage},
       {"unix:///s?x=1", rlock::kExitUsage},   {"redis://[::1", rlock::kExitUsage},
-      {"localhost:6379", rlock::kExitUsage},  {"rediss://h:6380", rlock::kExitUnavailable},
+      {"localhost:6379", rlock::kExitUsage},  {"rediss://h:0", rlock::kExitUsage},
   };
   for (const auto& c : cases) {
     CAPTURE(c.url);
@@ -219,4 +219,22 @@ TEST_CASE("an unknown scheme names every URL form") {
     CHECK(what.find("redis-sentinel://") != std::string::npos);
     CHECK(what.find("redis-cluster://") != std::string::npos);
   }
+}
+
+TEST_CASE("rediss URLs: the same forms over TLS") {
+  auto standalone = parse_target("rediss://u:pw@h:6380/2");
+  CHECK(standalone.tls);
+  CHECK(standalone.kind == Deployment::kStandalone);
+  CHECK(standalone.endpoint.describe() == "h:6380/2");
+  CHECK(standalone.endpoint.password == "pw");
+  CHECK_FALSE(parse_target("redis://h:6380").tls);
+  auto sentinel = parse_target("rediss-sentinel://s1:26380,s2/mymaster?db=1");
+  CHECK(sentinel.tls);
+  CHECK(sentinel.kind == Deployment::kSentinel);
+  CHECK(sentinel.describe() == "rediss-sentinel://s1:26380,s2:26379/mymaster?db=1");
+  auto cluster = parse_target("rediss-cluster://c1:7000");
+  CHECK(cluster.tls);
+  CHECK(cluster.kind == Deployment::kCluster);
+  CHECK(cluster.describe() == "rediss-cluster://c1:7000");
+  CHECK_FALSE(parse_target("redis-cluster://c1:7000").tls);
 }

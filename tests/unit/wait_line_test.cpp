@@ -1,7 +1,7 @@
-// The waiting line's cut to the terminal's width (cli/wait_line.hpp).
-#include "cli/wait_line.hpp"
-
+// The cut to the terminal's width of the waiting line and inspect --watch (cli/terminal.hpp).
 #include <doctest/doctest.h>
+
+#include "cli/terminal.hpp"
 
 namespace rlock::cli {
 
