@@ -4,11 +4,17 @@
 set -euo pipefail
 
 packages=(cmake g++ make libhiredis-dev libssl-dev libcli11-dev nlohmann-json3-dev doctest-dev
-          redis-server redis-tools openssl nodejs npm "$@")
+          redis-server redis-tools openssl "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Node.js and npm run the Redisson peer of the tests. Asked by command, not by package: a
+# Node.js from NodeSource (package nodejs) bundles npm and conflicts with Debian's npm
+# package, which apt would then refuse to install.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
