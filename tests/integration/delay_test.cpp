@@ -304,7 +304,10 @@ TEST_CASE("delay: 10000 items, 4 producers, 4 consumers: none lost, none twice, 
   std::sort(lateness.begin(), lateness.end());
   long long p50 = lateness[lateness.size() / 2], p99 = lateness[lateness.size() * 99 / 100];
   MESSAGE("lateness p50 " << p50 << " ms, p99 " << p99 << " ms, max " << lateness.back() << " ms");
-  CHECK(p99 < 100);
+  // Generous: it catches consumers that sleep past a due item (a poll, a missed wake-up),
+  // while four consumers and four producers share the machine with whatever else runs; the
+  // figure itself is bench part H's (README: p99 3 ms on an idle machine).
+  CHECK(p99 < 500);
   CHECK(keys_but_reply_records(redis).empty());
 }
 
