@@ -16,6 +16,7 @@
 #include "cli/lock_options.hpp"
 #include "cli/stdout_writer.hpp"
 #include "cli/supervised.hpp"
+#include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
 #include "exec/signals.hpp"
 #include "prim/delay_queue.hpp"
@@ -176,6 +177,12 @@ bool pause_unless_stopped(exec::SignalFd& signals, Millis d) {
   return false;
 }
 
+prim::WaitHooks wait_line_hooks(const PopFlags& f, const Settings& settings,
+                                prim::WaitHooks hooks) {
+  return WaitLine::attach(WaitLine::on_terminal(settings.quiet, "queue '" + f.queue + "'"),
+                          std::move(hooks));
+}
+
 // Without -- CMD: items are removed as they are printed (at-most-once).
 int run_take(const PopFlags& f, const PopRequest& r, const Settings& settings) {
   Console console(settings);
@@ -189,6 +196,9 @@ int run_take(const PopFlags& f, const PopRequest& r, const Settings& settings) {
     }
     return stop != 0;
   };
+  // A status line while --wait waits on a terminal; not under --forever, a consumer
+  // service whose items go to the same terminal between its waits.
+  if (!f.forever) hooks = wait_line_hooks(f, settings, hooks);
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::DelayQueue q(topology, layout, f.queue);
@@ -258,8 +268,9 @@ Outcome run_one(const PopFlags& f, const PopRequest& r, const std::vector<std::s
   // An item leased too late to run is given back uncounted (due again at once) and leased
   // again: most likely by this consumer, which waits for it.
   return supervision.until_in_time(until, [&]() -> Outcome {
-    auto leased =
-        q.lease(r.visibility, r.max_deliveries, consumer, until, supervision.wait_hooks({}));
+    auto hooks = supervision.wait_hooks({});
+    if (!f.forever) hooks = wait_line_hooks(f, settings, hooks);
+    auto leased = q.lease(r.visibility, r.max_deliveries, consumer, until, hooks);
     if (int signo = supervision.stop_signal()) {
       if (leased) q.give_back(*leased);
       if (!f.forever)

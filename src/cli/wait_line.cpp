@@ -64,7 +64,10 @@ std::string WaitLine::text() const {
   const Millis elapsed = since(seen_);
   std::string line = "waiting for " + subject_;
   if (!step_.summary.empty()) line += ": " + one_line(step_.summary);
-  if (step_.holder_ttl.count() >= 0) {
+  if (step_.due_in.count() >= 0) {
+    line += ": next item due in " + format_duration(std::max(Millis(0), step_.due_in - elapsed));
+  }
+  if (step_.ttl_is_lease && step_.holder_ttl.count() >= 0) {
     line +=
         " (lease " + format_duration(std::max(Millis(0), step_.holder_ttl - elapsed)) + " left)";
   }

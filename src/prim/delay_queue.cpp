@@ -70,7 +70,7 @@ class QueuePop : public Waitable {
     long long next = reply.at(2).integer();
     Millis ttl = next < 0 ? kQueueRecheck : std::min(Millis(next), kQueueRecheck);
     std::string state = next < 0 ? "empty" : "next item due in " + format_duration(Millis(next));
-    return {false, ttl, state, state, -1};
+    return {false, ttl, state, next < 0 ? state : "", -1, false, Millis(next < 0 ? -1 : next)};
   }
 
   std::vector<std::string> channels() const override { return {q_.channel_}; }

@@ -27,6 +27,10 @@ class Waitable {
     std::string holders;    // busy: who holds it, for -v
     std::string summary;    // busy: who holds it or what is missing, briefly: "held by ci-4"
     long long ahead = -1;   // busy and queued: waiters before this one; -1 = not known
+    // For the status line: false when holder_ttl is no holder's lease (a queue's recheck),
+    // and when a queue's next item is due (-1: none, or not a queue).
+    bool ttl_is_lease = true;
+    Millis due_in{-1};
   };
   virtual ~Waitable() = default;
 

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include "harness.hpp"
 
 namespace rlock::test {
@@ -113,6 +115,32 @@ TEST_CASE("wait line: a semaphore's permits, --wait inf, cut to a narrow termina
   }
   // Erased before the notice ("rlock: interrupted ... while waiting for lock 'L'").
   for (const auto& l : screen(out)) CHECK_MESSAGE(!l.starts_with("waiting for"), l);
+}
+
+TEST_CASE("wait line: a queue's next item counts down, erased before the item's job") {
+  RedisServer redis;
+  auto empty = on_terminal(redis, 150, {"delay-pop", "Q", "--wait", "1m"});
+  INFO("empty queue: " << json(empty.output()).dump());
+  REQUIRE(empty.expect("left of --wait", deadline(10s)));
+  CHECK(last_line(empty.output()).starts_with("waiting for queue 'Q': empty, "));
+  empty.send("\x03");
+  CHECK(empty.wait(deadline(10s)).value_or(-1) == 128 + SIGINT);
+
+  REQUIRE(rlock(redis, {"delay-push", "Q", "--delay", "4s", "--id", "i1", "payload"}).status == 0);
+  auto tty = on_terminal(redis, 150,
+                         {"delay-pop", "Q", "--wait", "1m", "--", "sh", "-c", "echo ran-$(cat)"});
+  INFO("terminal: " << json(tty.output()).dump());
+  REQUIRE(tty.expect("left of --wait", deadline(10s)));
+  std::string line = last_line(tty.output());
+  CHECK(line.starts_with("waiting for queue 'Q': next item due in "));
+  CHECK(line.find("lease") == std::string::npos);  // a queue's recheck is nobody's lease
+  // Redrawn by the timer until the item is due; then the job runs with the line gone.
+  REQUIRE(tty.expect("\r\033[Kwaiting for queue 'Q'", deadline(3s)));
+  REQUIRE(tty.expect("ran-payload", deadline(15s)));
+  CHECK(tty.wait(deadline(10s)).value_or(-1) == 0);
+  auto shown = screen(tty.output());
+  for (const auto& l : shown) CHECK_MESSAGE(l.find("waiting") == std::string::npos, l);
+  CHECK(std::find(shown.begin(), shown.end(), "ran-payload") != shown.end());
 }
 
 TEST_CASE("wait line: nothing of it with -q, nor with stderr on a pipe") {
