@@ -5,6 +5,7 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/stop_signals.hpp"
 #include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
 #include "prim/latch.hpp"
@@ -108,7 +109,20 @@ int run_await(const LatchFlags& f, const Settings& s) {
     };
   }
   hooks = WaitLine::attach(WaitLine::on_terminal(s.quiet, "latch '" + f.name + "'"), hooks);
-  if (c.latch.await(until, hooks)) {
+  // As `lock`: only a wait takes the stop signals.
+  std::optional<StopSignals> stops;
+  if (wait.count() > 0) {
+    stops.emplace();
+    hooks = stops->attach(std::move(hooks));
+  }
+  bool reached = c.latch.await(until, hooks);
+  // Reached is what happened, even with a signal at that moment: nothing is held to undo.
+  if (int signo = stops && !reached ? stops->stop_signal() : 0) {
+    c.console.notice("interrupted by signal " + std::to_string(signo) +
+                     " while waiting for latch '" + f.name + "'");
+    return 128 + signo;
+  }
+  if (reached) {
     c.console.result({{"name", f.name}, {"reached", true}});
     return 0;
   }

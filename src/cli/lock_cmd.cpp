@@ -1,11 +1,12 @@
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 
 #include "cli/ancestry.hpp"
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
-#include "exec/signals.hpp"
+#include "cli/stop_signals.hpp"
 #include "prim/lock.hpp"
 #include "prim/multi_lock.hpp"
 #include "util/duration.hpp"
@@ -70,12 +71,25 @@ Json busy_json(const std::string& name, const prim::Busy& busy) {
 }
 
 int lock_one(const LockRequest& req, const Console& console, const Settings& settings) {
+  // Only a wait takes the stop signals: without one, ^C ends rlock at once, as it would
+  // any command (nothing is queued, and a hold granted is either reported or not taken).
+  std::optional<StopSignals> stops;
+  if (req.wait.count() > 0) stops.emplace();
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
   prim::Lock lock(topology, *layout, req.name);
   lock.set_ancestry(inherited_holds());
-  auto a = lock.acquire(req.owner, req.lease, req.wait_until, wait_hooks(console, req.name),
-                        prim::HoldKind::kLock, req.mode);
+  prim::WaitHooks hooks = wait_hooks(console, req.name);
+  if (stops) hooks = stops->attach(std::move(hooks));
+  auto a =
+      lock.acquire(req.owner, req.lease, req.wait_until, hooks, prim::HoldKind::kLock, req.mode);
+  if (int signo = stops ? stops->stop_signal() : 0) {  // while connecting, waiting, or at the grant
+    if (const auto* held = std::get_if<prim::Held>(&a))
+      lock.give_back(req.owner, *held, prim::HoldKind::kLock);
+    console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" +
+                   req.name + "'; it is not held");
+    return 128 + signo;
+  }
   if (const auto* busy = std::get_if<prim::Busy>(&a)) {
     if (req.wait.count() > 0) console.notice(describe_busy(req.name, *busy, req.wait));
     console.result(busy_json(req.name, *busy));
@@ -91,19 +105,8 @@ int lock_one(const LockRequest& req, const Console& console, const Settings& set
 // it waits gives back what it took (a later lock's wait holds the earlier ones), where one
 // name's wait would simply end with nothing held.
 int lock_several(const LockRequest& req, const Console& console, const Settings& settings) {
-  exec::SignalFd signals;
-  int stop = 0;
-  auto hooks_for = [&](const std::string& name) {
-    prim::WaitHooks hooks = wait_hooks(console, name);
-    hooks.interrupt_fd = signals.fd();
-    hooks.should_stop = [&signals, &stop] {
-      while (auto s = signals.next()) {
-        if (exec::is_forwarded(*s)) stop = *s;
-      }
-      return stop != 0;
-    };
-    return hooks;
-  };
+  StopSignals stops;
+  auto hooks_for = [&](const std::string& name) { return stops.attach(wait_hooks(console, name)); };
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
   prim::MultiLock locks(topology, *layout, req.names);
@@ -112,10 +115,7 @@ int lock_several(const LockRequest& req, const Console& console, const Settings&
                                prim::HoldKind::kLock, req.mode);
   const std::string nothing_held = "none of locks " + quoted_names(req.names) + " is held";
   const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
-  while (auto s = signals.next()) {  // while connecting, or at the grant
-    if (exec::is_forwarded(*s)) stop = *s;
-  }
-  if (stop != 0) {
+  if (int stop = stops.stop_signal()) {  // while connecting, waiting, or at the grant
     if (!refused)
       locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
                       prim::HoldKind::kLock);

@@ -1,11 +1,13 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <memory>
+#include <optional>
 
 #include "cli/ancestry.hpp"
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/stop_signals.hpp"
 #include "cli/supervised.hpp"
 #include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
@@ -124,11 +126,22 @@ std::string held_line(const Take& t, const prim::PermitsHeld& held) {
 int run_acquire(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   Take t = resolve_take(f.take, settings);
+  // As `lock`: only a wait takes the stop signals.
+  std::optional<StopSignals> stops;
+  if (t.lock.wait.count() > 0) stops.emplace();
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
   sem.set_ancestry(inherited_holds());
-  auto a = sem.acquire(t.permits, t.lock.wait_until, permit_wait_hooks(console, t.lock.name));
+  prim::WaitHooks hooks = permit_wait_hooks(console, t.lock.name);
+  if (stops) hooks = stops->attach(std::move(hooks));
+  auto a = sem.acquire(t.permits, t.lock.wait_until, hooks);
+  if (int signo = stops ? stops->stop_signal() : 0) {  // while connecting, waiting, or at the grant
+    if (const auto* held = std::get_if<prim::PermitsHeld>(&a)) sem.release(held->ids);
+    console.notice("interrupted by signal " + std::to_string(signo) +
+                   " while waiting for semaphore '" + t.lock.name + "'; no permit is held");
+    return 128 + signo;
+  }
   if (const auto* busy = std::get_if<prim::PermitsBusy>(&a)) {
     console.result({{"name", t.lock.name},
                     {"acquired", false},

@@ -109,19 +109,12 @@ void Supervision::prepare() noexcept {
   }
 }
 
-int Supervision::stop_signal() {
-  while (auto s = signals_.next()) {
-    if (exec::is_forwarded(*s)) stop_signal_ = *s;
-  }
-  return stop_signal_;
-}
+int Supervision::stop_signal() { return stops_.stop_signal(); }
 
 prim::WaitHooks Supervision::wait_hooks(prim::WaitHooks base) {
-  base.interrupt_fd = signals_.fd();
   // Any other wake-up of the signal fd (the SIGCHLD of a child rlock inherited:
   // `sh -c 'x & exec rlock ...'`) does not end the wait.
-  base.should_stop = [this] { return stop_signal() != 0; };
-  return base;
+  return stops_.attach(std::move(base));
 }
 
 Millis Supervision::renew_interval() const {
@@ -144,19 +137,19 @@ int Supervision::run(const std::vector<std::string>& command,
   job.argv = command;
   job.env = std::move(env);
   job.unset = secret_names_;  // a copy: a hold that came too late runs again
-  job.signal_mask = &signals_.original_mask();
+  job.signal_mask = &stops_.fd().original_mask();
   exec::Watchdog watchdog(std::move(hold), topology);
   options_.acquired_at = SteadyClock::now();
   options_.verbose = [this](const std::string& m) { console_.explain(m); };
   options_.warn = [this](const std::string& m) { console_.notice(m); };
   options_.started = [&topology] { topology.close_retired(); };
-  options_.forwarded = [this](int s) { stop_signal_ = s; };
+  options_.forwarded = [this](int s) { stops_.forwarded(s); };
   came_too_late_ = false;
   options_.wait_again = [this] {
     came_too_late_ = SteadyClock::now() < wait_again_until_;
     return came_too_late_;
   };
-  int code = exec::supervise(job, watchdog, signals_, *guardian_, options_);
+  int code = exec::supervise(job, watchdog, stops_.fd(), *guardian_, options_);
   if (came_too_late_) guardian_.reset();  // it was told to finish: the next run starts one
   return code;
 }

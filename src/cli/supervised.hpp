@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/console.hpp"
+#include "cli/stop_signals.hpp"
 #include "exec/cgroup.hpp"
 #include "exec/guardian.hpp"
 #include "exec/signals.hpp"
@@ -100,11 +101,10 @@ class Supervision {
   std::vector<std::string> secret_names_;  // removed from the job's environment
   Millis lease_;
   exec::SuperviseOptions options_;
-  exec::SignalFd signals_;
+  StopSignals stops_;
   std::exception_ptr prepare_error_;
   std::optional<exec::JobCgroup> cgroup_;
   std::optional<exec::Guardian> guardian_;
-  int stop_signal_ = 0;
   Deadline wait_again_until_{};
   bool came_too_late_ = false;
 };

@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <functional>
 
 #include "harness.hpp"
 
@@ -141,6 +143,53 @@ TEST_CASE("wait line: a queue's next item counts down, erased before the item's 
   auto shown = screen(tty.output());
   for (const auto& l : shown) CHECK_MESSAGE(l.find("waiting") == std::string::npos, l);
   CHECK(std::find(shown.begin(), shown.end(), "ran-payload") != shown.end());
+}
+
+// ^C on a terminal ends a wait as exec's does: the line taken down, one notice, exit
+// 130, and the waiter gone from the queue at once (a killed waiter would stay queued, and a
+// grant to it would hold the next waiter up for the claim window).
+TEST_CASE("wait line: ^C ends the waits of lock, sem acquire and latch await, queue left") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "J", "--owner", "holder", "--lease", "60s"}).status == 0);
+  REQUIRE(rlock(redis, {"sem", "acquire", "S", "--permits", "1", "--owner", "h"}).status == 0);
+  REQUIRE(rlock(redis, {"latch", "set", "L", "2"}).status == 0);
+  struct Case {
+    std::vector<std::string> args;
+    std::string subject;
+    std::function<size_t()> queued;
+  };
+  std::vector<Case> cases = {
+      {{"lock", "--wait", "1m", "J", "--owner", "me"},
+       "lock 'J'",
+       [&] {
+         return static_cast<size_t>(redis.cmd_int({"ZCARD", lock_key("J") + ":waiters"}));
+       }},
+      {{"sem", "acquire", "S", "--permits", "1", "--wait", "1m", "--owner", "me"},
+       "semaphore 'S'",
+       [&] {
+         return parse_json(rlock(redis, {"sem", "status", "S"}).out).at("waiters").size();
+       }},
+      {{"latch", "await", "L", "--wait", "1m"}, "latch 'L'", [] { return size_t(0); }},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.subject);
+    auto tty = on_terminal(redis, 150, c.args);
+    INFO("terminal: " << json(tty.output()).dump());
+    REQUIRE(tty.expect("left of --wait", deadline(10s)));
+    if (c.subject != "latch 'L'") CHECK(c.queued() == 1);
+    tty.send("\x03");
+    REQUIRE(tty.wait(deadline(10s)).value_or(-1) == 128 + SIGINT);
+    CHECK(c.queued() == 0);
+    auto shown = screen(tty.output());
+    for (const auto& l : shown) CHECK_MESSAGE(!l.starts_with("waiting for"), l);
+    CHECK(std::any_of(shown.begin(), shown.end(), [&](const std::string& l) {
+      return l.find("rlock: interrupted by signal 2 while waiting for " + c.subject) !=
+             std::string::npos;
+    }));
+  }
+  // Nothing was taken: the holder's release leaves the lock free.
+  REQUIRE(rlock(redis, {"unlock", "J", "--owner", "holder"}).status == 0);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("J")}) == 0);
 }
 
 TEST_CASE("wait line: nothing of it with -q, nor with stderr on a pipe") {
