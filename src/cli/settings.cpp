@@ -334,6 +334,13 @@ Settings resolve_settings(const GlobalFlags& f) {
   } else if (layout != "rlock") {
     throw UsageError(layout_from + ": unknown layout '" + layout + "' (rlock or redisson)");
   }
+  if (s.layout == Layout::kRedisson && s.target.kind == redis::Deployment::kQuorum) {
+    // A Redisson client takes the lock on one server: a majority of members means nothing
+    // to it, and rlock's hold would not exclude it.
+    throw UsageError(layout_from +
+                     " redisson is refused on a quorum (redis-quorum://): Redisson's RLock "
+                     "lives on one server and would not respect a majority");
+  }
   if (auto o = env("RLOCK_OWNER")) {
     s.owner = o;
   } else {

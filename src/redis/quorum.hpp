@@ -1,0 +1,92 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/connection.hpp"
+#include "redis/reply.hpp"
+#include "redis/script.hpp"
+#include "redis/subscriber.hpp"
+#include "redis/url.hpp"
+#include "util/clock.hpp"
+
+namespace rlock::redis {
+
+class Topology;
+
+// N independent masters (redis-quorum://) behind a Topology: every request goes to all of
+// them at once (all written before any reply is read) and their replies combine by the
+// rule the script declares (redis/quorum_rule.hpp). A member whose data may be younger than
+// the longest lease any rlock asked the members for (restarted without persistence: its
+// uptime is shorter and rlock's first-write marker is younger than its start) does not
+// count towards a majority until that time has passed: it may have lost a hold that it
+// granted, and would hand out a second majority.
+class Quorum {
+ public:
+  Quorum(const Target& target, const ConnectOptions& options);
+  ~Quorum();
+
+  size_t size() const { return members_.size(); }
+  size_t majority() const { return members_.size() / 2 + 1; }
+  // The clock drift a hold allows for (RedLock's): 1% of the lease plus 2 ms.
+  static Millis drift(Millis lease) { return lease / 100 + Millis(2); }
+
+  // Runs `script` on every member and combines the replies (Script::quorum); a script with
+  // no rule throws UsageError before anything is sent. Members that have not answered by
+  // `until`, or once the outcome is known, are not waited for (their late replies are
+  // skipped by the next request). Throws UnavailableError when fewer than a majority of the
+  // members that count answered, ReplyError for a member's error reply.
+  Reply run(const Script& script, const std::vector<std::string_view>& keys,
+            const std::vector<std::string_view>& args, Deadline until);
+
+  // A subscriber on every member that can be reached (at least a majority, else
+  // UnavailableError), woken by a message on any of them.
+  Subscriber subscribe(const std::vector<std::string>& channels,
+                       const std::vector<std::string>& classic);
+
+  // Topology::send_cleanup on every member, each on a connection of its own.
+  bool send_cleanup(const Script& script, const std::vector<std::string>& keys,
+                    const std::vector<std::string>& args, Millis patience) noexcept;
+
+  // One standalone topology per member (inspect and doctor look at each).
+  std::vector<std::unique_ptr<Topology>>& member_topologies() { return topologies_; }
+  const std::vector<Endpoint>& members() const { return endpoints_; }
+  void set_timeout(Millis timeout) { timeout_ = timeout; }
+
+ private:
+  struct Member {
+    ConnectOptions options;
+    std::optional<Connection> conn;
+    size_t owed = 0;               // replies of earlier requests not read yet
+    std::set<std::string> loaded;  // SHA1s this connection has run (EVALSHA is safe)
+    std::string failure;           // why it did not answer the last request
+    std::vector<std::vector<std::string>> prelude;  // AUTH, SELECT not sent yet
+  };
+  using Commands = std::vector<std::vector<std::string>>;
+  // Writes each member's commands (an empty list: nothing for that member), then reads the
+  // replies as they come, until every member answered, `until`, or `enough` says the
+  // outcome is known. A member that did not answer gets nullopt.
+  std::vector<std::optional<std::vector<ReplyPtr>>> exchange(
+      const std::vector<Commands>& commands, Deadline until,
+      const std::function<bool(const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough);
+  // EVALSHA where this member's connection ran the script before, else EVAL.
+  std::vector<std::string> eval(Member& m, const Script& script,
+                                const std::vector<std::string_view>& keys,
+                                const std::vector<std::string_view>& args);
+  // Raises the fencing token to `fence` on a majority of the members that count.
+  void write_back_fence(const std::string& fence_key, long long fence,
+                        const std::vector<bool>& counts, Deadline until);
+  std::string describe_missing(const std::vector<bool>& answered) const;
+
+  std::vector<Member> members_;
+  std::vector<Endpoint> endpoints_;
+  std::vector<std::unique_ptr<Topology>> topologies_;
+  ConnectOptions options_;
+  Millis timeout_;
+};
+
+}  // namespace rlock::redis
