@@ -243,7 +243,8 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   };
   required_value("--url", f.url,
                  "redis://[user[:pass]@]host[:port][/db], unix:///path[?db=N], "
-                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2; rediss... over TLS")
+                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2, redis-quorum://H1,H2,H3 "
+                 "(locks only); rediss... over TLS")
       ->type_name("URL");
   required_value("--password-file", f.password_file, "read the password from FILE (mode 600)")
       ->type_name("FILE");
