@@ -264,13 +264,27 @@ TEST_CASE("quorum: a waiter sleeps on every member and is woken through the ones
   CHECK(parse_json(waiter.out()).at("acquired") == true);
 }
 
-TEST_CASE("quorum: inspect shows each member") {
+TEST_CASE("quorum: inspect lists each member's view and whether a majority agrees") {
   Members q;
   CHECK(on(q, {"lock", "I", "--owner", "alice"}).status == 0);
-  auto r = on(q, {"inspect", "I"});
-  INFO(r.err);
-  CHECK(r.status == 0);
-  CHECK(r.out.find("alice") != std::string::npos);
+  q.servers[2].cmd({"DEL", lock_key("I")});
+  auto listing = [&] {
+    auto r = on(q, {"inspect", "I"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<std::string> out;
+    for (const auto& o : parse_json(r.out)) {
+      out.push_back(o.at("member").get<std::string>() + " " +
+                    o.at("holders")[0].at("owner").get<std::string>() +
+                    (o.at("majority").get<bool>() ? " majority" : " minority"));
+    }
+    return out;
+  };
+  const std::string x = "127.0.0.1:" + std::to_string(q.servers[0].port());
+  const std::string y = "127.0.0.1:" + std::to_string(q.servers[1].port());
+  CHECK(listing() == std::vector<std::string>{x + " alice majority", y + " alice majority"});
+  q.servers[1].cmd({"DEL", lock_key("I")});
+  CHECK(listing() == std::vector<std::string>{x + " alice minority"});
 }
 
 }  // namespace
