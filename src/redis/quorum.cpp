@@ -15,10 +15,6 @@
 namespace rlock::redis {
 namespace {
 
-// quorum_member.lua's keys: outside every prefix, one pair per member (its data set).
-constexpr std::string_view kLongestLeaseKey = "rlock:quorum:longest-lease";
-constexpr std::string_view kFirstWriteKey = "rlock:quorum:first-write";
-
 using Answers = std::vector<std::optional<std::vector<ReplyPtr>>>;
 
 // How much later than the quorum's first use (the earliest first write any member
@@ -83,13 +79,8 @@ std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies,
     out[i].counts = true;
     if (checked) {
       const redisReply* c = replies[i]->front().get();
-      long long uptime = int_at(c, 0), first_write = int_at(c, 1), now = int_at(c, 3);
-      // Its data set began in this run of the server (not kept by persistence across a
-      // restart), later than the quorum's first use: it may have lost holds it granted.
-      // (INFO counts the uptime in whole seconds: the start may be up to 1 s earlier.)
-      bool began_here = first_write >= now - uptime - 1000;
-      bool joined_late = first_write > first_use + kJoinSlack.count();
-      if (is_error(c) || (longest > 0 && uptime < longest && began_here && joined_late))
+      MemberAge age{int_at(c, 0), int_at(c, 1), int_at(c, 2), int_at(c, 3)};
+      if (is_error(c) || not_counted_for(age, longest, first_use).count() > 0)
         out[i].counts = false;
     }
     out[i].yes = votes_yes(rule, out[i].main);
@@ -119,6 +110,18 @@ Tally tally(const std::vector<Answer>& answers) {
 ReplyPtr take(Answers& replies, size_t i) { return std::move(replies[i]->back()); }
 
 }  // namespace
+
+Millis not_counted_for(const MemberAge& m, long long longest, long long first_use) {
+  // (INFO counts the uptime in whole seconds: the start may be up to 1 s earlier.)
+  // No first write yet (a read-only look, rlock doctor): the next request's would be now.
+  long long first_write = m.first_write > 0 ? m.first_write : m.now;
+  bool began_here = first_write >= m.now - m.uptime - 1000;
+  bool joined_late = first_write > first_use + kJoinSlack.count();
+  // Nor does it start at a whole second: the uptime it reports may be up to 1 s more.
+  long long surely_up = m.uptime - 1000;
+  if (longest <= 0 || surely_up >= longest || !began_here || !joined_late) return Millis(0);
+  return Millis(longest - surely_up);
+}
 
 Quorum::Quorum(const Target& target, const ConnectOptions& options)
     : options_(options), timeout_(options.command_timeout) {

@@ -18,6 +18,24 @@ namespace rlock::redis {
 
 class Topology;
 
+// What lua/quorum_member.lua reports of one member (its own clock, ms).
+struct MemberAge {
+  long long uptime = 0;         // INFO's uptime (whole seconds)
+  long long first_write = 0;    // when rlock first wrote to its data set (0: never)
+  long long longest_lease = 0;  // the longest lease it was asked for (0: none)
+  long long now = 0;
+};
+// Where the quorum keeps them (on each member, outside every prefix, no expiry).
+inline constexpr std::string_view kLongestLeaseKey = "rlock:quorum:longest-lease";
+inline constexpr std::string_view kFirstWriteKey = "rlock:quorum:first-write";
+
+// The restart rule: how long `m` must not count towards a majority yet (0: it counts).
+// `longest`: the longest lease any member remembers; `first_use`: the earliest first write
+// any member remembers. A member does not count while its uptime is shorter than `longest`
+// if its data set began in this run of the server and later than the quorum's first use:
+// it restarted without its data, and may have granted a hold it no longer knows.
+Millis not_counted_for(const MemberAge& m, long long longest, long long first_use);
+
 // N independent masters (redis-quorum://) behind a Topology: every request goes to all of
 // them at once (all written before any reply is read) and their replies combine by the
 // rule the script declares (redis/quorum_rule.hpp). A member whose data may be younger than

@@ -199,6 +199,18 @@ TEST_CASE("quorum: a member restarted empty does not count until the longest lea
   }
   auto restarted = Clock::now();
   q.servers[2].restart();  // its data, the hold among them, is gone
+  // doctor says which member does not count, and for how long.
+  auto doctor = on(q, {"doctor"});
+  std::vector<std::string> restart;
+  const json report = parse_json(doctor.out);
+  for (const auto& f : report.at("findings")) {
+    if (f.at("check").get<std::string>() == "restart")
+      restart.push_back(f.at("level").get<std::string>());
+  }
+  std::string levels;
+  for (const auto& l : restart) levels += l + " ";
+  CHECK(levels == "ok ok warn ");
+  CHECK(doctor.out.find("not counted towards a majority for another") != std::string::npos);
   q.servers[0].freeze();
   // Z would make a second majority with Y... if it counted.
   auto r = on(q, {"lock", "P", "--owner", "b", "--lease", "3s", "--timeout", "500ms"});
@@ -273,7 +285,8 @@ TEST_CASE("quorum: inspect lists each member's view and whether a majority agree
     INFO(r.err);
     REQUIRE(r.status == 0);
     std::vector<std::string> out;
-    for (const auto& o : parse_json(r.out)) {
+    const json listed = parse_json(r.out);
+    for (const auto& o : listed) {
       out.push_back(o.at("member").get<std::string>() + " " +
                     o.at("holders")[0].at("owner").get<std::string>() +
                     (o.at("majority").get<bool>() ? " majority" : " minority"));
