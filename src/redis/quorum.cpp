@@ -106,6 +106,14 @@ Tally tally(const std::vector<Answer>& answers) {
   return t;
 }
 
+bool noscript(const std::vector<ReplyPtr>& replies) {
+  for (const auto& r : replies) {
+    if (is_error(r.get()) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0)
+      return true;
+  }
+  return false;
+}
+
 // Takes ownership of member i's script reply out of `replies`.
 ReplyPtr take(Answers& replies, size_t i) { return std::move(replies[i]->back()); }
 
@@ -137,16 +145,24 @@ Quorum::Quorum(const Target& target, const ConnectOptions& options)
 
 Quorum::~Quorum() = default;
 
-std::vector<std::string> Quorum::eval(Member& m, const Script& script,
+std::vector<std::string> Quorum::eval(const Script& script,
                                       const std::vector<std::string_view>& keys,
                                       const std::vector<std::string_view>& args) {
-  bool known = m.loaded.count(script.sha1) > 0;
-  std::vector<std::string> cmd = {known ? "EVALSHA" : "EVAL", known ? script.sha1 : script.source,
-                                  std::to_string(keys.size())};
+  sources_[script.sha1] = script.source;
+  std::vector<std::string> cmd = {"EVALSHA", script.sha1, std::to_string(keys.size())};
   cmd.insert(cmd.end(), keys.begin(), keys.end());
   cmd.insert(cmd.end(), args.begin(), args.end());
-  m.loaded.insert(script.sha1);
   return cmd;
+}
+
+Quorum::Commands Quorum::with_sources(const Commands& commands) const {
+  Commands out = commands;
+  for (auto& cmd : out) {
+    if (cmd.size() < 2 || cmd[0] != "EVALSHA") continue;
+    cmd[0] = "EVAL";
+    cmd[1] = sources_.at(cmd[1]);
+  }
+  return out;
 }
 
 std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
@@ -157,7 +173,8 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
   std::vector<std::vector<ReplyPtr>> got(n);
   std::vector<size_t> stale(n, 0);
   std::vector<bool> pending(n, false);
-  std::vector<size_t> prelude(n, 0);  // AUTH, SELECT of a new connection, before the request
+  std::vector<size_t> prelude(n, 0);    // AUTH, SELECT of a new connection, before the request
+  std::vector<bool> sourced(n, false);  // sent again with EVAL after a NOSCRIPT
   auto fail = [&](size_t i, const std::string& why) {
     members_[i].failure = why;
     members_[i].conn.reset();
@@ -203,6 +220,16 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
             continue;
           }
           got[i].push_back(std::move(r));
+          if (got[i].size() == commands[i].size() && !sourced[i] && noscript(got[i])) {
+            // A member that has not cached a script (restarted, SCRIPT FLUSH) ran nothing
+            // of it: the same requests again with their sources, on the same connection.
+            Commands again = with_sources(commands[i]);
+            m.conn->send(again);
+            m.owed += again.size();
+            sourced[i] = true;
+            got[i].clear();
+            continue;
+          }
           if (got[i].size() == commands[i].size()) {
             out[i] = std::move(got[i]);
             pending[i] = false;
@@ -261,7 +288,7 @@ void Quorum::write_back_fence(const std::string& fence_key, long long fence,
   const std::string token = std::to_string(fence);
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i].conn)
-      commands[i].push_back(eval(members_[i], scripts::lock_fence_raise, {fence_key}, {token}));
+      commands[i].push_back(eval(scripts::lock_fence_raise, {fence_key}, {token}));
   }
   auto raised = [&](const Answers& replies) {
     size_t ok = 0;
@@ -297,7 +324,6 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
     if (m.conn && !m.conn->broken()) continue;
     m.conn.reset();
     m.prelude.clear();
-    m.loaded.clear();
     m.owed = 0;
     try {
       ConnectOptions o = m.options;
@@ -322,10 +348,10 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   for (size_t i = 0; i < members_.size(); ++i) {
     if (!members_[i].conn) continue;
     if (checked) {
-      commands[i].push_back(eval(members_[i], scripts::quorum_member,
-                                 {kLongestLeaseKey, kFirstWriteKey}, {lease_arg}));
+      commands[i].push_back(
+          eval(scripts::quorum_member, {kLongestLeaseKey, kFirstWriteKey}, {lease_arg}));
     }
-    commands[i].push_back(eval(members_[i], script, keys, args));
+    commands[i].push_back(eval(script, keys, args));
   }
   const size_t n = members_.size(), need = majority();
   Answers replies = exchange(commands, until, [&](const Answers& r) {

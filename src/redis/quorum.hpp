@@ -1,8 +1,8 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,7 +80,6 @@ class Quorum {
     ConnectOptions options;
     std::optional<Connection> conn;
     size_t owed = 0;               // replies of earlier requests not read yet
-    std::set<std::string> loaded;  // SHA1s this connection has run (EVALSHA is safe)
     std::string failure;           // why it did not answer the last request
     std::vector<std::vector<std::string>> prelude;  // AUTH, SELECT not sent yet
   };
@@ -91,16 +90,18 @@ class Quorum {
   std::vector<std::optional<std::vector<ReplyPtr>>> exchange(
       const std::vector<Commands>& commands, Deadline until,
       const std::function<bool(const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough);
-  // EVALSHA where this member's connection ran the script before, else EVAL.
-  std::vector<std::string> eval(Member& m, const Script& script,
-                                const std::vector<std::string_view>& keys,
+  // EVALSHA of `script` (a member that answers NOSCRIPT gets the request again with
+  // with_sources: one more round trip, once per script and server start).
+  std::vector<std::string> eval(const Script& script, const std::vector<std::string_view>& keys,
                                 const std::vector<std::string_view>& args);
+  Commands with_sources(const Commands& commands) const;
   // Raises the fencing token to `fence` on a majority of the members that count.
   void write_back_fence(const std::string& fence_key, long long fence,
                         const std::vector<bool>& counts, Deadline until);
   std::string describe_missing(const std::vector<bool>& answered) const;
 
   std::vector<Member> members_;
+  std::map<std::string, const char*> sources_;  // SHA1 -> source of the scripts sent
   std::vector<Endpoint> endpoints_;
   std::vector<std::unique_ptr<Topology>> topologies_;
   ConnectOptions options_;
