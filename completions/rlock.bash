@@ -113,7 +113,7 @@ _rlock()
             return
             ;;
         --url)
-            COMPREPLY=($(compgen -W 'redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// redis-cluster:// rediss-cluster://' -- "$cur"))
+            COMPREPLY=($(compgen -W 'redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// redis-cluster:// rediss-cluster:// redis-quorum:// rediss-quorum://' -- "$cur"))
             [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
             return
             ;;

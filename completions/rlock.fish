@@ -102,7 +102,7 @@ complete -c rlock -n __rlock_wants_lock_name -a '(__rlock_lock_names)' -d 'Held 
 
 # Global options, before or after the subcommand (not after exec's `--`).
 set -l global 'not __rlock_exec_after_dashdash'
-complete -c rlock -n $global -l url -x -a 'redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// redis-cluster:// rediss-cluster://' -d 'Redis server URL'
+complete -c rlock -n $global -l url -x -a 'redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// redis-cluster:// rediss-cluster:// redis-quorum:// rediss-quorum://' -d 'Redis server URL'
 complete -c rlock -n $global -l password-file -r -F -d 'Read the password from this file'
 complete -c rlock -n $global -l tls-ca-cert -r -F -d 'rediss: trust the CAs in this file'
 complete -c rlock -n $global -l tls-ca-dir -x -a '(__fish_complete_directories)' -d 'rediss: trust the CAs in this directory'

@@ -34,6 +34,8 @@
 --        error "SELF <exclusive|shared|behind> <hold id>" (busy, and it could only be granted
 --        once that hold of ARGV[10] is released: it would wait for itself; it leaves the queue),
 --        "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
+-- On a quorum (redis/quorum_rule.hpp):
+-- @quorum grant
 -- @include common.lua
 -- @include lock_common.lua
 foreign_channel = ARGV[12] or ''

@@ -6,6 +6,8 @@
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
 --        not a well-formed lock.
 -- KEYS[12] this request's reply record (see once in common.lua).
+-- On a quorum (redis/quorum_rule.hpp):
+-- @quorum union
 -- @include common.lua
 -- @include lock_common.lua
 foreign_channel = ARGV[4] or ''

@@ -3,13 +3,15 @@
 -- to the longest-waiting live waiter (see grant in lock_common.lua) or is announced free.
 -- ARGV[1] owner, ARGV[2] lock channel, ARGV[3] keep ms at level 0 (--min-hold; 0 = none),
 -- ARGV[4] id of the exec hold to release ("" for a plain unlock), ARGV[5] claim ms,
--- ARGV[6] "release" or "abandon"; for "abandon", ARGV[7] the request's waiters member;
+-- ARGV[6] "release", "abandon" or "return"; for those two, ARGV[7] the request's waiters member;
 -- ARGV[8] the hold's kind: "lock" or "exec" (exclusive), "slock" or "sexec" (shared);
 -- ARGV[9] ms the reply record KEYS[12] is kept (with KEYS[12]), ARGV[10] Redisson's lock
 -- channel or "" (see foreign_channel in lock_common.lua).
 -- "abandon" gives back what the request ARGV[4] took (a hold, or a grant not yet claimed),
 -- leaves the queue, and marks the request given up, so that it changes nothing if the
--- server runs it only now.
+-- server runs it only now. "return" (a quorum's grant that fell short of a majority) gives
+-- back the hold the request ARGV[4] took, if any, and nothing else: the request stays
+-- queued, a grant not yet claimed stays its own, and its next attempt may take it again.
 -- Reply: {1, remaining_count} released (0: released, handed over or kept);
 --        {0, owner1, count1, ...} the owner does not hold it (empty after 0: it is free);
 --        {-2, owner1, count1, ...} refused: the last level belongs to a running exec;
@@ -17,6 +19,8 @@
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
 -- KEYS[12] this request's reply record (see once in common.lua): a repeat of the same
 -- request (a retry after a lost reply) gets the first run's reply and changes nothing.
+-- On a quorum (redis/quorum_rule.hpp):
+-- @quorum release
 -- @include common.lua
 -- @include lock_common.lua
 foreign_channel = ARGV[10] or ''
@@ -41,6 +45,20 @@ local function release_shared(id)
   reader_del(id)
   pass_on(channel, claim_ms)
   return 0
+end
+
+if ARGV[6] == 'return' then
+  local _, kind = parse_member(ARGV[7])
+  if redis.call('GET', KEYS[7]) ~= '1' then return {1, 0} end
+  remember('r')
+  if is_shared(kind) then
+    if release_shared(reader_id(kind, owner, rid)) then return {1, 1} end
+    return {1, 0}
+  end
+  if count < 1 or (kind == 'exec' and exec_hold ~= rid) then return {1, 0} end
+  if exec_hold == rid then redis.call('DEL', KEYS[6]) end
+  release_level(owner, count, 0, channel, claim_ms)
+  return {1, 1}
 end
 
 if ARGV[6] == 'abandon' then

@@ -6,6 +6,8 @@
 -- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] exec hold id or "", ARGV[4] reader id or ""
 -- Reply: the hold's remaining lease in ms (> 0) when renewed; 0 when the hold is gone
 --        (expired, deleted, forced, or the keys now hold other types).
+-- On a quorum (redis/quorum_rule.hpp):
+-- @quorum renew
 -- @include common.lua
 local denied = first_denied({{'PEXPIRE', KEYS[1], '1'}, {'SET', KEYS[2], '1'}, {'HSET', KEYS[3], 'f', '1'},
   {'ZADD', KEYS[4], '1', 'm'}, {'PEXPIRE', KEYS[4], '1'}}) or first_denied_use({{'TIME'}, {'TYPE', KEYS[1]},

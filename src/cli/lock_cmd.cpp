@@ -58,6 +58,7 @@ Json held_json(const LockRequest& req, const std::string& name, const prim::Held
               {"count", held.count}, {"fence", held.fence}, {"lease_ms", held.lease.count()}};
   if (req.mode == prim::LockMode::kShared) out["shared"] = true;
   if (held.replicas_acked >= 0) out["replicas_acked"] = held.replicas_acked;
+  if (held.validity.count() >= 0) out["validity_ms"] = held.validity.count();
   return out;
 }
 

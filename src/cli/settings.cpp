@@ -243,7 +243,8 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   };
   required_value("--url", f.url,
                  "redis://[user[:pass]@]host[:port][/db], unix:///path[?db=N], "
-                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2; rediss... over TLS")
+                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2, redis-quorum://H1,H2,H3 "
+                 "(locks only); rediss... over TLS")
       ->type_name("URL");
   required_value("--password-file", f.password_file, "read the password from FILE (mode 600)")
       ->type_name("FILE");
@@ -333,6 +334,13 @@ Settings resolve_settings(const GlobalFlags& f) {
     s.layout = Layout::kRedisson;
   } else if (layout != "rlock") {
     throw UsageError(layout_from + ": unknown layout '" + layout + "' (rlock or redisson)");
+  }
+  if (s.layout == Layout::kRedisson && s.target.kind == redis::Deployment::kQuorum) {
+    // A Redisson client takes the lock on one server: a majority of members means nothing
+    // to it, and rlock's hold would not exclude it.
+    throw UsageError(layout_from +
+                     " redisson is refused on a quorum (redis-quorum://): Redisson's RLock "
+                     "lives on one server and would not respect a majority");
   }
   if (auto o = env("RLOCK_OWNER")) {
     s.owner = o;

@@ -509,10 +509,52 @@ std::string_view level_name(Level level) {
   return "unknown";
 }
 
+// A quorum member's age as the restart rule reads it (read-only: nothing is written).
+redis::MemberAge member_age(redis::Topology& t) {
+  redis::MemberAge age;
+  auto read = [&](std::string_view key) {
+    std::string v = t.command({"GET", key}).str();
+    return v.empty() ? 0 : std::stoll(v);
+  };
+  age.longest_lease = read(redis::kLongestLeaseKey);
+  age.first_write = read(redis::kFirstWriteKey);
+  age.uptime = number(info(t, "server"), "uptime_in_seconds", 0) * 1000;
+  redis::Reply time = t.command({"TIME"});
+  age.now = std::stoll(time.at(0).str()) * 1000 + std::stoll(time.at(1).str()) / 1000;
+  return age;
+}
+
+// The quorum's restart rule, member by member: a member restarted without its data does
+// not count towards a majority until the longest lease has passed.
+void check_restarts(const std::vector<std::pair<std::string, redis::MemberAge>>& ages,
+                    std::vector<Finding>& out) {
+  long long longest = 0, first_use = 0;
+  for (const auto& [server, age] : ages) {
+    longest = std::max(longest, age.longest_lease);
+    if (age.first_write > 0)
+      first_use = first_use ? std::min(first_use, age.first_write) : age.first_write;
+  }
+  for (const auto& [server, age] : ages) {
+    Millis wait = redis::not_counted_for(age, longest, first_use);
+    if (wait.count() > 0) {
+      out.push_back({server, "restart", Level::kWarn,
+                     "restarted " + format_duration(Millis(age.uptime)) +
+                         " ago without its data: not counted towards a majority for another " +
+                         format_duration(wait) + " (the longest lease, " +
+                         format_duration(Millis(longest)) + ", must pass first)"});
+    } else {
+      out.push_back({server, "restart", Level::kOk, "counts towards a majority"});
+    }
+  }
+}
+
 std::vector<Finding> examine(redis::Topology& topology, const std::string& prefix) {
   std::vector<Finding> out;
+  std::vector<std::pair<std::string, redis::MemberAge>> ages;
+  const bool quorum = !topology.quorum_members().empty();
   topology.for_each_master([&](redis::Topology& t) {
     Checker c{t, t.server_name(), out};
+    if (quorum) ages.emplace_back(c.server, member_age(t));
     // A command this user may not run (an ACL, a managed service's renamed commands) makes
     // its check unknown; a server that does not answer ends the examination (exit 69).
     auto guarded = [&c](const std::string& check, const std::function<void()>& run) {
@@ -545,6 +587,7 @@ std::vector<Finding> examine(redis::Topology& topology, const std::string& prefi
             [&] { check_certificate(out, c.server, t.server_certificate_expiry()); });
     guarded("acl", [&] { check_acl(c, prefix, cluster); });
   });
+  if (quorum) check_restarts(ages, out);
   redis::Topology::Sentinels sentinels = topology.sentinels();
   if (!sentinels.each.empty()) check_sentinels(sentinels, topology.server_name(), out);
   return out;

@@ -178,9 +178,72 @@ void scan_node(redis::Topology& topology, const prim::KeyLayout& layout, std::st
 
 }  // namespace
 
+namespace {
+
+// Who holds it, as a member says (owners, counts, modes; not the lease left, which differs
+// between members by the time between their answers).
+Json holders_of(const Json& object) {
+  Json out = Json::array();
+  if (!object.contains("holders")) return out;
+  for (const auto& h : object["holders"]) {
+    Json one = h;
+    one.erase("lease_ms");
+    out.push_back(one);
+  }
+  return out;
+}
+
+// A quorum: every member is listed (its objects tagged with "member"), and each object says
+// whether a majority of the members agrees on who holds it ("majority"). The listing is
+// read whole first, members in URL order; it comes out sorted by name, type and member.
+void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
+                 std::string_view name_glob, const std::vector<const ObjectType*>& types,
+                 const std::function<void(const std::vector<Shown>&)>& emit) {
+  const size_t members = topology.quorum_members().size();
+  std::vector<std::pair<size_t, Shown>> all;
+  size_t member = 0;
+  topology.for_each_master([&](redis::Topology& node) {
+    std::string name = node.server_name();
+    scan_node(node, layout, name_glob, types, [&](const std::vector<Shown>& batch) {
+      for (const Shown& shown : batch) {
+        all.emplace_back(member, shown);
+        all.back().second.decoded.json["member"] = name;
+      }
+    });
+    ++member;
+  });
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    if (a.second.name != b.second.name) return a.second.name < b.second.name;
+    return a.second.type->type() < b.second.type->type();
+  });
+  std::vector<Shown> out;
+  for (size_t i = 0; i < all.size();) {
+    size_t j = i;
+    while (j < all.size() && all[j].second.name == all[i].second.name &&
+           all[j].second.type == all[i].second.type) {
+      ++j;
+    }
+    std::vector<Json> holders;
+    for (size_t k = i; k < j; ++k) holders.push_back(holders_of(all[k].second.decoded.json));
+    for (size_t k = i; k < j; ++k) {
+      size_t agree = std::count(holders.begin(), holders.end(), holders[k - i]);
+      // Members without the object agree with an empty holder list.
+      if (holders[k - i].empty()) agree += members - (j - i);
+      all[k].second.decoded.json["majority"] = agree > members / 2;
+      out.push_back(std::move(all[k].second));
+    }
+    i = j;
+  }
+  emit(out);
+}
+
+}  // namespace
+
 void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
                   std::string_view name_glob, const std::vector<const ObjectType*>& types,
                   const std::function<void(const std::vector<Shown>&)>& emit) {
+  if (!topology.quorum_members().empty())
+    return scan_quorum(topology, layout, name_glob, types, emit);
   // Every object lives on one master (its hash tag's slot): each master is scanned once.
   topology.for_each_master(
       [&](redis::Topology& node) { scan_node(node, layout, name_glob, types, emit); });

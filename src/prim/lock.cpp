@@ -14,6 +14,8 @@ namespace rlock::prim {
 namespace {
 
 constexpr std::string_view kKind = "lock";
+// When a request granted by too few of a quorum's members (and no busy reply) tries again.
+constexpr Millis kSplitRetry{50};
 // Holders a waiting line names; it is one line of a terminal.
 constexpr size_t kSummaryOwners = 3;
 
@@ -67,6 +69,22 @@ class LockWait : public Waitable {
                            claim, arrival_, ancestry_, seen_fence_, lock_.foreign_channel_},
                           kKind, redis::Retry::kIdempotent, &acks);
     long long status = reply.at(0).integer();
+    if (status == -2) {
+      // Granted by fewer than a majority of a quorum's members (or too late): what it took
+      // goes back at once. A wait keeps its place; a request that ends here is given up by
+      // its id (a late grant is undone too) and the wait, if any, goes on under a new id.
+      if (mode == Mode::kTry || mode == Mode::kLast) {
+        give_up();
+        renew_id();
+      } else {
+        give_back_taken();
+      }
+      if (reply.size() < 7) {
+        unconfirmed_since_.reset();
+        result_ = Busy{};
+        return {false, kSplitRetry, {}, "split between the quorum's members", -1};
+      }
+    }
     if (status == 1) {
       // The wait gives back what this request took (give_up) on the way out.
       require_acks(acks, reply.at(4).integer() == 1
@@ -80,8 +98,13 @@ class LockWait : public Waitable {
       h.hold_id = id_;
       h.mode = mode_;
       h.replicas_acked = acks.wanted > 0 ? acks.acked : -1;
-      // The hold may have been taken by an earlier try whose reply was lost.
-      h.deadline = std::min(sent, *unconfirmed_since_) + lease_;
+      // The hold may have been taken by an earlier try whose reply was lost. A quorum's
+      // members each count the lease on their own clock: the drift is left out.
+      h.deadline = std::min(sent, *unconfirmed_since_) + lease_ - lock_.topology_.drift(lease_);
+      if (lock_.topology_.drift(lease_).count() > 0) {
+        h.validity = h.lease;  // the quorum reports what is left in the pttl
+        h.lease = lease_;
+      }
       result_ = h;
       return {true, Millis(0), {}, {}, -1};
     }
@@ -119,6 +142,21 @@ class LockWait : public Waitable {
   std::vector<std::string> classic_channels() const override {
     if (lock_.foreign_channel_.empty()) return {};
     return {lock_.foreign_channel_};
+  }
+
+  // Gives back the hold this request took, if any, and nothing else (lock_release's
+  // "return"): the request stays queued under the same id.
+  void give_back_taken() noexcept {
+    std::vector<std::string> args = {owner_,   lock_.channel_, "0",   id_, millis_arg(kClaimWindow),
+                                     "return", member_,        kind_, "0", lock_.foreign_channel_};
+    clean_up(lock_.topology_, redis::scripts::lock_release, lock_.keys(request_key_), args);
+  }
+
+  // A new request id, for a wait that goes on after its request was given up.
+  void renew_id() {
+    id_ = random_hex(8);
+    request_key_ = lock_.layout_.request_key(lock_.name_, id_);
+    member_ = std::to_string(lease_.count()) + ":" + kind_ + ":" + id_ + ":" + owner_;
   }
 
   void give_up() noexcept override {
@@ -160,7 +198,7 @@ class LockHold : public Hold {
   Renewed renew() override {
     Deadline sent = SteadyClock::now();
     if (lock_.renew(owner_, lease_, hold_id_, mode_).count() > 0) {
-      deadline_ = sent + lease_;
+      deadline_ = sent + lease_ - lock_.topology_.drift(lease_);
       return Renewed::kHeld;
     }
     reason_ = "the lock is no longer held by " + owner_ + " (expired, deleted or forced)";

@@ -40,6 +40,9 @@ struct Held {
   LockMode mode = LockMode::kExclusive;
   Deadline deadline{};  // the server may expire it from here on: request send time + lease
   long long replicas_acked = -1;  // replicas that acknowledged it (--sync-replicas); -1 = off
+  // On a quorum: what is left of the lease once the majority answered, minus the drift
+  // (RedLock's validity); -1 elsewhere.
+  Millis validity{-1};
 };
 
 // Somebody else has it.

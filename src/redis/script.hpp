@@ -14,6 +14,9 @@ struct Script {
   const char* name;
   const char* sha1;
   const char* source;
+  // How the members' replies combine on a quorum (`-- @quorum RULE` in the .lua file; see
+  // redis/quorum_rule.hpp); "" = no majority semantics: refused there.
+  const char* quorum = "";
 };
 
 // Runs `script` with EVALSHA; when the server has not cached it (NOSCRIPT, e.g. after a

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "redis/errors.hpp"
 
@@ -105,6 +106,13 @@ void Subscriber::read_buffered() {
 Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
   while (true) {
     read_buffered();
+    for (Subscriber& m : more_) {
+      m.read_buffered();
+      while (!m.pending_.empty()) {
+        pending_.push_back(std::move(m.pending_.front()));
+        m.pending_.pop_front();
+      }
+    }
     if (!pending_.empty()) {
       Event e = std::move(pending_.front());
       pending_.pop_front();
@@ -119,23 +127,35 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
       }
       next_check_ = SteadyClock::now() + recheck_every_;
     }
-    pollfd fds[2] = {{conn_.fd(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
-    int nfds = interrupt_fd >= 0 ? 2 : 1;
+    std::vector<pollfd> fds = {{conn_.fd(), POLLIN, 0}};
+    for (const Subscriber& m : more_) fds.push_back({m.conn_.fd(), POLLIN, 0});
+    const size_t subscribers = fds.size();
+    if (interrupt_fd >= 0) fds.push_back({interrupt_fd, POLLIN, 0});
     Deadline wake = still_serves_ ? std::min(until, next_check_) : until;
     auto left = millis_until(wake);
-    int rc = poll(fds, nfds, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    int rc =
+        poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (rc < 0) {
       if (errno == EINTR) continue;
       throw IoError("lost the connection to redis at " + conn_.options().endpoint.describe() +
                     " while waiting: " + std::strerror(errno));
     }
-    if (nfds == 2 && fds[1].revents) return {Wake::kInterrupted, {}, {}};
-    if (fds[0].revents) {
-      conn_.read_available("while waiting");
-      continue;
+    if (fds.size() > subscribers && fds.back().revents) return {Wake::kInterrupted, {}, {}};
+    bool readable = false;
+    for (size_t i = 0; i < subscribers; ++i) {
+      if (!fds[i].revents) continue;
+      readable = true;
+      (i == 0 ? conn_ : more_[i - 1].conn_).read_available("while waiting");
     }
+    if (readable) continue;
     if (SteadyClock::now() >= until) return {Wake::kTimeout, {}, {}};
   }
+}
+
+Subscriber Subscriber::join(std::vector<Subscriber> subscribers) {
+  Subscriber first = std::move(subscribers.front());
+  for (size_t i = 1; i < subscribers.size(); ++i) first.more_.push_back(std::move(subscribers[i]));
+  return first;
 }
 
 void Subscriber::recheck(Millis every, std::function<bool()> still_serves) {

@@ -65,6 +65,10 @@ class Subscriber {
   // keeps them, and nothing is published there any more).
   void recheck(Millis every, std::function<bool()> still_serves);
 
+  // One subscriber over several (a quorum's members, each subscribed to the same channels):
+  // wait() returns a message from any of them; one that drops ends the wait with IoError.
+  static Subscriber join(std::vector<Subscriber> subscribers);
+
  private:
   explicit Subscriber(Connection conn) : conn_(std::move(conn)) {}
   void read_buffered();
@@ -78,6 +82,7 @@ class Subscriber {
   Millis recheck_every_{0};
   std::function<bool()> still_serves_;
   Deadline next_check_{};
+  std::vector<Subscriber> more_;  // joined (see join)
 };
 
 }  // namespace rlock::redis

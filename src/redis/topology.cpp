@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "redis/errors.hpp"
+#include "util/error.hpp"
 
 namespace rlock::redis {
 namespace {
@@ -11,6 +12,21 @@ namespace {
 // Redirects a request follows at most: a slot moves once, an ASK is followed by ASKING, a
 // failover's pauses (Router::after_error) are bounded by the timeout anyway.
 constexpr int kMaxRedirects = 16;
+
+// A quorum's first member as a standalone server: where requests without a majority rule
+// would go (server_name, the TLS certificate), never a lock's.
+Target member_target(const Target& quorum) {
+  Target t;
+  t.endpoint = quorum.endpoint.at(quorum.seeds.front().host, quorum.seeds.front().port);
+  t.tls = quorum.tls;
+  return t;
+}
+
+UsageError no_majority_rule(std::string_view what) {
+  return UsageError("a quorum URL (redis-quorum://) serves locks only: " + std::string(what) +
+                    " has no sound majority semantics there; use one server, Sentinel or a "
+                    "Cluster");
+}
 
 }  // namespace
 
@@ -21,8 +37,21 @@ Topology::Topology(const Target& target, ConnectOptions options,
                    std::function<void(const std::string&)> notice)
     : options_(std::move(options)),
       target_(target),
-      router_(make_router(target, std::move(notice))),
-      replicated_(target.kind != Deployment::kStandalone) {}
+      router_(make_router(target.kind == Deployment::kQuorum ? member_target(target) : target,
+                          std::move(notice))),
+      replicated_(target.kind == Deployment::kSentinel || target.kind == Deployment::kCluster) {
+  if (target.kind != Deployment::kQuorum) return;
+  if (options_.sync_replicas > 0) {
+    throw UsageError(
+        "--sync-replicas has no meaning on a quorum (redis-quorum://): its members are "
+        "independent masters and a hold is a majority of them");
+  }
+  quorum_ = std::make_unique<Quorum>(target, options_);
+}
+
+std::vector<Endpoint> Topology::quorum_members() const {
+  return quorum_ ? quorum_->members() : std::vector<Endpoint>{};
+}
 
 bool Topology::replicated() const { return replicated_ || router_->cluster(); }
 
@@ -140,6 +169,17 @@ void Topology::limit_timeout(Millis timeout) { timeout_limit_ = timeout; }
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry,
                     std::optional<Deadline> until) {
+  if (quorum_) {
+    Deadline end = until ? *until : SteadyClock::now() + request_timeout();
+    try {
+      Reply r = quorum_->run(script, keys, args, end);
+      failed_until_.reset();
+      return r;
+    } catch (const UnavailableError&) {
+      failed_until_ = end;
+      throw;
+    }
+  }
   std::string_view key = keys.empty() ? std::string_view() : keys.front();
   return Reply(with_retry(key, retry, until, [&](Connection& c, bool asking) {
     if (asking) return run_script(c, script, keys, args, {}, true);
@@ -179,7 +219,7 @@ Synced Topology::run_synced(const Script& script, const std::vector<std::string_
                             std::string_view about) {
   Acks acks;
   acks.about = std::string(about);
-  if (options_.sync_replicas <= 0) return {run(script, keys, args, retry), acks};
+  if (options_.sync_replicas <= 0 || quorum_) return {run(script, keys, args, retry), acks};
   std::string_view key = keys.empty() ? std::string_view() : keys.front();
   acks.wanted = options_.sync_replicas;
   // Near a renewal's stopping point (limit_timeout) the WAIT shares the bounded time.
@@ -220,6 +260,7 @@ Synced Topology::run_synced(const Script& script, const std::vector<std::string_
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
+  if (quorum_) throw no_majority_rule(argv.empty() ? "a command" : std::string(argv.front()));
   // Every command rlock sends names its key first, if it has one.
   std::string_view key = argv.size() > 1 ? argv[1] : std::string_view();
   return Reply(with_retry(key, retry, std::nullopt, [&](Connection& c, bool asking) {
@@ -229,6 +270,7 @@ Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) 
 
 std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands,
                                       Retry retry, std::string_view key) {
+  if (quorum_) throw no_majority_rule("a pipeline");
   std::vector<Reply> out;
   // Error replies come back as replies, not thrown: a pipeline is not redirected (its
   // commands name the key's own server already, see DelayQueue::push).
@@ -240,6 +282,7 @@ std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>
 }
 
 void Topology::send(const std::vector<std::vector<std::string>>& commands) {
+  if (quorum_) throw no_majority_rule("a pipeline");
   with_retry({}, Retry::kNever, std::nullopt, [&](Connection& c, bool) {
     c.send(commands);
     return 0;
@@ -257,6 +300,7 @@ std::vector<Reply> Topology::receive(size_t replies) {
 
 Subscriber Topology::subscribe(const std::vector<std::string>& channels,
                                const std::vector<std::string>& classic) {
+  if (quorum_) return quorum_->subscribe(channels, classic);
   ConnectOptions opts = options_;
   std::string_view key = channels.empty() ? std::string_view() : channels.front();
   Deadline until = SteadyClock::now() + opts.command_timeout;
@@ -280,7 +324,7 @@ Subscriber Topology::subscribe(const std::vector<std::string>& channels,
 }
 
 std::optional<Subscriber> Topology::subscribe_pattern(const std::string& pattern) {
-  if (router_->cluster()) return std::nullopt;
+  if (router_->cluster() || quorum_) return std::nullopt;
   ConnectOptions opts = options_;
   opts.endpoint = router_->endpoint_for("", effective_options());
   Subscriber sub = Subscriber::open_pattern(opts, pattern);
@@ -293,6 +337,10 @@ std::optional<Subscriber> Topology::subscribe_pattern(const std::string& pattern
 }
 
 void Topology::for_each_master(const std::function<void(Topology&)>& fn) {
+  if (quorum_) {
+    for (auto& member : quorum_->member_topologies()) fn(*member);
+    return;
+  }
   std::vector<Endpoint> masters = router_->masters(effective_options());
   if (!router_->cluster()) return fn(*this);
   for (const Endpoint& ep : masters) {
@@ -309,6 +357,7 @@ bool Topology::send_cleanup(const Script& script, const std::vector<std::string>
   // stalled server accepts the connection and the bytes, and runs all three when it resumes.
   // The server is the one the last request for these keys went to (no round trip to find
   // it: this runs when a server may be stalled).
+  if (quorum_) return quorum_->send_cleanup(script, keys, args, patience);
   std::string_view key = keys.empty() ? std::string_view() : keys.front();
   Endpoint ep;
   try {

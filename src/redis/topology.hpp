@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "redis/connection.hpp"
+#include "redis/quorum.hpp"
 #include "redis/router.hpp"
 #include "redis/script.hpp"
 #include "redis/subscriber.hpp"
@@ -61,6 +62,10 @@ class Topology {
  public:
   // One standalone server, options.endpoint.
   explicit Topology(ConnectOptions options);
+  // On a quorum (redis-quorum://), requests go to every member at once and their replies
+  // combine by the rule each script declares (see Quorum); what has no rule (a script of a
+  // semaphore, latch, limiter or delay queue, a plain command or pipeline) throws UsageError
+  // before anything is sent.
   // What `target` names (parse_target); `options` gives the timeouts and the data nodes'
   // credentials. `notice` gets one-line notes for -v.
   Topology(const Target& target, ConnectOptions options,
@@ -151,6 +156,11 @@ class Topology {
   const ConnectOptions& options() const { return options_; }
   // True on a Sentinel deployment or a Cluster (servers meant to fail over to a replica).
   bool replicated() const;
+  // What a hold of `lease` must leave for the drift between the servers' clocks (a quorum's
+  // members each count its lease on their own clock): 0 on one server.
+  Millis drift(Millis lease) const { return quorum_ ? Quorum::drift(lease) : Millis(0); }
+  // The members of a quorum (redis-quorum://); empty elsewhere.
+  std::vector<Endpoint> quorum_members() const;
   // host:port of the server that requests without a key go to (each master's, inside
   // for_each_master). May connect (Sentinel asks the sentinels).
   std::string server_name();
@@ -187,6 +197,8 @@ class Topology {
   ConnectOptions options_;
   Target target_;
   std::unique_ptr<Router> router_;
+  // A quorum's members (requests go to all of them, see Quorum); null elsewhere.
+  std::unique_ptr<Quorum> quorum_;
   Millis timeout_limit_{0};
   std::vector<Subscriber> retired_;
   std::function<void()> in_flight_;

@@ -14,6 +14,9 @@ constexpr std::string_view kSentinelForm =
     "redis-sentinel://[user[:password]@]host[:port][,host[:port]...]/MASTER[?db=N]";
 constexpr std::string_view kClusterForm =
     "redis-cluster://[user[:password]@]host[:port][,host[:port]...]";
+constexpr std::string_view kQuorumForm =
+    "redis-quorum://[user[:password]@]host[:port],host[:port],host[:port][,...][/db] (3, 5, 7 "
+    "or 9 members)";
 
 // What is wrong with a URL, thrown by the parts and turned into a UsageError that names
 // the form of the URL's scheme. Messages never quote the URL or any part of it: a malformed
@@ -225,6 +228,32 @@ Target parse_cluster(std::string_view rest) {
   return t;
 }
 
+// N independent masters: an odd number from 3 to 9 (a majority of an even number tolerates
+// no more failures than of the odd number below it), each named once.
+Target parse_quorum(std::string_view rest) {
+  Target t;
+  t.kind = Deployment::kQuorum;
+  rest = take_userinfo(rest, t.endpoint);
+  size_t end = rest.find_first_of("/?");
+  t.seeds = parse_host_list(rest.substr(0, end), 6379);
+  if (end != std::string_view::npos) {
+    std::string_view tail = rest.substr(end);
+    if (tail.front() == '?') throw bad_url("a quorum URL takes no parameters");
+    if (tail.size() > 1) t.endpoint.db = parse_int(tail.substr(1), 0, 1'000'000, "database");
+  }
+  size_t n = t.seeds.size();
+  if (n < 3 || n > 9 || n % 2 == 0) {
+    throw bad_url("a quorum has an odd number of members from 3 to 9, not " + std::to_string(n));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (t.seeds[i].host == t.seeds[j].host && t.seeds[i].port == t.seeds[j].port)
+        throw bad_url("member " + t.seeds[i].describe() + " is named twice");
+    }
+  }
+  return t;
+}
+
 // redis://, rediss:// (the same over TLS) or unix://.
 Endpoint parse_standalone(std::string_view url) {
   constexpr std::string_view kRedis = "redis://", kUnix = "unix://", kTls = "rediss://";
@@ -272,11 +301,15 @@ Endpoint Endpoint::at(std::string tcp_host, int tcp_port) const {
 std::string Target::describe() const {
   if (kind == Deployment::kStandalone) return endpoint.describe();
   std::string out = tls ? "rediss" : "redis";
-  out += kind == Deployment::kSentinel ? "-sentinel://" : "-cluster://";
+  out += kind == Deployment::kSentinel ? "-sentinel://"
+         : kind == Deployment::kQuorum ? "-quorum://"
+                                       : "-cluster://";
   for (size_t i = 0; i < seeds.size(); ++i) {
     if (i) out.push_back(',');
     out.append(seeds[i].describe());
   }
+  if (kind == Deployment::kQuorum && endpoint.db)
+    out.append("/").append(std::to_string(endpoint.db));
   if (kind == Deployment::kSentinel) {
     out.append("/").append(master_name);
     if (endpoint.db) out.append("?db=").append(std::to_string(endpoint.db));
@@ -289,7 +322,8 @@ Target parse_target(std::string_view url) {
   bool tls = url.substr(0, 6) == "rediss";
   std::string_view rest = tls ? url.substr(6) : url.substr(0, 5) == "redis" ? url.substr(5) : "";
   auto starts = [rest](std::string_view scheme) { return rest.substr(0, scheme.size()) == scheme; };
-  constexpr std::string_view kSentinel = "-sentinel://", kCluster = "-cluster://";
+  constexpr std::string_view kSentinel = "-sentinel://", kCluster = "-cluster://",
+                             kQuorum = "-quorum://";
   std::string_view expected = kStandaloneForms;
   try {
     Target t;
@@ -299,6 +333,9 @@ Target parse_target(std::string_view url) {
     } else if (starts(kCluster)) {
       expected = kClusterForm;
       t = parse_cluster(rest.substr(kCluster.size()));
+    } else if (starts(kQuorum)) {
+      expected = kQuorumForm;
+      t = parse_quorum(rest.substr(kQuorum.size()));
     } else {
       t.endpoint = parse_standalone(url);
     }
@@ -306,12 +343,13 @@ Target parse_target(std::string_view url) {
     return t;
   } catch (const Malformed& m) {
     // An unknown scheme may be a mistyped sentinel or cluster URL: name every form.
-    bool known =
-        starts(kSentinel) || starts(kCluster) || starts("://") || url.substr(0, 7) == "unix://";
+    bool known = starts(kSentinel) || starts(kCluster) || starts(kQuorum) || starts("://") ||
+                 url.substr(0, 7) == "unix://";
     if (!known) {
-      throw usage_error(m, std::string(kStandaloneForms) + ", " + std::string(kSentinelForm) +
-                               " or " + std::string(kClusterForm) +
-                               "; rediss-sentinel:// and rediss-cluster:// over TLS");
+      throw usage_error(
+          m, std::string(kStandaloneForms) + ", " + std::string(kSentinelForm) + ", " +
+                 std::string(kClusterForm) + " or " + std::string(kQuorumForm) +
+                 "; rediss-sentinel://, rediss-cluster:// and rediss-quorum:// over TLS");
     }
     throw usage_error(m, expected);
   }

@@ -32,7 +32,7 @@ struct Endpoint {
 Endpoint parse_url(std::string_view url);
 
 // Which kind of deployment a URL names.
-enum class Deployment { kStandalone, kSentinel, kCluster };
+enum class Deployment { kStandalone, kSentinel, kCluster, kQuorum };
 
 // What a URL names: one server, or the seeds through which rlock finds the servers.
 struct Target {
@@ -42,6 +42,7 @@ struct Target {
   Endpoint endpoint;
   // Sentinel: the sentinels (no credentials: see sentinel_user/sentinel_password).
   // Cluster: the seed nodes (no credentials: the nodes take those of `endpoint`).
+  // Quorum: the members, independent masters (credentials and database of `endpoint`).
   std::vector<Endpoint> seeds;
   std::string master_name;  // Sentinel: the name the sentinels monitor the master under
   // Sentinel: the sentinels' own ACL user and password (AUTH), separate from the master's;
@@ -61,6 +62,8 @@ struct Target {
 //   redis-sentinel://[user[:password]@]h1[:26379][,h2...]/MASTER[?db=N][&sentinel_user=U]
 //                    [&sentinel_password=P]
 //   redis-cluster://[user[:password]@]h1[:6379][,h2...]
+//   redis-quorum://[user[:password]@]h1[:6379],h2,h3[,...][/db]   (3, 5, 7 or 9 members,
+//                  each named once: independent masters, see redis/quorum.hpp)
 // The userinfo is the data nodes' (the master's), never the sentinels'. It ends at the last
 // `@`, as in parse_url(), so a parameter value that holds `@` (or `&`) must have it
 // percent-encoded (%40); values are percent-decoded. Malformed: UsageError that never quotes

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# What a quorum (redis-quorum://) costs against one server, in one run on the same
+# throwaway redis-servers: `rlock lock` (a fresh acquisition; an untimed `unlock --force`
+# before each run) on one server, a 3-member and a 5-member quorum (hyperfine, one process
+# per acquisition); the hand-off (unlock -> a queued waiter holds it and exits) on one server
+# and on a 3-member quorum; and node-redlock 4.2.0's acquisition on the same 3 and 5
+# members (in one node process: no process start, see bench/redlock/acquire.js).
+# Usage: RLOCK_BIN=build/rlock bench/quorum.sh   (BENCH_RUNS, default 100; BENCH_WARMUP,
+# 10; BENCH_HANDOFF_ROUNDS, 30). Every server listens on 127.0.0.1 only and is stopped by
+# pid on exit.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RLOCK_BIN=$(readlink -f -- "${RLOCK_BIN:-$ROOT/build/rlock}")
+RUNS=${BENCH_RUNS:-100}
+WARMUP=${BENCH_WARMUP:-10}
+ROUNDS=${BENCH_HANDOFF_ROUNDS:-30}
+for tool in redis-server redis-cli hyperfine python3 node npm; do
+    command -v "$tool" >/dev/null || { echo "bench/quorum.sh: $tool is missing" >&2; exit 69; }
+done
+
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ports=()
+for i in 0 1 2 3 4 5; do
+    p=$(free_port)
+    mkdir "$dir/$i"
+    redis-server --bind 127.0.0.1 --port "$p" --save '' --appendonly no --dir "$dir/$i" \
+        --logfile "$dir/$i/redis.log" &
+    pids+=($!)
+    ports+=("$p")
+done
+for p in "${ports[@]}"; do
+    for _ in $(seq 100); do redis-cli -p "$p" PING >/dev/null 2>&1 && break; sleep 0.05; done
+done
+single="redis://127.0.0.1:${ports[5]}"
+q3="redis-quorum://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
+q5="$q3,127.0.0.1:${ports[3]},127.0.0.1:${ports[4]}"
+[ -d "$ROOT/bench/redlock/node_modules/redlock" ] ||
+    npm ci --no-audit --no-fund --prefix "$ROOT/bench/redlock" >/dev/null
+
+for url in "$single" "$q3" "$q5"; do  # fails loudly before hyperfine if broken
+    "$RLOCK_BIN" --url "$url" lock bench-lock --owner o >/dev/null
+    "$RLOCK_BIN" --url "$url" unlock bench-lock --force >/dev/null
+done
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+lock() { echo "$RLOCK_BIN --url $1 lock bench-lock --owner o"; }
+force() { echo "$RLOCK_BIN --url $1 unlock bench-lock --force"; }
+hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$dir/lock.json" \
+    -n "lock, one server" --prepare "$(force "$single")" "$(lock "$single")" \
+    -n "lock, quorum of 3" --prepare "$(force "$q3")" "$(lock "$q3")" \
+    -n "lock, quorum of 5" --prepare "$(force "$q5")" "$(lock "$q5")"
+python3 - "$dir/lock.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+one = r["lock, one server"]["median"]
+for name in ("lock, quorum of 3", "lock, quorum of 5"):
+    print(f"{name}: median {r[name]['median']*1000:.2f} ms = {r[name]['median']/one:.2f}x one server's {one*1000:.2f} ms")
+PY
+
+# Hand-off: the holder's `unlock` starts the clock, the queued waiter's exit (it holds the
+# lock) stops it; medians over ROUNDS rounds, one server and a quorum of 3 taking turns.
+python3 - "$RLOCK_BIN" "$single" "$q3" "$ROUNDS" "${ports[5]}" "${ports[0]}" <<'PY'
+import statistics, subprocess, sys, time
+rlock, single, q3, rounds, single_port, q3_port = sys.argv[1:7]
+def handoff(url, port, name):
+    run = lambda *a: subprocess.run([rlock, "--url", url, *a], capture_output=True, check=True)
+    run("lock", name, "--owner", "h", "--lease", "30s")
+    waiter = subprocess.Popen([rlock, "--url", url, "lock", name, "--owner", "w", "--wait", "10s"],
+                              stdout=subprocess.DEVNULL)
+    key = "rlock:lock:{%s}:waiters" % name
+    while subprocess.run(["redis-cli", "-p", port, "ZCARD", key], capture_output=True,
+                         text=True).stdout.strip() != "1":
+        time.sleep(0.002)
+    start = time.monotonic()
+    run("unlock", name, "--owner", "h")
+    if waiter.wait(timeout=10) != 0: raise SystemExit("waiter failed")
+    took = (time.monotonic() - start) * 1000
+    run("unlock", name, "--owner", "w")
+    return took
+one, three = [], []
+for _ in range(int(rounds)):
+    one.append(handoff(single, single_port, "bench-handoff"))
+    three.append(handoff(q3, q3_port, "bench-handoff"))
+a, b = statistics.median(one), statistics.median(three)
+print(f"hand-off (unlock -> waiter holds and exits), {rounds} rounds: one server median {a:.2f} ms, "
+      f"quorum of 3 median {b:.2f} ms = {b/a:.2f}x")
+PY
+
+for members in "${ports[0]},${ports[1]},${ports[2]}" "${ports[0]},${ports[1]},${ports[2]},${ports[3]},${ports[4]}"; do
+    n=$(tr ',' '\n' <<<"$members" | wc -l)
+    read -r median p90 < <(node "$ROOT/bench/redlock/acquire.js" "$RUNS" "$members")
+    echo "node-redlock 4.2.0 acquisition on the same $n members, in-process: median $median ms, p90 $p90 ms"
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,501 @@
+#include "redis/quorum.hpp"
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "redis/errors.hpp"
+#include "redis/quorum_rule.hpp"
+#include "redis/topology.hpp"
+#include "util/duration.hpp"
+#include "util/error.hpp"
+
+namespace rlock::redis {
+namespace {
+
+using Answers = std::vector<std::optional<std::vector<ReplyPtr>>>;
+
+// How much later than the quorum's first use (the earliest first write any member
+// remembers) a member's own first write may be and still count as part of that first use:
+// the members of a new deployment get theirs from one parallel request, give or take the
+// members' clock skew and one that answered late.
+constexpr Millis kJoinSlack{1000};
+
+Millis since(Deadline start) {
+  return std::chrono::duration_cast<Millis>(SteadyClock::now() - start);
+}
+
+bool is_error(const redisReply* r) { return r && r->type == REDIS_REPLY_ERROR; }
+
+long long int_at(const redisReply* r, size_t i) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements) return 0;
+  return r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : 0;
+}
+
+// What one member said about the request, once the member check is read.
+struct Answer {
+  const redisReply* main = nullptr;  // the script's reply; null: no answer
+  bool counts = false;               // answered, and its data is not younger than a lease
+  bool yes = false;                  // granted, renewed, released (see QuorumRule)
+  long long longest_lease = 0;       // quorum_member.lua's, 0 without the check
+};
+
+bool votes_yes(const QuorumRule& rule, const redisReply* r) {
+  if (!r || is_error(r)) return false;
+  switch (rule.kind) {
+    case QuorumRule::Kind::kGrant:
+    case QuorumRule::Kind::kRelease:
+      return r->type == REDIS_REPLY_ARRAY && int_at(r, 0) == 1;
+    case QuorumRule::Kind::kRenew:
+      return r->type == REDIS_REPLY_INTEGER && r->integer > 0;
+    case QuorumRule::Kind::kUnion:
+      return true;
+  }
+  return false;
+}
+
+// Reads the members' answers. With a member check in front (`checked`), a member does not
+// count while its uptime is shorter than the longest lease any member was asked for before
+// (every grant raised that figure on the members it asked, so the others remember a lease
+// that a member lost with its data) if its data set began in this run of the server and
+// after the quorum's first use: it restarted empty, and may have granted a hold it no
+// longer knows. Where no member remembers a lease, nothing was ever granted.
+std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies, bool checked) {
+  std::vector<Answer> out(replies.size());
+  long long longest = 0, first_use = 0;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!replies[i]) continue;
+    out[i].main = replies[i]->back().get();
+    if (!checked) continue;
+    const redisReply* c = replies[i]->front().get();
+    longest = std::max(longest, int_at(c, 2));
+    long long first_write = int_at(c, 1);
+    if (first_write > 0) first_use = first_use ? std::min(first_use, first_write) : first_write;
+  }
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!out[i].main) continue;
+    out[i].counts = true;
+    if (checked) {
+      const redisReply* c = replies[i]->front().get();
+      MemberAge age{int_at(c, 0), int_at(c, 1), int_at(c, 2), int_at(c, 3)};
+      if (is_error(c) || not_counted_for(age, longest, first_use).count() > 0)
+        out[i].counts = false;
+    }
+    out[i].yes = votes_yes(rule, out[i].main);
+  }
+  return out;
+}
+
+struct Tally {
+  size_t answered = 0, counting = 0, yes = 0, yes_counting = 0;
+  const redisReply* error = nullptr;
+};
+
+Tally tally(const std::vector<Answer>& answers) {
+  Tally t;
+  for (const Answer& a : answers) {
+    if (!a.main) continue;
+    ++t.answered;
+    if (a.counts) ++t.counting;
+    if (a.yes) ++t.yes;
+    if (a.yes && a.counts) ++t.yes_counting;
+    if (is_error(a.main) && !t.error) t.error = a.main;
+  }
+  return t;
+}
+
+bool noscript(const std::vector<ReplyPtr>& replies) {
+  for (const auto& r : replies) {
+    if (is_error(r.get()) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0)
+      return true;
+  }
+  return false;
+}
+
+// Takes ownership of member i's script reply out of `replies`.
+ReplyPtr take(Answers& replies, size_t i) { return std::move(replies[i]->back()); }
+
+}  // namespace
+
+Millis not_counted_for(const MemberAge& m, long long longest, long long first_use) {
+  // (INFO counts the uptime in whole seconds: the start may be up to 1 s earlier.)
+  // No first write yet (a read-only look, rlock doctor): the next request's would be now.
+  long long first_write = m.first_write > 0 ? m.first_write : m.now;
+  bool began_here = first_write >= m.now - m.uptime - 1000;
+  bool joined_late = first_write > first_use + kJoinSlack.count();
+  // Nor does it start at a whole second: the uptime it reports may be up to 1 s more.
+  long long surely_up = m.uptime - 1000;
+  if (longest <= 0 || surely_up >= longest || !began_here || !joined_late) return Millis(0);
+  return Millis(longest - surely_up);
+}
+
+Quorum::Quorum(const Target& target, const ConnectOptions& options)
+    : options_(options), timeout_(options.command_timeout) {
+  for (const Endpoint& seed : target.seeds) {
+    Member m;
+    m.options = options;
+    m.options.endpoint = target.endpoint.at(seed.host, seed.port);
+    endpoints_.push_back(m.options.endpoint);
+    topologies_.push_back(std::make_unique<Topology>(m.options));
+    members_.push_back(std::move(m));
+  }
+}
+
+Quorum::~Quorum() = default;
+
+std::vector<std::string> Quorum::eval(const Script& script,
+                                      const std::vector<std::string_view>& keys,
+                                      const std::vector<std::string_view>& args) {
+  sources_[script.sha1] = script.source;
+  std::vector<std::string> cmd = {"EVALSHA", script.sha1, std::to_string(keys.size())};
+  cmd.insert(cmd.end(), keys.begin(), keys.end());
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return cmd;
+}
+
+Quorum::Commands Quorum::with_sources(const Commands& commands) const {
+  Commands out = commands;
+  for (auto& cmd : out) {
+    if (cmd.size() < 2 || cmd[0] != "EVALSHA") continue;
+    cmd[0] = "EVAL";
+    cmd[1] = sources_.at(cmd[1]);
+  }
+  return out;
+}
+
+std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
+    const std::vector<Commands>& commands, Deadline until,
+    const std::function<bool(const Answers&)>& enough) {
+  const size_t n = members_.size();
+  Answers out(n);
+  std::vector<std::vector<ReplyPtr>> got(n);
+  std::vector<size_t> stale(n, 0);
+  std::vector<bool> pending(n, false);
+  std::vector<size_t> prelude(n, 0);    // AUTH, SELECT of a new connection, before the request
+  std::vector<bool> sourced(n, false);  // sent again with EVAL after a NOSCRIPT
+  auto fail = [&](size_t i, const std::string& why) {
+    members_[i].failure = why;
+    members_[i].conn.reset();
+    members_[i].owed = 0;
+    pending[i] = false;
+  };
+  // Every request is written before any reply is read: the members work at once.
+  for (size_t i = 0; i < n; ++i) {
+    if (commands[i].empty() || !members_[i].conn) continue;
+    Member& m = members_[i];
+    try {
+      m.conn->set_timeout(std::max(millis_until(until), Millis(1)));
+      Commands all = std::move(m.prelude);
+      m.prelude.clear();
+      prelude[i] = all.size();
+      all.insert(all.end(), commands[i].begin(), commands[i].end());
+      m.conn->send(all);
+      stale[i] = m.owed;
+      m.owed += all.size();
+      pending[i] = true;
+    } catch (const Error& e) {
+      fail(i, e.what());
+    }
+  }
+  while (true) {
+    bool answered = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (!pending[i]) continue;
+      Member& m = members_[i];
+      try {
+        while (ReplyPtr r = m.conn->buffered_reply("from a quorum member")) {
+          --m.owed;
+          if (stale[i] > 0) {
+            --stale[i];  // a late reply to an earlier request that was not waited for
+            continue;
+          }
+          if (prelude[i] > 0) {
+            --prelude[i];
+            if (r->type == REDIS_REPLY_ERROR) {
+              fail(i, "refused the connection: " + std::string(r->str, r->len));
+              break;
+            }
+            continue;
+          }
+          got[i].push_back(std::move(r));
+          if (got[i].size() == commands[i].size() && !sourced[i] && noscript(got[i])) {
+            // A member that has not cached a script (restarted, SCRIPT FLUSH) ran nothing
+            // of it: the same requests again with their sources, on the same connection.
+            Commands again = with_sources(commands[i]);
+            m.conn->send(again);
+            m.owed += again.size();
+            sourced[i] = true;
+            got[i].clear();
+            continue;
+          }
+          if (got[i].size() == commands[i].size()) {
+            out[i] = std::move(got[i]);
+            pending[i] = false;
+            answered = true;
+            break;
+          }
+        }
+      } catch (const Error& e) {
+        fail(i, e.what());
+      }
+    }
+    if (answered && enough && enough(out)) break;
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < n; ++i) {
+      if (!pending[i]) continue;
+      fds.push_back({members_[i].conn->fd(), POLLIN, 0});
+      which.push_back(i);
+    }
+    if (fds.empty()) break;
+    Millis left = millis_until(until);
+    if (left.count() <= 0) {
+      for (size_t i : which) {
+        members_[i].failure = "did not answer within " + format_duration(timeout_) + " (--timeout)";
+      }
+      break;
+    }
+    int rc =
+        poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    if (rc < 0 && errno != EINTR) break;
+    for (size_t k = 0; rc > 0 && k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      try {
+        members_[which[k]].conn->read_available("from a quorum member");
+      } catch (const Error& e) {
+        fail(which[k], e.what());
+      }
+    }
+  }
+  return out;
+}
+
+std::string Quorum::describe_missing(const std::vector<bool>& answered) const {
+  std::string out;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (answered[i]) continue;
+    out += (out.empty() ? "" : "; ") + endpoints_[i].describe();
+    if (!members_[i].failure.empty()) out += ": " + members_[i].failure;
+  }
+  return out;
+}
+
+void Quorum::write_back_fence(const std::string& fence_key, long long fence,
+                              const std::vector<bool>& counts, Deadline until) {
+  std::vector<Commands> commands(members_.size());
+  const std::string token = std::to_string(fence);
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (members_[i].conn)
+      commands[i].push_back(eval(scripts::lock_fence_raise, {fence_key}, {token}));
+  }
+  auto raised = [&](const Answers& replies) {
+    size_t ok = 0;
+    for (size_t i = 0; i < replies.size(); ++i) {
+      if (counts[i] && replies[i] && !is_error(replies[i]->front().get())) ++ok;
+    }
+    return ok;
+  };
+  Answers replies =
+      exchange(commands, until, [&](const Answers& r) { return raised(r) >= majority(); });
+  if (raised(replies) < majority()) {
+    std::vector<bool> answered(members_.size());
+    for (size_t i = 0; i < replies.size(); ++i) answered[i] = replies[i].has_value() && counts[i];
+    throw UnavailableError("the fencing token could not be written back to a majority of the " +
+                           std::to_string(members_.size()) + " quorum members (" +
+                           describe_missing(answered) + ")");
+  }
+}
+
+Reply Quorum::run(const Script& script, const std::vector<std::string_view>& keys,
+                  const std::vector<std::string_view>& args, Deadline until) {
+  const QuorumRule* rule = find_quorum_rule(script.quorum);
+  if (!rule) {
+    throw UsageError(
+        "a quorum URL (redis-quorum://) serves locks only: semaphores, latches, "
+        "rate limiters and delay queues have no sound majority semantics there (" +
+        std::string(script.name) + "); use one server, Sentinel or a Cluster");
+  }
+  const Deadline start = SteadyClock::now();
+  const bool checked = rule->lease_arg > 0;
+  const long long lease = checked ? std::stoll(std::string(args.at(rule->lease_arg - 1))) : 0;
+  for (Member& m : members_) {
+    if (m.conn && !m.conn->broken()) continue;
+    m.conn.reset();
+    m.prelude.clear();
+    m.owed = 0;
+    try {
+      ConnectOptions o = m.options;
+      o.connect_timeout = std::max(std::min(o.connect_timeout, millis_until(until)), Millis(1));
+      // AUTH and SELECT go in the same write as the request (see exchange): a member that
+      // accepts connections but does not answer holds up no one.
+      m.conn.emplace(Connection::open_unauthenticated(o));
+      m.failure.clear();
+      const Endpoint& ep = m.options.endpoint;
+      if (!ep.password.empty()) {
+        m.prelude.push_back(ep.user.empty()
+                                ? std::vector<std::string>{"AUTH", ep.password}
+                                : std::vector<std::string>{"AUTH", ep.user, ep.password});
+      }
+      if (ep.db != 0) m.prelude.push_back({"SELECT", std::to_string(ep.db)});
+    } catch (const Error& e) {
+      m.failure = e.what();
+    }
+  }
+  std::vector<Commands> commands(members_.size());
+  const std::string lease_arg = std::to_string(lease);
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i].conn) continue;
+    if (checked) {
+      commands[i].push_back(
+          eval(scripts::quorum_member, {kLongestLeaseKey, kFirstWriteKey}, {lease_arg}));
+    }
+    commands[i].push_back(eval(script, keys, args));
+  }
+  const size_t n = members_.size(), need = majority();
+  Answers replies = exchange(commands, until, [&](const Answers& r) {
+    Tally t = tally(read_answers(*rule, r, checked));
+    if (rule->kind == QuorumRule::Kind::kUnion) return t.answered >= need;
+    size_t yes = rule->kind == QuorumRule::Kind::kRelease ? t.yes : t.yes_counting;
+    return yes >= need || t.answered - yes > n - need;
+  });
+  std::vector<Answer> answers = read_answers(*rule, replies, checked);
+  Tally t = tally(answers);
+  std::vector<bool> counts(n), answered(n);
+  for (size_t i = 0; i < n; ++i) {
+    counts[i] = answers[i].counts;
+    answered[i] = answers[i].main != nullptr;
+  }
+  auto unavailable = [&](const std::string& what) {
+    std::string young;
+    for (size_t i = 0; i < n; ++i) {
+      if (answered[i] && !counts[i])
+        young += (young.empty() ? "" : ", ") + endpoints_[i].describe();
+    }
+    std::string line = what + " (" + describe_missing(answered) + ")";
+    if (!young.empty()) {
+      line += "; not counted until their data is older than the longest lease: " + young;
+    }
+    return UnavailableError(line);
+  };
+  const std::string of_n = " of the " + std::to_string(n) + " quorum members";
+  auto first = [&](auto pred) -> size_t {
+    for (size_t i = 0; i < n; ++i) {
+      if (answers[i].main && pred(answers[i])) return i;
+    }
+    return n;
+  };
+
+  switch (rule->kind) {
+    case QuorumRule::Kind::kGrant: {
+      Millis validity = Millis(lease) - since(start) - drift(Millis(lease));
+      if (t.yes_counting >= need && validity.count() > 0) {
+        long long fence = 0, count = 0, fresh = 0;
+        for (const Answer& a : answers) {
+          if (!a.yes) continue;
+          fence = std::max(fence, int_at(a.main, rule->fence_at));
+          count = std::max(count, int_at(a.main, 1));
+          fresh = std::max(fresh, int_at(a.main, 4));
+        }
+        try {
+          write_back_fence(std::string(keys.at(rule->fence_key - 1)), fence, counts, until);
+          validity = Millis(lease) - since(start) - drift(Millis(lease));
+        } catch (const UnavailableError&) {
+          validity = Millis(0);
+        }
+        if (validity.count() > 0) {
+          ReplyPtr r = take(replies, first([](const Answer& a) { return a.yes && a.counts; }));
+          r->element[1]->integer = count;
+          r->element[rule->fence_at]->integer = fence;
+          r->element[3]->integer = validity.count();
+          r->element[4]->integer = fresh;
+          return Reply(std::move(r));
+        }
+      }
+      if (t.counting < need) throw unavailable("fewer than a majority" + of_n + " answered");
+      if (t.error && t.yes == 0) throw ReplyError(std::string(t.error->str, t.error->len));
+      size_t busy = first([](const Answer& a) {
+        return !a.yes && a.main->type == REDIS_REPLY_ARRAY && a.main->elements >= 7;
+      });
+      if (t.yes == 0 && busy < n) return Reply(take(replies, busy));
+      size_t any = busy < n ? busy : first([](const Answer& a) { return a.yes; });
+      if (any == n) throw unavailable("no majority" + of_n + " answered the lock request");
+      ReplyPtr r = take(replies, any);
+      r->element[0]->integer = -2;  // taken on some members only: given back by its id
+      return Reply(std::move(r));
+    }
+    case QuorumRule::Kind::kRenew: {
+      std::vector<long long> left;
+      for (const Answer& a : answers) {
+        if (a.yes && a.counts) left.push_back(a.main->integer);
+      }
+      std::sort(left.rbegin(), left.rend());
+      if (left.size() >= need) {
+        long long ms = left[need - 1] - since(start).count();
+        ReplyPtr r = take(replies, first([](const Answer& a) { return a.yes && a.counts; }));
+        r->integer = std::max<long long>(ms, 0);
+        return Reply(std::move(r));
+      }
+      // Lost once the members that still may hold it are fewer than a majority.
+      if (left.size() + (n - t.counting) < need) {
+        size_t no = first([](const Answer& a) { return a.main->type == REDIS_REPLY_INTEGER; });
+        if (no < n) {
+          ReplyPtr r = take(replies, no);
+          r->integer = 0;
+          return Reply(std::move(r));
+        }
+        throw ReplyError(std::string(t.error->str, t.error->len));
+      }
+      throw unavailable("fewer than a majority" + of_n + " renewed the hold or said it is gone");
+    }
+    case QuorumRule::Kind::kRelease: {
+      if (t.yes >= need) return Reply(take(replies, first([](const Answer& a) { return a.yes; })));
+      if (t.answered < need) throw unavailable("fewer than a majority" + of_n + " answered");
+      size_t other = first([](const Answer& a) { return !a.yes && !is_error(a.main); });
+      if (other == n) throw ReplyError(std::string(t.error->str, t.error->len));
+      return Reply(take(replies, other));
+    }
+    case QuorumRule::Kind::kUnion: {
+      if (t.answered < need) throw unavailable("fewer than a majority" + of_n + " answered");
+      if (t.error) throw ReplyError(std::string(t.error->str, t.error->len));
+      size_t longest = first([](const Answer&) { return true; });
+      for (size_t i = 0; i < n; ++i) {
+        if (answers[i].main && answers[i].main->elements > answers[longest].main->elements)
+          longest = i;
+      }
+      return Reply(take(replies, longest));
+    }
+  }
+  throw UsageError("unknown quorum rule");
+}
+
+Subscriber Quorum::subscribe(const std::vector<std::string>& channels,
+                             const std::vector<std::string>& classic) {
+  std::vector<Subscriber> subs;
+  std::vector<bool> reached(members_.size());
+  for (size_t i = 0; i < members_.size(); ++i) {
+    try {
+      subs.push_back(Subscriber::open(members_[i].options, channels, true, false, classic));
+      reached[i] = true;
+    } catch (const Error& e) {
+      members_[i].failure = e.what();
+    }
+  }
+  if (subs.size() < majority()) {
+    throw UnavailableError("fewer than a majority of the " + std::to_string(members_.size()) +
+                           " quorum members could be subscribed to (" + describe_missing(reached) +
+                           ")");
+  }
+  return Subscriber::join(std::move(subs));
+}
+
+bool Quorum::send_cleanup(const Script& script, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args, Millis patience) noexcept {
+  bool any = false;
+  Millis each = patience / static_cast<long long>(std::max<size_t>(topologies_.size(), 1));
+  for (auto& t : topologies_) any = t->send_cleanup(script, keys, args, each) || any;
+  return any;
+}
+
+}  // namespace rlock::redis

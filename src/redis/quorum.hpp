@@ -1,0 +1,111 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/connection.hpp"
+#include "redis/reply.hpp"
+#include "redis/script.hpp"
+#include "redis/subscriber.hpp"
+#include "redis/url.hpp"
+#include "util/clock.hpp"
+
+namespace rlock::redis {
+
+class Topology;
+
+// What lua/quorum_member.lua reports of one member (its own clock, ms).
+struct MemberAge {
+  long long uptime = 0;         // INFO's uptime (whole seconds)
+  long long first_write = 0;    // when rlock first wrote to its data set (0: never)
+  long long longest_lease = 0;  // the longest lease it was asked for (0: none)
+  long long now = 0;
+};
+// Where the quorum keeps them (on each member, outside every prefix, no expiry).
+inline constexpr std::string_view kLongestLeaseKey = "rlock:quorum:longest-lease";
+inline constexpr std::string_view kFirstWriteKey = "rlock:quorum:first-write";
+
+// The restart rule: how long `m` must not count towards a majority yet (0: it counts).
+// `longest`: the longest lease any member remembers; `first_use`: the earliest first write
+// any member remembers. A member does not count while its uptime is shorter than `longest`
+// if its data set began in this run of the server and later than the quorum's first use:
+// it restarted without its data, and may have granted a hold it no longer knows.
+Millis not_counted_for(const MemberAge& m, long long longest, long long first_use);
+
+// N independent masters (redis-quorum://) behind a Topology: every request goes to all of
+// them at once (all written before any reply is read) and their replies combine by the
+// rule the script declares (redis/quorum_rule.hpp). A member whose data may be younger than
+// the longest lease any rlock asked the members for (restarted without persistence: its
+// uptime is shorter and rlock's first-write marker is younger than its start) does not
+// count towards a majority until that time has passed: it may have lost a hold that it
+// granted, and would hand out a second majority.
+class Quorum {
+ public:
+  Quorum(const Target& target, const ConnectOptions& options);
+  ~Quorum();
+
+  size_t size() const { return members_.size(); }
+  size_t majority() const { return members_.size() / 2 + 1; }
+  // The clock drift a hold allows for (RedLock's): 1% of the lease plus 2 ms.
+  static Millis drift(Millis lease) { return lease / 100 + Millis(2); }
+
+  // Runs `script` on every member and combines the replies (Script::quorum); a script with
+  // no rule throws UsageError before anything is sent. Members that have not answered by
+  // `until`, or once the outcome is known, are not waited for (their late replies are
+  // skipped by the next request). Throws UnavailableError when fewer than a majority of the
+  // members that count answered, ReplyError for a member's error reply.
+  Reply run(const Script& script, const std::vector<std::string_view>& keys,
+            const std::vector<std::string_view>& args, Deadline until);
+
+  // A subscriber on every member that can be reached (at least a majority, else
+  // UnavailableError), woken by a message on any of them.
+  Subscriber subscribe(const std::vector<std::string>& channels,
+                       const std::vector<std::string>& classic);
+
+  // Topology::send_cleanup on every member, each on a connection of its own.
+  bool send_cleanup(const Script& script, const std::vector<std::string>& keys,
+                    const std::vector<std::string>& args, Millis patience) noexcept;
+
+  // One standalone topology per member (inspect and doctor look at each).
+  std::vector<std::unique_ptr<Topology>>& member_topologies() { return topologies_; }
+  const std::vector<Endpoint>& members() const { return endpoints_; }
+  void set_timeout(Millis timeout) { timeout_ = timeout; }
+
+ private:
+  struct Member {
+    ConnectOptions options;
+    std::optional<Connection> conn;
+    size_t owed = 0;               // replies of earlier requests not read yet
+    std::string failure;           // why it did not answer the last request
+    std::vector<std::vector<std::string>> prelude;  // AUTH, SELECT not sent yet
+  };
+  using Commands = std::vector<std::vector<std::string>>;
+  // Writes each member's commands (an empty list: nothing for that member), then reads the
+  // replies as they come, until every member answered, `until`, or `enough` says the
+  // outcome is known. A member that did not answer gets nullopt.
+  std::vector<std::optional<std::vector<ReplyPtr>>> exchange(
+      const std::vector<Commands>& commands, Deadline until,
+      const std::function<bool(const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough);
+  // EVALSHA of `script` (a member that answers NOSCRIPT gets the request again with
+  // with_sources: one more round trip, once per script and server start).
+  std::vector<std::string> eval(const Script& script, const std::vector<std::string_view>& keys,
+                                const std::vector<std::string_view>& args);
+  Commands with_sources(const Commands& commands) const;
+  // Raises the fencing token to `fence` on a majority of the members that count.
+  void write_back_fence(const std::string& fence_key, long long fence,
+                        const std::vector<bool>& counts, Deadline until);
+  std::string describe_missing(const std::vector<bool>& answered) const;
+
+  std::vector<Member> members_;
+  std::map<std::string, const char*> sources_;  // SHA1 -> source of the scripts sent
+  std::vector<Endpoint> endpoints_;
+  std::vector<std::unique_ptr<Topology>> topologies_;
+  ConnectOptions options_;
+  Millis timeout_;
+};
+
+}  // namespace rlock::redis

@@ -1,0 +1,19 @@
+#include "redis/quorum_rule.hpp"
+
+namespace rlock::redis {
+
+const QuorumRule* find_quorum_rule(std::string_view name) {
+  // The lock scripts' layouts (lua/lock_*.lua): ARGV[2] the lease, KEYS[2] the fence,
+  // reply element 2 the token.
+  static const QuorumRule kGrant{QuorumRule::Kind::kGrant, 2, 2, 2};
+  static const QuorumRule kRenew{QuorumRule::Kind::kRenew, 2, 0, 0};
+  static const QuorumRule kRelease{QuorumRule::Kind::kRelease};
+  static const QuorumRule kUnion{QuorumRule::Kind::kUnion};
+  if (name == "grant") return &kGrant;
+  if (name == "renew") return &kRenew;
+  if (name == "release") return &kRelease;
+  if (name == "union") return &kUnion;
+  return nullptr;
+}
+
+}  // namespace rlock::redis

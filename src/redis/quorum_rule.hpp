@@ -1,0 +1,39 @@
+#pragma once
+
+#include <string_view>
+
+namespace rlock::redis {
+
+// How the members' replies to one script make a quorum's reply: the part of a script's
+// contract that only a quorum needs, declared by the script itself (`-- @quorum RULE` in
+// its .lua file, Script::quorum) so that the quorum stays generic and the primitive has
+// one code path on every topology.
+struct QuorumRule {
+  enum class Kind {
+    // {1, count, fence, pttl, fresh} = granted; any other array = not granted (its busy
+    // reply is passed on). Held iff a majority of members that count granted within the
+    // lease (ARGV[lease_arg]) minus the drift; the token is the maximum of the grants'
+    // (element fence_at), written back to KEYS[fence_key] on a majority before the reply
+    // is returned, whose pttl becomes the validity left. Not held but granted somewhere:
+    // element 0 becomes -2 (the caller gives back what the request took, by its id).
+    kGrant,
+    // An integer, > 0 = renewed (ms left). Renewed iff a majority that counts renewed: the
+    // reply is the majority's shortest remaining time minus the elapsed time; 0 once a
+    // majority can no longer say so; UnavailableError while it still might.
+    kRenew,
+    // {1, ...} = done. The first {1, ...} reply when a majority answered so, else the first
+    // other reply of a majority that answered.
+    kRelease,
+    // Any reply: the longest array of a majority that answered (holders released).
+    kUnion,
+  };
+  Kind kind;
+  int lease_arg = 0;  // ARGV index of the lease asked for (0: none; members all count)
+  int fence_key = 0;  // kGrant: KEYS index of the fencing token
+  int fence_at = 0;   // kGrant: reply element of the token
+};
+
+// The rule a script declares ("grant", "renew", "release", "union"); nullptr for none.
+const QuorumRule* find_quorum_rule(std::string_view name);
+
+}  // namespace rlock::redis

@@ -1,0 +1,304 @@
+// Locks on a quorum of independent masters (redis-quorum://): majority, validity, the fence
+// written back, members frozen, killed and restarted empty, exec losing its majority,
+// waiters woken through any member, and the primitives that refuse a quorum.
+#include <doctest/doctest.h>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+// Three (or more) members of their own, plain standalone servers whatever
+// RLOCK_TEST_TOPOLOGY says: a quorum's members are independent masters.
+struct Members {
+  explicit Members(int n = 3) {
+    for (int i = 0; i < n; ++i) servers.emplace_back(RedisOptions{.test_topology = false});
+  }
+  std::string url() const {
+    std::string out = "redis-quorum://";
+    for (size_t i = 0; i < servers.size(); ++i)
+      out += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(servers[i].port());
+    return out;
+  }
+  // Members holding `owner` in the lock hash of `name`, but for member `frozen` (which
+  // would not answer).
+  int holding(const std::string& name, const std::string& owner, int frozen = -1) const {
+    int n = 0;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      if (static_cast<int>(i) != frozen)
+        n += servers[i].cmd_int({"HEXISTS", lock_key(name), owner}) == 1;
+    }
+    return n;
+  }
+  std::vector<RedisServer> servers;
+};
+
+RunResult on(const Members& q, std::vector<std::string> args, const Env& env = {},
+             std::chrono::milliseconds timeout = 30s) {
+  args.insert(args.begin(), {"--url", q.url()});
+  return rlock_raw(args, env, timeout);
+}
+
+Spawned spawn_on(const Members& q, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {rlock_binary(), "--url", q.url()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Spawned(argv);
+}
+
+long long fence_of(const RunResult& r) {
+  INFO("stdout: " << r.out << " stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  return parse_json(r.out).at("fence").get<long long>();
+}
+
+bool one_line(const std::string& err) { return !err.empty() && err.find('\n') == err.size() - 1; }
+
+TEST_CASE("quorum: malformed URLs and primitives without majority semantics: one line, exit 64") {
+  Members q;
+  const std::string a = "127.0.0.1:" + std::to_string(q.servers[0].port());
+  const std::string b = "127.0.0.1:" + std::to_string(q.servers[1].port());
+  const std::string c = "127.0.0.1:" + std::to_string(q.servers[2].port());
+  struct Case {
+    std::string url, says;
+  } cases[] = {
+      {"redis-quorum://" + a + "," + b, "odd number of members from 3 to 9, not 2"},
+      {"redis-quorum://" + a, "not 1"},
+      {"redis-quorum://" + a + "," + b + "," + c + "," + a, "not 4"},
+      {"redis-quorum://h1,h2,h3,h4,h5,h6,h7,h8,h9,h10,h11", "not 11"},
+      {"redis-quorum://" + a + "," + b + "," + a, "named twice"},
+      {"redis-quorum://" + a + "," + b + ",redis://" + c, "invalid redis URL"},
+      {"redis-quorum://" + a + "," + b + "," + c + "?db=1", "takes no parameters"},
+  };
+  for (const auto& k : cases) {
+    auto r = rlock_raw({"--url", k.url, "lock", "L"});
+    INFO(k.url << ": " << r.err);
+    CHECK(r.status == 64);
+    CHECK(r.err.find(k.says) != std::string::npos);
+    CHECK(one_line(r.err));
+  }
+  std::vector<std::vector<std::string>> refused = {
+      {"sem", "exec", "--permits", "2", "s", "--", "true"},
+      {"latch", "set", "c", "1"},
+      {"limit", "r", "--rate", "10", "--per", "1s"},
+      {"delay-push", "q", "--delay", "0", "x"},
+      {"delay-pop", "q"},
+      {"lock", "L", "--sync-replicas", "1"},
+  };
+  for (const auto& args : refused) {
+    auto r = on(q, args);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.status == 64);
+    CHECK(one_line(r.err));
+  }
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"DBSIZE"}) == 0);  // nothing half-written
+}
+
+TEST_CASE("quorum: lock, re-enter, busy, unlock and force on every member, with the validity") {
+  Members q;
+  auto r = on(q, {"lock", "L", "--owner", "alice", "--lease", "30s"});
+  long long fence = fence_of(r);
+  auto j = parse_json(r.out);
+  CHECK(j.at("lease_ms") == 30000);
+  CHECK(j.at("validity_ms").get<long long>() > 29000);
+  CHECK(j.at("validity_ms").get<long long>() <= 30000 - 300 - 2);
+  CHECK(q.holding("L", "alice") == 3);
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"GET", fence_key("L")}) >= fence);
+
+  // A re-entry reports the highest token its majority has now: at least the hold's (a
+  // member that granted after the majority answered may have taken a later one).
+  r = on(q, {"lock", "L", "--owner", "alice"});
+  CHECK(fence_of(r) >= fence);
+  CHECK(parse_json(r.out).at("count") == 2);
+
+  r = on(q, {"lock", "L", "--owner", "bob"});
+  CHECK(r.status == 75);
+  CHECK(parse_json(r.out).at("holders")[0].at("owner") == "alice");
+
+  CHECK(on(q, {"unlock", "L", "--owner", "alice"}).status == 0);
+  CHECK(on(q, {"unlock", "L", "--owner", "alice"}).status == 0);
+  CHECK(q.holding("L", "alice") == 0);
+
+  CHECK(fence_of(on(q, {"lock", "L", "--owner", "bob"})) > fence);
+  r = on(q, {"unlock", "L", "--force"});
+  CHECK(r.status == 0);
+  CHECK(q.holding("L", "bob") == 0);
+
+  // Shared holds and a MultiLock.
+  CHECK(on(q, {"lock", "-s", "R", "--owner", "r1"}).status == 0);
+  CHECK(on(q, {"lock", "-s", "R", "--owner", "r2"}).status == 0);
+  CHECK(on(q, {"lock", "R", "--owner", "w"}).status == 75);
+  r = on(q, {"exec", "A", "B", "--", "true"});
+  INFO(r.err);
+  CHECK(r.status == 0);
+}
+
+TEST_CASE("quorum: a frozen member: the other two grant in about a round trip; two frozen: 69") {
+  Members q;
+  q.servers[2].freeze();
+  auto start = Clock::now();
+  auto r = on(q, {"lock", "L", "--owner", "alice", "--timeout", "3s"});
+  long long took = ms_between(start);
+  fence_of(r);
+  CHECK(took < 1500);  // a process start and one round trip, never the 3 s timeout
+  CHECK(on(q, {"unlock", "L", "--owner", "alice", "--timeout", "3s"}).status == 0);
+  CHECK(q.holding("L", "alice", 2) == 0);
+  q.servers[2].thaw();
+  // Whatever the thawed member ran late, the others make a majority for the next owner.
+  CHECK(on(q, {"lock", "L", "--owner", "bob"}).status == 0);
+
+  q.servers[0].freeze();
+  q.servers[1].freeze();
+  start = Clock::now();
+  r = on(q, {"lock", "M", "--owner", "bob", "--timeout", "500ms"});
+  CHECK(r.status == 69);
+  CHECK(r.err.find("fewer than a majority") != std::string::npos);
+  // The one member that answered granted it, and took it back when the request failed.
+  CHECK(q.servers[2].cmd_int({"EXISTS", lock_key("M")}) == 0);
+  q.servers[0].thaw();
+  q.servers[1].thaw();
+  // ...and every grant, the late ones too, is given back by the request's id.
+  CHECK(poll_until([&] { return q.holding("M", "bob") == 0; }, 5s));
+  CHECK(on(q, {"lock", "M", "--owner", "carol"}).status == 0);
+}
+
+TEST_CASE("quorum: the fence never goes backwards across quorums {X,Y}, {Y,Z}, {X,Z}") {
+  Members q;
+  auto& x = q.servers[0];
+  auto& y = q.servers[1];
+  auto& z = q.servers[2];
+  // Y's counter far ahead (a member whose clock runs ahead, or that handed out more).
+  const long long ahead = 9'000'000'000'000'000LL;
+  y.cmd({"SET", fence_key("F"), std::to_string(ahead)});
+
+  // Each hold is an exec's: its release goes to the frozen member on the connection its
+  // grant went on, so that member, thawed, runs both in order and is free again.
+  auto fence = [&](RedisServer& frozen) {
+    frozen.freeze();
+    auto r = on(q, {"exec", "--timeout", "1s", "F", "--", "sh", "-c", "echo $RLOCK_FENCE"});
+    frozen.thaw();
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return std::stoll(r.out);
+  };
+  long long f1 = fence(z);  // {X,Y}
+  CHECK(f1 > ahead);
+  long long f2 = fence(x);  // {Y,Z}
+  CHECK(f2 > f1);
+  long long f3 = fence(y);  // {X,Z}
+  CHECK(f3 > f2);
+  // The plain maximum of X and Z's own counters would have gone back below f1.
+}
+
+TEST_CASE("quorum: a member restarted empty does not count until the longest lease has passed") {
+  Members q;
+  CHECK(fence_of(on(q, {"lock", "P", "--owner", "a", "--lease", "3s"})) > 0);
+  // The quorum in use for an hour (rlock's first write on each member).
+  for (auto& s : q.servers) {
+    auto t = s.cmd({"TIME"});
+    s.cmd({"SET", "rlock:quorum:first-write", std::to_string(std::stoll(t[0]) * 1000 - 3'600'000)});
+  }
+  auto restarted = Clock::now();
+  q.servers[2].restart();  // its data, the hold among them, is gone
+  // doctor says which member does not count, and for how long.
+  auto doctor = on(q, {"doctor"});
+  std::vector<std::string> restart;
+  const json report = parse_json(doctor.out);
+  for (const auto& f : report.at("findings")) {
+    if (f.at("check").get<std::string>() == "restart")
+      restart.push_back(f.at("level").get<std::string>());
+  }
+  std::string levels;
+  for (const auto& l : restart) levels += l + " ";
+  CHECK(levels == "ok ok warn ");
+  CHECK(doctor.out.find("not counted towards a majority for another") != std::string::npos);
+  q.servers[0].freeze();
+  // Z would make a second majority with Y... if it counted.
+  auto r = on(q, {"lock", "P", "--owner", "b", "--lease", "3s", "--timeout", "500ms"});
+  CHECK(r.status == 69);
+  CHECK(q.holding("P", "b", 0) == 0);
+  r = on(q, {"lock", "Q", "--owner", "b", "--lease", "1s", "--timeout", "500ms"});
+  CHECK(r.status == 69);
+  CHECK(r.err.find("not counted until their data is older than the longest lease") !=
+        std::string::npos);
+  // Counted again once its uptime passed the longest lease (3 s) any member was asked for.
+  CHECK(poll_until(
+      [&] {
+        return on(q, {"lock", "Q", "--owner", "b", "--lease", "1s", "--timeout", "500ms"}).status ==
+               0;
+      },
+      10s, 200ms));
+  CHECK(ms_between(restarted) >= 2900);
+  q.servers[0].thaw();
+}
+
+TEST_CASE("quorum: exec stops its job (76) when two of three members stop answering") {
+  Members q;
+  TempDir dir;
+  auto job = spawn_on(q, {"exec", "--lease", "1500ms", "--timeout", "300ms", "J", "--", "sh", "-c",
+                          "touch " + dir / "started" + "; exec sleep 30"});
+  REQUIRE(poll_until([&] { return std::filesystem::exists(dir / "started"); }, 10s));
+  q.servers[0].freeze();
+  q.servers[1].freeze();
+  auto frozen = Clock::now();
+  auto status = job.wait(deadline(10s));
+  q.servers[0].thaw();
+  q.servers[1].thaw();
+  CHECK(status.value_or(kStillRunning) == 76);
+  CHECK(ms_between(frozen, job.exit_time()) < 1500);  // stopped before the lease could end
+}
+
+TEST_CASE("quorum: exec stops its job (76) when a majority says the hold is gone") {
+  Members q;
+  TempDir dir;
+  auto job = spawn_on(q, {"exec", "--lease", "1500ms", "J", "--", "sh", "-c",
+                          "touch " + dir / "started" + "; exec sleep 30"});
+  REQUIRE(poll_until([&] { return std::filesystem::exists(dir / "started"); }, 10s));
+  q.servers[0].cmd({"DEL", lock_key("J")});
+  q.servers[1].cmd({"DEL", lock_key("J")});
+  CHECK(job.wait(deadline(10s)).value_or(kStillRunning) == 76);
+}
+
+TEST_CASE("quorum: a waiter sleeps on every member and is woken through the ones that answer") {
+  Members q;
+  CHECK(on(q, {"lock", "W", "--owner", "alice", "--lease", "60s"}).status == 0);
+  auto waiter = spawn_on(q, {"lock", "W", "--owner", "bob", "--wait", "20s", "--timeout", "1s"});
+  REQUIRE(poll_until(
+      [&] {
+        return q.servers[1].cmd_int({"ZCARD", lock_key("W") + ":waiters"}) == 1;
+      },
+      5s));
+  q.servers[0].freeze();  // the release and its grant reach the waiter through Y and Z only
+  auto released = Clock::now();
+  CHECK(on(q, {"unlock", "W", "--owner", "alice", "--timeout", "1s"}).status == 0);
+  CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(ms_between(released, waiter.exit_time()) < 5000);  // never the 60 s lease
+  q.servers[0].thaw();
+  CHECK(parse_json(waiter.out()).at("acquired") == true);
+}
+
+TEST_CASE("quorum: inspect lists each member's view and whether a majority agrees") {
+  Members q;
+  CHECK(on(q, {"lock", "I", "--owner", "alice"}).status == 0);
+  q.servers[2].cmd({"DEL", lock_key("I")});
+  auto listing = [&] {
+    auto r = on(q, {"inspect", "I"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<std::string> out;
+    const json listed = parse_json(r.out);
+    for (const auto& o : listed) {
+      out.push_back(o.at("member").get<std::string>() + " " +
+                    o.at("holders")[0].at("owner").get<std::string>() +
+                    (o.at("majority").get<bool>() ? " majority" : " minority"));
+    }
+    return out;
+  };
+  const std::string x = "127.0.0.1:" + std::to_string(q.servers[0].port());
+  const std::string y = "127.0.0.1:" + std::to_string(q.servers[1].port());
+  CHECK(listing() == std::vector<std::string>{x + " alice majority", y + " alice majority"});
+  q.servers[1].cmd({"DEL", lock_key("I")});
+  CHECK(listing() == std::vector<std::string>{x + " alice minority"});
+}
+
+}  // namespace
+}  // namespace rlock::test
