@@ -276,6 +276,34 @@ TEST_CASE("quorum: a waiter sleeps on every member and is woken through the ones
   CHECK(parse_json(waiter.out()).at("acquired") == true);
 }
 
+TEST_CASE("quorum: 6 processes x 10 exec increments of one file lose none, every waiter served") {
+  Members q;
+  TempDir dir;
+  const std::string counter = dir / "counter";
+  write_file(counter, "0\n");
+  const std::string loop =
+      R"(for i in $(seq 10); do "$RL" --url "$URL" exec --wait 60s counter -- )"
+      R"(sh -c 'n=$(cat "$F"); echo $((n+1)) > "$F"' || exit 1; done)";
+  const Env env{{"RL", rlock_binary()}, {"URL", q.url()}, {"F", counter}};
+  std::vector<Spawned> loops;
+  for (int i = 0; i < 6; ++i) loops.emplace_back(std::vector<std::string>{"sh", "-c", loop}, env);
+  const auto until = deadline(120s);
+  for (auto& proc : loops) {
+    INFO("stderr: " << proc.err());
+    CHECK(proc.wait(until).value_or(kStillRunning) == 0);
+  }
+  CHECK(read_file(counter) == "60\n");
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"EXISTS", lock_key("counter")}) == 0);
+}
+
+TEST_CASE("quorum: a member that lost its script cache answers NOSCRIPT, and the lock goes on") {
+  Members q;
+  CHECK(on(q, {"lock", "S", "--owner", "a"}).status == 0);
+  for (const auto& s : q.servers) s.cmd({"SCRIPT", "FLUSH"});
+  CHECK(on(q, {"unlock", "S", "--owner", "a"}).status == 0);
+  CHECK(q.holding("S", "a") == 0);
+}
+
 TEST_CASE("quorum: inspect lists each member's view and whether a majority agrees") {
   Members q;
   CHECK(on(q, {"lock", "I", "--owner", "alice"}).status == 0);
