@@ -293,7 +293,11 @@ TEST_CASE("quorum: 6 processes x 10 exec increments of one file lose none, every
     CHECK(proc.wait(until).value_or(kStillRunning) == 0);
   }
   CHECK(read_file(counter) == "60\n");
-  for (const auto& s : q.servers) CHECK(s.cmd_int({"EXISTS", lock_key("counter")}) == 0);
+  // A member may still hold a grant for a waiter that got its majority elsewhere and is
+  // gone: it lapses with the claim window (2 s), as on one server.
+  for (const auto& s : q.servers) {
+    CHECK(poll_until([&] { return s.cmd_int({"EXISTS", lock_key("counter")}) == 0; }, 5s));
+  }
 }
 
 TEST_CASE("quorum: a member that lost its script cache answers NOSCRIPT, and the lock goes on") {
