@@ -11,11 +11,12 @@ namespace {
 // Three (or more) members of their own, plain standalone servers whatever
 // RLOCK_TEST_TOPOLOGY says: a quorum's members are independent masters.
 struct Members {
-  explicit Members(int n = 3) {
-    for (int i = 0; i < n; ++i) servers.emplace_back(RedisOptions{.test_topology = false});
+  explicit Members(int n = 3, std::string password = "") : userinfo(password) {
+    for (int i = 0; i < n; ++i)
+      servers.emplace_back(RedisOptions{.requirepass = password, .test_topology = false});
   }
   std::string url() const {
-    std::string out = "redis-quorum://";
+    std::string out = "redis-quorum://" + (userinfo.empty() ? "" : ":" + userinfo + "@");
     for (size_t i = 0; i < servers.size(); ++i)
       out += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(servers[i].port());
     return out;
@@ -30,6 +31,7 @@ struct Members {
     }
     return n;
   }
+  std::string userinfo;
   std::vector<RedisServer> servers;
 };
 
@@ -274,6 +276,53 @@ TEST_CASE("quorum: a waiter sleeps on every member and is woken through the ones
   CHECK(ms_between(released, waiter.exit_time()) < 5000);  // never the 60 s lease
   q.servers[0].thaw();
   CHECK(parse_json(waiter.out()).at("acquired") == true);
+}
+
+TEST_CASE("quorum: 6 processes x 10 exec increments of one file lose none, every waiter served") {
+  Members q;
+  TempDir dir;
+  const std::string counter = dir / "counter";
+  write_file(counter, "0\n");
+  const std::string loop =
+      R"(for i in $(seq 10); do "$RL" --url "$URL" exec --wait 60s counter -- )"
+      R"(sh -c 'n=$(cat "$F"); echo $((n+1)) > "$F"' || exit 1; done)";
+  const Env env{{"RL", rlock_binary()}, {"URL", q.url()}, {"F", counter}};
+  std::vector<Spawned> loops;
+  for (int i = 0; i < 6; ++i) loops.emplace_back(std::vector<std::string>{"sh", "-c", loop}, env);
+  const auto until = deadline(120s);
+  for (auto& proc : loops) {
+    INFO("stderr: " << proc.err());
+    CHECK(proc.wait(until).value_or(kStillRunning) == 0);
+  }
+  CHECK(read_file(counter) == "60\n");
+  // A member may still hold a grant for a waiter that got its majority elsewhere and is
+  // gone: it lapses with the claim window (2 s), as on one server.
+  for (const auto& s : q.servers) {
+    CHECK(poll_until([&] { return s.cmd_int({"EXISTS", lock_key("counter")}) == 0; }, 5s));
+  }
+}
+
+TEST_CASE("quorum: a member that lost its script cache answers NOSCRIPT, and the lock goes on") {
+  Members q;
+  CHECK(on(q, {"lock", "S", "--owner", "a"}).status == 0);
+  for (const auto& s : q.servers) s.cmd({"SCRIPT", "FLUSH"});
+  CHECK(on(q, {"unlock", "S", "--owner", "a"}).status == 0);
+  CHECK(q.holding("S", "a") == 0);
+}
+
+TEST_CASE("quorum: members with a password: from the URL or RLOCK_PASSWORD; a wrong one is 69") {
+  Members q(3, "s3cret");
+  CHECK(fence_of(on(q, {"lock", "P", "--owner", "a"})) > 0);
+  std::string bare = q.url();
+  bare.replace(bare.find(":s3cret@"), 8, "");
+  auto r =
+      rlock_raw({"--url", bare, "unlock", "P", "--owner", "a"}, {{"RLOCK_PASSWORD", "s3cret"}});
+  INFO(r.err);
+  CHECK(r.status == 0);
+  r = rlock_raw({"--url", bare, "lock", "P", "--owner", "a"}, {{"RLOCK_PASSWORD", "wrong"}});
+  CHECK(r.status == 69);
+  CHECK(one_line(r.err));
+  CHECK(r.err.find("wrong") == std::string::npos);  // no password in a message
 }
 
 TEST_CASE("quorum: inspect lists each member's view and whether a majority agrees") {

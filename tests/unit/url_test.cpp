@@ -238,3 +238,39 @@ TEST_CASE("rediss URLs: the same forms over TLS") {
   CHECK(cluster.describe() == "rediss-cluster://c1:7000");
   CHECK_FALSE(parse_target("redis-cluster://c1:7000").tls);
 }
+
+TEST_CASE("redis-quorum:// URLs: 3 to 9 members, odd, each once") {
+  using rlock::redis::Deployment;
+  using rlock::redis::parse_target;
+  auto t = parse_target("redis-quorum://u:pw@a:1,b:2,c/3");
+  CHECK(t.kind == Deployment::kQuorum);
+  CHECK(t.seeds.size() == 3);
+  CHECK(t.seeds[2].port == 6379);
+  CHECK(t.endpoint.user == "u");
+  CHECK(t.endpoint.password == "pw");
+  CHECK(t.endpoint.db == 3);
+  CHECK(t.describe() == "redis-quorum://a:1,b:2,c:6379/3");
+  CHECK(parse_target("rediss-quorum://a,b,c,d,e,f,g,h,i").tls);
+  const char* cases[] = {
+      "redis-quorum://:S3cret@a",              // 1 member
+      "redis-quorum://:S3cret@a,b",            // even
+      "redis-quorum://a,b,c,d",                // even
+      "redis-quorum://a,b,c,d,e,f,g,h,i,j,k",  // more than 9
+      "redis-quorum://:S3cret@a:1,b:2,a:1",    // twice
+      "redis-quorum://a,b,c?x=S3cret",         // parameters
+      "redis-quorum://a,,c",                   // empty host
+      "redis-quorum://a,b,redis://c",          // another scheme inside
+  };
+  for (const std::string url : cases) {
+    CAPTURE(url);
+    try {
+      parse_target(url);
+      FAIL("accepted");
+    } catch (const rlock::Error& e) {
+      std::string what = e.what();
+      CHECK(e.exit_code() == rlock::kExitUsage);
+      CHECK(what.find("S3cret") == std::string::npos);
+      CHECK(what.find("invalid redis URL") == 0);
+    }
+  }
+}
