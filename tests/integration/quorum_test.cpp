@@ -3,6 +3,8 @@
 // waiters woken through any member, and the primitives that refuse a quorum.
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "harness.hpp"
 
 namespace rlock::test {
@@ -231,6 +233,36 @@ TEST_CASE("quorum: a member restarted empty does not count until the longest lea
       10s, 200ms));
   CHECK(ms_between(restarted) >= 2900);
   q.servers[0].thaw();
+}
+
+// A quorum is meant to outlive a member: doctor reports the one that is down as a finding
+// (exit 1) and examines the others, instead of giving up at the first refused connection.
+TEST_CASE("quorum: doctor reports a member that does not answer and still examines the rest") {
+  Members q;
+  q.servers[1].stop();
+  auto checks_of = [](const RunResult& r) {
+    INFO("stdout: " << r.out << " stderr: " << r.err);
+    REQUIRE(r.status == 1);
+    CHECK(r.err.empty());
+    std::map<std::string, std::string> levels;  // "server check" -> level
+    const json report = parse_json(r.out);
+    for (const auto& f : report.at("findings"))
+      levels[f.at("server").get<std::string>() + " " + f.at("check").get<std::string>()] =
+          f.at("level").get<std::string>();
+    return levels;
+  };
+  const std::string down = "127.0.0.1:" + std::to_string(q.servers[1].port());
+  const std::string up = "127.0.0.1:" + std::to_string(q.servers[2].port());
+  auto levels = checks_of(on(q, {"doctor"}));
+  CHECK(levels[down + " reachable"] == "fail");
+  CHECK(levels.count(down + " version") == 0);
+  CHECK(levels[up + " version"] == "ok");
+  CHECK(levels[up + " restart"] == "ok");
+  CHECK(levels["quorum members"] == "warn");  // 2 of 3: locks are still taken
+  q.servers[2].stop();
+  levels = checks_of(on(q, {"doctor"}));
+  CHECK(levels[up + " reachable"] == "fail");
+  CHECK(levels["quorum members"] == "fail");  // 1 of 3: no majority
 }
 
 TEST_CASE("quorum: exec stops its job (76) when two of three members stop answering") {
