@@ -106,7 +106,11 @@ TEST_CASE("quorum: lock, re-enter, busy, unlock and force on every member, with 
   CHECK(j.at("validity_ms").get<long long>() > 29000);
   CHECK(j.at("validity_ms").get<long long>() <= 30000 - 300 - 2);
   CHECK(q.holding("L", "alice") == 3);
-  for (const auto& s : q.servers) CHECK(s.cmd_int({"GET", fence_key("L")}) >= fence);
+  // Written back to a majority before it was printed; the third member's write-back may
+  // still be on its way (rlock does not wait for it), or be dropped with the connection.
+  int raised = 0;
+  for (const auto& s : q.servers) raised += s.cmd_int({"GET", fence_key("L")}) >= fence;
+  CHECK(raised >= 2);
 
   // A re-entry reports the highest token its majority has now: at least the hold's (a
   // member that granted after the majority answered may have taken a later one).
