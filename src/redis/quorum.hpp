@@ -79,8 +79,8 @@ class Quorum {
   struct Member {
     ConnectOptions options;
     std::optional<Connection> conn;
-    size_t owed = 0;               // replies of earlier requests not read yet
-    std::string failure;           // why it did not answer the last request
+    size_t owed = 0;                                // replies of earlier requests not read yet
+    std::string failure;                            // why it did not answer the last request
     std::vector<std::vector<std::string>> prelude;  // AUTH, SELECT not sent yet
   };
   using Commands = std::vector<std::vector<std::string>>;
