@@ -37,7 +37,7 @@ each sentinel and their quorum (SENTINEL CKQUORUM), and the ACL rights of rlock(
 this user lacks (ACL DRYRUN). Prints {"ok":BOOL,"findings":[{"server",
 "check","level","detail"}]}; level is ok, warn (worth knowing), fail (can break locks) or
 unknown (this user may not read it). Exits 0 when no finding is fail, 1 when one is, 69
-when a master cannot be reached (on a quorum, a member that does not answer is a finding).
+when a master cannot be reached (on a quorum, a member that does not answer is a fail).
 
 Examples:
   rlock doctor
