@@ -156,11 +156,15 @@ TEST_CASE("sync-replicas: more replicas asked for than connected fails at once, 
 
 TEST_CASE("sync-replicas: a renewal the replica does not acknowledge stops exec's job (76)") {
   ReplicatedPair pair;
-  Spawned job(rlock_argv(pair.master, {"--sync-replicas", "1", "--sync-timeout", "300ms", "exec",
+  // --sync-timeout 1s: a busy machine (CI runs two suites at once) can keep a live replica
+  // from acknowledging the acquisition within 300 ms, and the job then never starts (69).
+  Spawned job(rlock_argv(pair.master, {"--sync-replicas", "1", "--sync-timeout", "1s", "exec",
                                        "--lease", "3s", "--kill-after", "500ms", "renewed", "--",
                                        "sh", "-c", "echo started; exec sleep 60"}));
   // The job runs once the acquisition was acknowledged.
-  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("started"));
+  auto first = job.read_line(deadline(10s));
+  INFO("stderr: " << job.err());
+  REQUIRE(first == std::optional<std::string>("started"));
   auto stopped_at = Clock::now();
   Frozen frozen(pair.replica);
   auto status = job.wait(deadline(20s));
