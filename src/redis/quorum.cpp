@@ -131,6 +131,13 @@ Millis not_counted_for(const MemberAge& m, long long longest, long long first_us
   return Millis(longest - surely_up);
 }
 
+UsageError refused_on_quorum(std::string_view what) {
+  return UsageError(
+      "a quorum URL (redis-quorum://) serves locks only: semaphores, latches, rate limiters and "
+      "delay queues have no sound majority semantics there (" +
+      std::string(what) + "); use one server, Sentinel or a Cluster");
+}
+
 Quorum::Quorum(const Target& target, const ConnectOptions& options)
     : options_(options), timeout_(options.command_timeout) {
   for (const Endpoint& seed : target.seeds) {
@@ -312,10 +319,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
                   const std::vector<std::string_view>& args, Deadline until) {
   const QuorumRule* rule = find_quorum_rule(script.quorum);
   if (!rule) {
-    throw UsageError(
-        "a quorum URL (redis-quorum://) serves locks only: semaphores, latches, "
-        "rate limiters and delay queues have no sound majority semantics there (" +
-        std::string(script.name) + "); use one server, Sentinel or a Cluster");
+    throw refused_on_quorum(script.name);
   }
   const Deadline start = SteadyClock::now();
   const bool checked = rule->lease_arg > 0;

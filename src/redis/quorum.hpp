@@ -13,6 +13,7 @@
 #include "redis/subscriber.hpp"
 #include "redis/url.hpp"
 #include "util/clock.hpp"
+#include "util/error.hpp"
 
 namespace rlock::redis {
 
@@ -28,6 +29,9 @@ struct MemberAge {
 // Where the quorum keeps them (on each member, outside every prefix, no expiry).
 inline constexpr std::string_view kLongestLeaseKey = "rlock:quorum:longest-lease";
 inline constexpr std::string_view kFirstWriteKey = "rlock:quorum:first-write";
+
+// The one-line refusal of `what` (a script or command without a majority rule) on a quorum.
+UsageError refused_on_quorum(std::string_view what);
 
 // The restart rule: how long `m` must not count towards a majority yet (0: it counts).
 // `longest`: the longest lease any member remembers; `first_use`: the earliest first write

@@ -22,12 +22,6 @@ Target member_target(const Target& quorum) {
   return t;
 }
 
-UsageError no_majority_rule(std::string_view what) {
-  return UsageError("a quorum URL (redis-quorum://) serves locks only: " + std::string(what) +
-                    " has no sound majority semantics there; use one server, Sentinel or a "
-                    "Cluster");
-}
-
 }  // namespace
 
 Topology::Topology(ConnectOptions options)
@@ -260,7 +254,7 @@ Synced Topology::run_synced(const Script& script, const std::vector<std::string_
 }
 
 Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) {
-  if (quorum_) throw no_majority_rule(argv.empty() ? "a command" : std::string(argv.front()));
+  if (quorum_) throw refused_on_quorum(argv.empty() ? "a command" : std::string(argv.front()));
   // Every command rlock sends names its key first, if it has one.
   std::string_view key = argv.size() > 1 ? argv[1] : std::string_view();
   return Reply(with_retry(key, retry, std::nullopt, [&](Connection& c, bool asking) {
@@ -270,7 +264,7 @@ Reply Topology::command(const std::vector<std::string_view>& argv, Retry retry) 
 
 std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>>& commands,
                                       Retry retry, std::string_view key) {
-  if (quorum_) throw no_majority_rule("a pipeline");
+  if (quorum_) throw refused_on_quorum("a pipeline");
   std::vector<Reply> out;
   // Error replies come back as replies, not thrown: a pipeline is not redirected (its
   // commands name the key's own server already, see DelayQueue::push).
@@ -282,7 +276,7 @@ std::vector<Reply> Topology::pipeline(const std::vector<std::vector<std::string>
 }
 
 void Topology::send(const std::vector<std::vector<std::string>>& commands) {
-  if (quorum_) throw no_majority_rule("a pipeline");
+  if (quorum_) throw refused_on_quorum("a pipeline");
   with_retry({}, Retry::kNever, std::nullopt, [&](Connection& c, bool) {
     c.send(commands);
     return 0;
