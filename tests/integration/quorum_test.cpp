@@ -3,6 +3,7 @@
 // waiters woken through any member, and the primitives that refuse a quorum.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <map>
 
 #include "harness.hpp"
@@ -267,6 +268,26 @@ TEST_CASE("quorum: doctor reports a member that does not answer and still examin
   levels = checks_of(on(q, {"doctor"}));
   CHECK(levels[up + " reachable"] == "fail");
   CHECK(levels["quorum members"] == "fail");  // 1 of 3: no majority
+}
+
+// Two execs of one owner exclude each other on a quorum too (an exec hold is exclusive even
+// against its own owner), also while a member is frozen.
+TEST_CASE("quorum: two execs sharing an owner never run together, a member frozen or not") {
+  Members q;
+  for (int frozen = 0; frozen < 2; ++frozen) {
+    CAPTURE(frozen);
+    if (frozen) q.servers[2].freeze();
+    Spawned first(std::vector<std::string>{rlock_binary(), "--url", q.url(), "--timeout", "1s",
+                                           "exec", "--owner", "shared", "S", "--", "sh", "-c",
+                                           "echo started; exec sleep 30"});
+    REQUIRE(first.read_line(deadline(10s)) == std::optional<std::string>("started"));
+    auto second = on(q, {"--timeout", "1s", "exec", "--owner", "shared", "S", "--", "true"});
+    INFO("second: " << second.err);
+    CHECK(second.status == 75);
+    first.kill(SIGTERM);
+    CHECK(first.wait(deadline(10s)).has_value());
+    if (frozen) q.servers[2].thaw();
+  }
 }
 
 TEST_CASE("quorum: exec stops its job (76) when two of three members stop answering") {
