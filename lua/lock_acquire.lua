@@ -13,7 +13,8 @@
 --   "claim"  as "queued" while this wait's queue entry is there or the fence is at least
 --            ARGV[11]; otherwise (a server that lost the entry and the token of the hold
 --            the waiter saw may have lost that hold, whose job still runs: see
---            prim/wait.cpp) it only claims a grant and takes nothing free
+--            prim/wait.cpp) it only claims a grant, takes nothing free and leaves the
+--            queue
 -- ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id, ARGV[6] "lock" or
 -- "exec" (exclusive) or "slock" or "sexec" (shared), ARGV[7] lock channel, ARGV[8] ms a
 -- granted waiter has to claim, ARGV[9] arrival (us) to keep, or "", ARGV[10] the holds of
@@ -215,8 +216,12 @@ for line in string.gmatch(ARGV[10] or '', '[^\n]+') do
   end
 end
 
+-- A "claim" that may take nothing (the server lost this wait's entry and the token it saw)
+-- does not queue again either: a queued waiter is what the next release or newcomer grants
+-- the lock to (pass_on), which would hand it the hold the server forgot. The wait queues
+-- again, at its first arrival, once its claim window is over.
 local arrival = 0
-if mode == 'last' or mode == 'try' then
+if mode == 'last' or mode == 'try' or not may_take then
   leave_queue(member)
 else
   local queued = redis.call('ZSCORE', KEYS[3], member)

@@ -100,10 +100,14 @@ class LockWait : public Waitable {
       h.replicas_acked = acks.wanted > 0 ? acks.acked : -1;
       // The hold may have been taken by an earlier try whose reply was lost. A quorum's
       // members each count the lease on their own clock: the drift is left out.
-      h.deadline = std::min(sent, *unconfirmed_since_) + lease_ - lock_.topology_.drift(lease_);
-      if (lock_.topology_.drift(lease_).count() > 0) {
-        h.validity = h.lease;  // the quorum reports what is left in the pttl
-        h.lease = lease_;
+      const Millis drift = lock_.topology_.drift(lease_);
+      h.deadline = std::min(sent, *unconfirmed_since_) + lease_ - drift;
+      if (drift.count() > 0) {
+        // RedLock's validity: the lease a majority has in force, less the time the request
+        // took and the drift.
+        h.validity = std::max(
+            h.lease - std::chrono::duration_cast<Millis>(SteadyClock::now() - sent) - drift,
+            Millis(0));
       }
       result_ = h;
       return {true, Millis(0), {}, {}, -1};

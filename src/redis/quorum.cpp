@@ -23,6 +23,10 @@ using Answers = std::vector<std::optional<std::vector<ReplyPtr>>>;
 // members' clock skew and one that answered late.
 constexpr Millis kJoinSlack{1000};
 
+// How long the end of a process waits for the replies its requests still owe (a member
+// that answered after the majority may ask for a script's source: Quorum::drain).
+constexpr Millis kDrainPatience{100};
+
 Millis since(Deadline start) {
   return std::chrono::duration_cast<Millis>(SteadyClock::now() - start);
 }
@@ -150,7 +154,9 @@ Quorum::Quorum(const Target& target, const ConnectOptions& options)
   }
 }
 
-Quorum::~Quorum() = default;
+// A one-shot command ends once a majority answered: the replies still owed are read for a
+// short while first, so that a member without the script gets it (see settle_late).
+Quorum::~Quorum() { drain(SteadyClock::now() + std::min(timeout_, kDrainPatience)); }
 
 std::vector<std::string> Quorum::eval(const Script& script,
                                       const std::vector<std::string_view>& keys,
@@ -172,36 +178,148 @@ Quorum::Commands Quorum::with_sources(const Commands& commands) const {
   return out;
 }
 
+bool Quorum::connect(Member& m, Deadline until) {
+  m.conn.reset();
+  m.prelude.clear();
+  m.in_flight.clear();
+  try {
+    ConnectOptions o = m.options;
+    o.connect_timeout = std::max(std::min(o.connect_timeout, millis_until(until)), Millis(1));
+    // AUTH and SELECT go in the same write as the request (see exchange): a member that
+    // accepts connections but does not answer holds up no one.
+    m.conn.emplace(Connection::open_unauthenticated(o));
+    m.failure.clear();
+    const Endpoint& ep = m.options.endpoint;
+    if (!ep.password.empty()) {
+      m.prelude.push_back(ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
+                                          : std::vector<std::string>{"AUTH", ep.user, ep.password});
+    }
+    if (ep.db != 0) m.prelude.push_back({"SELECT", std::to_string(ep.db)});
+    return true;
+  } catch (const Error& e) {
+    m.failure = e.what();
+    return false;
+  }
+}
+
+void Quorum::drop(Member& m, const std::string& why) {
+  m.failure = why;
+  m.conn.reset();
+  m.in_flight.clear();
+}
+
+void Quorum::write(Member& m, const Commands& commands, bool prelude) {
+  m.conn->send(commands);
+  for (const auto& cmd : commands) m.in_flight.push_back({cmd, round_, prelude});
+}
+
+bool Quorum::settle_late(Member& m, const Sent& sent, const redisReply* r) {
+  if (sent.round == round_) return false;
+  // A late reply to a request nobody waited for (a majority had answered). A member that
+  // did not have the script ran nothing of it: it gets the script's source now, or it
+  // would never run that request (a release left there until its lease ends, a queue
+  // that differs between the members).
+  if (is_error(r) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0 &&
+      sent.cmd.size() > 1 && sent.cmd[0] == "EVALSHA") {
+    Sent again = sent;
+    again.cmd = with_sources({sent.cmd}).front();
+    m.conn->send({again.cmd});
+    m.in_flight.push_back(std::move(again));
+  }
+  return true;
+}
+
+void Quorum::drain(Deadline until) noexcept {
+  ++round_;  // every reply still owed is a late one now
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      Member& m = members_[i];
+      if (!m.conn || m.in_flight.empty()) continue;
+      try {
+        while (ReplyPtr r = m.conn->buffered_reply("from a quorum member")) {
+          Sent sent = std::move(m.in_flight.front());
+          m.in_flight.pop_front();
+          settle_late(m, sent, r.get());
+        }
+      } catch (const Error& e) {
+        drop(m, e.what());
+        continue;
+      }
+      if (m.in_flight.empty()) continue;
+      fds.push_back({m.conn->fd(), POLLIN, 0});
+      which.push_back(i);
+    }
+    const Millis left = millis_until(until);
+    if (fds.empty() || left.count() <= 0) return;
+    if (poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0 && errno != EINTR) return;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      try {
+        members_[which[k]].conn->read_available("from a quorum member");
+      } catch (const Error& e) {
+        drop(members_[which[k]], e.what());
+      }
+    }
+  }
+}
+
 std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     const std::vector<Commands>& commands, Deadline until,
-    const std::function<bool(const Answers&)>& enough) {
+    const std::function<bool(const Answers&)>& enough, Retry retry) {
   const size_t n = members_.size();
+  ++round_;
   Answers out(n);
   std::vector<std::vector<ReplyPtr>> got(n);
-  std::vector<size_t> stale(n, 0);
   std::vector<bool> pending(n, false);
-  std::vector<size_t> prelude(n, 0);    // AUTH, SELECT of a new connection, before the request
   std::vector<bool> sourced(n, false);  // sent again with EVAL after a NOSCRIPT
+  std::vector<int> tries(n, 0);
+  // When a member that has not answered gets the request again on a fresh connection (as
+  // Topology::run does on one server): half of what is left, the last try all of it.
+  std::vector<Deadline> resend_at(n, until);
+  auto send = [&](size_t i) {
+    Member& m = members_[i];
+    ++tries[i];
+    const bool last = retry != Retry::kIdempotent || tries[i] >= kMaxTries;
+    const Millis left = std::max(millis_until(until), Millis(1));
+    resend_at[i] = last ? until : SteadyClock::now() + std::max(left / 2, Millis(1));
+    m.conn->set_timeout(left);
+    got[i].clear();
+    Commands prelude = std::move(m.prelude);
+    m.prelude.clear();
+    // One write: the prelude's commands, then the request.
+    Commands all = prelude;
+    const Commands request = sourced[i] ? with_sources(commands[i]) : commands[i];
+    all.insert(all.end(), request.begin(), request.end());
+    m.conn->send(all);
+    for (size_t k = 0; k < all.size(); ++k)
+      m.in_flight.push_back({all[k], round_, k < prelude.size()});
+    pending[i] = true;
+  };
+  // A member whose connection failed under the request, or that has not answered by its
+  // resend time: the request again on a fresh connection while tries and time are left (an
+  // idempotent request: a repeat of one that ran reports what it did), else no answer.
   auto fail = [&](size_t i, const std::string& why) {
-    members_[i].failure = why;
-    members_[i].conn.reset();
-    members_[i].owed = 0;
+    Member& m = members_[i];
+    drop(m, why);
     pending[i] = false;
+    while (retry == Retry::kIdempotent && tries[i] < kMaxTries && SteadyClock::now() < until) {
+      if (!connect(m, until)) return;
+      try {
+        send(i);
+        return;
+      } catch (const Error& e) {
+        drop(m, e.what());
+        pending[i] = false;
+      }
+    }
   };
   // Every request is written before any reply is read: the members work at once.
   for (size_t i = 0; i < n; ++i) {
     if (commands[i].empty() || !members_[i].conn) continue;
-    Member& m = members_[i];
     try {
-      m.conn->set_timeout(std::max(millis_until(until), Millis(1)));
-      Commands all = std::move(m.prelude);
-      m.prelude.clear();
-      prelude[i] = all.size();
-      all.insert(all.end(), commands[i].begin(), commands[i].end());
-      m.conn->send(all);
-      stale[i] = m.owed;
-      m.owed += all.size();
-      pending[i] = true;
+      send(i);
     } catch (const Error& e) {
       fail(i, e.what());
     }
@@ -213,15 +331,13 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
       Member& m = members_[i];
       try {
         while (ReplyPtr r = m.conn->buffered_reply("from a quorum member")) {
-          --m.owed;
-          if (stale[i] > 0) {
-            --stale[i];  // a late reply to an earlier request that was not waited for
-            continue;
-          }
-          if (prelude[i] > 0) {
-            --prelude[i];
+          Sent sent = std::move(m.in_flight.front());
+          m.in_flight.pop_front();
+          if (settle_late(m, sent, r.get())) continue;
+          if (sent.prelude) {
             if (r->type == REDIS_REPLY_ERROR) {
-              fail(i, "refused the connection: " + std::string(r->str, r->len));
+              drop(m, "refused the connection: " + std::string(r->str, r->len));
+              pending[i] = false;
               break;
             }
             continue;
@@ -230,9 +346,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
           if (got[i].size() == commands[i].size() && !sourced[i] && noscript(got[i])) {
             // A member that has not cached a script (restarted, SCRIPT FLUSH) ran nothing
             // of it: the same requests again with their sources, on the same connection.
-            Commands again = with_sources(commands[i]);
-            m.conn->send(again);
-            m.owed += again.size();
+            write(m, with_sources(commands[i]), false);
             sourced[i] = true;
             got[i].clear();
             continue;
@@ -251,28 +365,34 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     if (answered && enough && enough(out)) break;
     std::vector<pollfd> fds;
     std::vector<size_t> which;
+    Deadline wake = until;
     for (size_t i = 0; i < n; ++i) {
       if (!pending[i]) continue;
       fds.push_back({members_[i].conn->fd(), POLLIN, 0});
       which.push_back(i);
+      wake = std::min(wake, resend_at[i]);
     }
     if (fds.empty()) break;
-    Millis left = millis_until(until);
-    if (left.count() <= 0) {
+    if (millis_until(until).count() <= 0) {
       for (size_t i : which) {
         members_[i].failure = "did not answer within " + format_duration(timeout_) + " (--timeout)";
       }
       break;
     }
+    const Millis left = std::max(millis_until(wake), Millis(0));
     int rc =
         poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (rc < 0 && errno != EINTR) break;
-    for (size_t k = 0; rc > 0 && k < fds.size(); ++k) {
-      if (!fds[k].revents) continue;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      const size_t i = which[k];
       try {
-        members_[which[k]].conn->read_available("from a quorum member");
+        if (rc > 0 && fds[k].revents) {
+          members_[i].conn->read_available("from a quorum member");
+        } else if (SteadyClock::now() >= resend_at[i] && resend_at[i] < until) {
+          fail(i, "did not answer within half of what was left of --timeout");
+        }
       } catch (const Error& e) {
-        fail(which[k], e.what());
+        fail(i, e.what());
       }
     }
   }
@@ -289,13 +409,14 @@ std::string Quorum::describe_missing(const std::vector<bool>& answered) const {
   return out;
 }
 
-void Quorum::write_back_fence(const std::string& fence_key, long long fence,
+void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_key,
+                              std::string_view owner, long long fence,
                               const std::vector<bool>& counts, Deadline until) {
   std::vector<Commands> commands(members_.size());
   const std::string token = std::to_string(fence);
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i].conn)
-      commands[i].push_back(eval(scripts::lock_fence_raise, {fence_key}, {token}));
+      commands[i].push_back(eval(scripts::lock_fence_raise, {fence_key, lock_key}, {token, owner}));
   }
   auto raised = [&](const Answers& replies) {
     size_t ok = 0;
@@ -304,8 +425,9 @@ void Quorum::write_back_fence(const std::string& fence_key, long long fence,
     }
     return ok;
   };
-  Answers replies =
-      exchange(commands, until, [&](const Answers& r) { return raised(r) >= majority(); });
+  Answers replies = exchange(
+      commands, until, [&](const Answers& r) { return raised(r) >= majority(); },
+      Retry::kIdempotent);
   if (raised(replies) < majority()) {
     std::vector<bool> answered(members_.size());
     for (size_t i = 0; i < replies.size(); ++i) answered[i] = replies[i].has_value() && counts[i];
@@ -316,7 +438,7 @@ void Quorum::write_back_fence(const std::string& fence_key, long long fence,
 }
 
 Reply Quorum::run(const Script& script, const std::vector<std::string_view>& keys,
-                  const std::vector<std::string_view>& args, Deadline until) {
+                  const std::vector<std::string_view>& args, Deadline until, Retry retry) {
   const QuorumRule* rule = find_quorum_rule(script.quorum);
   if (!rule) {
     throw refused_on_quorum(script.name);
@@ -325,27 +447,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   const bool checked = rule->lease_arg > 0;
   const long long lease = checked ? std::stoll(std::string(args.at(rule->lease_arg - 1))) : 0;
   for (Member& m : members_) {
-    if (m.conn && !m.conn->broken()) continue;
-    m.conn.reset();
-    m.prelude.clear();
-    m.owed = 0;
-    try {
-      ConnectOptions o = m.options;
-      o.connect_timeout = std::max(std::min(o.connect_timeout, millis_until(until)), Millis(1));
-      // AUTH and SELECT go in the same write as the request (see exchange): a member that
-      // accepts connections but does not answer holds up no one.
-      m.conn.emplace(Connection::open_unauthenticated(o));
-      m.failure.clear();
-      const Endpoint& ep = m.options.endpoint;
-      if (!ep.password.empty()) {
-        m.prelude.push_back(ep.user.empty()
-                                ? std::vector<std::string>{"AUTH", ep.password}
-                                : std::vector<std::string>{"AUTH", ep.user, ep.password});
-      }
-      if (ep.db != 0) m.prelude.push_back({"SELECT", std::to_string(ep.db)});
-    } catch (const Error& e) {
-      m.failure = e.what();
-    }
+    if (!m.conn || m.conn->broken()) connect(m, until);
   }
   std::vector<Commands> commands(members_.size());
   const std::string lease_arg = std::to_string(lease);
@@ -358,12 +460,15 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
     commands[i].push_back(eval(script, keys, args));
   }
   const size_t n = members_.size(), need = majority();
-  Answers replies = exchange(commands, until, [&](const Answers& r) {
-    Tally t = tally(read_answers(*rule, r, checked));
-    if (rule->kind == QuorumRule::Kind::kUnion) return t.answered >= need;
-    size_t yes = rule->kind == QuorumRule::Kind::kRelease ? t.yes : t.yes_counting;
-    return yes >= need || t.answered - yes > n - need;
-  });
+  Answers replies = exchange(
+      commands, until,
+      [&](const Answers& r) {
+        Tally t = tally(read_answers(*rule, r, checked));
+        if (rule->kind == QuorumRule::Kind::kUnion) return t.answered >= need;
+        size_t yes = rule->kind == QuorumRule::Kind::kRelease ? t.yes : t.yes_counting;
+        return yes >= need || t.answered - yes > n - need;
+      },
+      retry);
   std::vector<Answer> answers = read_answers(*rule, replies, checked);
   Tally t = tally(answers);
   std::vector<bool> counts(n), answered(n);
@@ -393,8 +498,15 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
 
   switch (rule->kind) {
     case QuorumRule::Kind::kGrant: {
-      Millis validity = Millis(lease) - since(start) - drift(Millis(lease));
-      if (t.yes_counting >= need && validity.count() > 0) {
+      // The lease in force is what a majority has at least (a re-entry keeps a longer one).
+      std::vector<long long> pttls;
+      for (const Answer& a : answers) {
+        if (a.yes && a.counts) pttls.push_back(int_at(a.main, 3));
+      }
+      std::sort(pttls.rbegin(), pttls.rend());
+      const long long in_force = pttls.size() >= need ? pttls[need - 1] : 0;
+      auto validity = [&] { return Millis(in_force) - since(start) - drift(Millis(lease)); };
+      if (t.yes_counting >= need && validity().count() > 0) {
         long long fence = 0, count = 0, fresh = 0;
         for (const Answer& a : answers) {
           if (!a.yes) continue;
@@ -402,17 +514,18 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
           count = std::max(count, int_at(a.main, 1));
           fresh = std::max(fresh, int_at(a.main, 4));
         }
+        bool written = true;
         try {
-          write_back_fence(std::string(keys.at(rule->fence_key - 1)), fence, counts, until);
-          validity = Millis(lease) - since(start) - drift(Millis(lease));
+          write_back_fence(keys.at(rule->fence_key - 1), keys.at(rule->lock_key - 1),
+                           args.at(rule->owner_arg - 1), fence, counts, until);
         } catch (const UnavailableError&) {
-          validity = Millis(0);
+          written = false;
         }
-        if (validity.count() > 0) {
+        if (written && validity().count() > 0) {
           ReplyPtr r = take(replies, first([](const Answer& a) { return a.yes && a.counts; }));
           r->element[1]->integer = count;
           r->element[rule->fence_at]->integer = fence;
-          r->element[3]->integer = validity.count();
+          r->element[3]->integer = in_force;
           r->element[4]->integer = fresh;
           return Reply(std::move(r));
         }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "redis/connection.hpp"
 #include "redis/reply.hpp"
+#include "redis/retry.hpp"
 #include "redis/script.hpp"
 #include "redis/subscriber.hpp"
 #include "redis/url.hpp"
@@ -63,7 +65,7 @@ class Quorum {
   // skipped by the next request). Throws UnavailableError when fewer than a majority of the
   // members that count answered, ReplyError for a member's error reply.
   Reply run(const Script& script, const std::vector<std::string_view>& keys,
-            const std::vector<std::string_view>& args, Deadline until);
+            const std::vector<std::string_view>& args, Deadline until, Retry retry = Retry::kNever);
 
   // A subscriber on every member that can be reached (at least a majority, else
   // UnavailableError), woken by a message on any of them.
@@ -80,28 +82,50 @@ class Quorum {
   void set_timeout(Millis timeout) { timeout_ = timeout; }
 
  private:
+  // A command written to a member whose reply has not been read yet.
+  struct Sent {
+    std::vector<std::string> cmd;
+    unsigned long round = 0;  // the exchange it belongs to (see round_)
+    bool prelude = false;     // AUTH or SELECT of a new connection
+  };
   struct Member {
     ConnectOptions options;
     std::optional<Connection> conn;
-    size_t owed = 0;                                // replies of earlier requests not read yet
+    std::deque<Sent> in_flight;                     // in the order written
     std::string failure;                            // why it did not answer the last request
     std::vector<std::vector<std::string>> prelude;  // AUTH, SELECT not sent yet
   };
   using Commands = std::vector<std::vector<std::string>>;
+  // Closes m's connection, forgetting what it owes; `why` is its failure.
+  void drop(Member& m, const std::string& why);
+  // Writes `commands` to m and records them in m.in_flight.
+  void write(Member& m, const Commands& commands, bool prelude);
+  // For a reply to `sent` from an earlier exchange (true; false: this exchange's): a
+  // NOSCRIPT gets the command again with the script's source.
+  bool settle_late(Member& m, const Sent& sent, const redisReply* r);
+  // Reads the replies still owed until `until`, answering NOSCRIPTs (settle_late).
+  void drain(Deadline until) noexcept;
   // Writes each member's commands (an empty list: nothing for that member), then reads the
   // replies as they come, until every member answered, `until`, or `enough` says the
   // outcome is known. A member that did not answer gets nullopt.
+  // With Retry::kIdempotent a member whose connection fails, or that has not answered by
+  // half of what is left, gets its commands again on a fresh connection (see run).
   std::vector<std::optional<std::vector<ReplyPtr>>> exchange(
       const std::vector<Commands>& commands, Deadline until,
-      const std::function<bool(const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough);
+      const std::function<bool(const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough,
+      Retry retry);
+  // Opens a connection to `m` (AUTH and SELECT left in m.prelude); false, with m.failure,
+  // when it cannot be reached by `until`.
+  bool connect(Member& m, Deadline until);
   // EVALSHA of `script` (a member that answers NOSCRIPT gets the request again with
   // with_sources: one more round trip, once per script and server start).
   std::vector<std::string> eval(const Script& script, const std::vector<std::string_view>& keys,
                                 const std::vector<std::string_view>& args);
   Commands with_sources(const Commands& commands) const;
   // Raises the fencing token to `fence` on a majority of the members that count.
-  void write_back_fence(const std::string& fence_key, long long fence,
-                        const std::vector<bool>& counts, Deadline until);
+  void write_back_fence(std::string_view fence_key, std::string_view lock_key,
+                        std::string_view owner, long long fence, const std::vector<bool>& counts,
+                        Deadline until);
   std::string describe_missing(const std::vector<bool>& answered) const;
 
   std::vector<Member> members_;
@@ -110,6 +134,7 @@ class Quorum {
   std::vector<std::unique_ptr<Topology>> topologies_;
   ConnectOptions options_;
   Millis timeout_;
+  unsigned long round_ = 0;  // exchanges so far: replies of an earlier one are late
 };
 
 }  // namespace rlock::redis

@@ -4,8 +4,8 @@ namespace rlock::redis {
 
 const QuorumRule* find_quorum_rule(std::string_view name) {
   // The lock scripts' layouts (lua/lock_*.lua): ARGV[2] the lease, KEYS[2] the fence,
-  // reply element 2 the token.
-  static const QuorumRule kGrant{QuorumRule::Kind::kGrant, 2, 2, 2};
+  // reply element 2 the token, KEYS[1] the lock hash, ARGV[1] the owner.
+  static const QuorumRule kGrant{QuorumRule::Kind::kGrant, 2, 2, 2, 1, 1};
   static const QuorumRule kRenew{QuorumRule::Kind::kRenew, 2, 0, 0};
   static const QuorumRule kRelease{QuorumRule::Kind::kRelease};
   static const QuorumRule kUnion{QuorumRule::Kind::kUnion};

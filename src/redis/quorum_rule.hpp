@@ -14,7 +14,9 @@ struct QuorumRule {
     // reply is passed on). Held iff a majority of members that count granted within the
     // lease (ARGV[lease_arg]) minus the drift; the token is the maximum of the grants'
     // (element fence_at), written back to KEYS[fence_key] on a majority before the reply
-    // is returned, whose pttl becomes the validity left. Not held but granted somewhere:
+    // is returned (made exactly that where ARGV[owner_arg] holds KEYS[lock_key], see
+    // lua/lock_fence_raise.lua); its pttl becomes the one a majority has at least. Not held but
+    // granted somewhere:
     // element 0 becomes -2 (the caller gives back what the request took, by its id).
     kGrant,
     // An integer, > 0 = renewed (ms left). Renewed iff a majority that counts renewed: the
@@ -31,6 +33,8 @@ struct QuorumRule {
   int lease_arg = 0;  // ARGV index of the lease asked for (0: none; members all count)
   int fence_key = 0;  // kGrant: KEYS index of the fencing token
   int fence_at = 0;   // kGrant: reply element of the token
+  int lock_key = 0;   // kGrant: KEYS index of the lock hash (owner -> count)
+  int owner_arg = 0;  // kGrant: ARGV index of the owner
 };
 
 // The rule a script declares ("grant", "renew", "release", "union"); nullptr for none.

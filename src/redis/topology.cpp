@@ -166,7 +166,7 @@ Reply Topology::run(const Script& script, const std::vector<std::string_view>& k
   if (quorum_) {
     Deadline end = until ? *until : SteadyClock::now() + request_timeout();
     try {
-      Reply r = quorum_->run(script, keys, args, end);
+      Reply r = quorum_->run(script, keys, args, end, retry);
       failed_until_.reset();
       return r;
     } catch (const UnavailableError&) {

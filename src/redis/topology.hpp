@@ -9,23 +9,13 @@
 
 #include "redis/connection.hpp"
 #include "redis/quorum.hpp"
+#include "redis/retry.hpp"
 #include "redis/router.hpp"
 #include "redis/script.hpp"
 #include "redis/subscriber.hpp"
 
 namespace rlock::redis {
 
-// Whether a request may be sent again after the connection failed under it.
-enum class Retry {
-  kNever,       // not idempotent: an error is final
-  kIdempotent,  // safe to repeat (it carries a request id, see `once` in common.lua):
-                // resent on a fresh connection after an I/O error or a timeout, within
-                // the request's budget
-};
-
-// Attempts of one idempotent request at most (a flow that drops every request must not
-// make rlock spin through its budget).
-inline constexpr int kMaxTries = 3;
 // What a clean-up's connection may take beyond the budget of the request it cleans up
 // after: --timeout bounds a request, its retries and its clean-up together, plus this.
 inline constexpr Millis kCleanupMargin{200};

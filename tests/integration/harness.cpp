@@ -383,6 +383,8 @@ struct RedisServer::State {
   pid_t pid = -1;
   Fd pidfd;
   std::unique_ptr<RedisServer> sentinel;  // RLOCK_TEST_TOPOLOGY=sentinel
+  // RLOCK_TEST_TOPOLOGY=quorum: the other two members (this server is the first).
+  std::vector<std::unique_ptr<RedisServer>> quorum;
 
   std::string config_path() const { return dir / "redis.conf"; }
   std::string log_path() const { return dir / "redis.log"; }
@@ -557,6 +559,12 @@ RedisServer::RedisServer(RedisOptions options) : s_(std::make_unique<State>()) {
     s_->sentinel = std::make_unique<RedisServer>(
         RedisOptions{.config = config, .args = {"--sentinel"}, .test_topology = false});
   }
+  if (s_->options.test_topology && test_topology() == "quorum") {
+    RedisOptions member = s_->options;
+    member.test_topology = false;
+    member.pick_port = {};
+    for (int i = 0; i < 2; ++i) s_->quorum.push_back(std::make_unique<RedisServer>(member));
+  }
 }
 
 std::string test_topology() {
@@ -569,6 +577,13 @@ std::string RedisServer::topology_url() const {
   if (s_->sentinel)
     return "redis-sentinel://127.0.0.1:" + std::to_string(s_->sentinel->port()) + "/m";
   if (s_->as_cluster()) return "redis-cluster://127.0.0.1:" + std::to_string(s_->port);
+  if (!s_->quorum.empty()) {
+    std::string out = "redis-quorum://" +
+                      (s_->options.requirepass.empty() ? "" : ":" + s_->options.requirepass + "@") +
+                      "127.0.0.1:" + std::to_string(s_->port);
+    for (const auto& m : s_->quorum) out += ",127.0.0.1:" + std::to_string(m->port());
+    return out;
+  }
   return url();
 }
 
@@ -597,6 +612,15 @@ pid_t RedisServer::pid() const { return s_->pid; }
 std::string RedisServer::log() const { return read_file(s_->log_path()); }
 
 std::vector<std::string> RedisServer::cmd(const std::vector<std::string>& argv, int db) const {
+  // On a quorum, what a test does to "the server" (a forged hold, CLIENT PAUSE, SCRIPT
+  // FLUSH) it does to every member, each answering on its own; the first member answers.
+  for (const auto& m : s_->quorum) {
+    try {
+      m->cmd(argv, db);
+    } catch (const RedisError&) {
+      // the first member's reply (or error) is the one the test sees
+    }
+  }
   auto c = connect_admin(s_->port, s_->options.requirepass, db, 2s);
   auto reply = send(c.get(), argv);
   std::vector<std::string> out;
@@ -618,19 +642,28 @@ long long RedisServer::cmd_int(const std::vector<std::string>& argv, int db) con
   return v;
 }
 
+// On a quorum (RLOCK_TEST_TOPOLOGY=quorum) these act on every member: the deployment, as a
+// test of one server means it, restarts, stops or stalls.
 void RedisServer::restart() {
   s_->stop();
+  for (auto& m : s_->quorum) m->s_->stop();
   s_->start(true);
+  for (auto& m : s_->quorum) m->s_->start(true);
 }
 
-void RedisServer::stop() { s_->stop(); }
+void RedisServer::stop() {
+  s_->stop();
+  for (auto& m : s_->quorum) m->s_->stop();
+}
 
 void RedisServer::freeze() {
   if (s_->pid > 0) ::kill(s_->pid, SIGSTOP);
+  for (auto& m : s_->quorum) m->freeze();
 }
 
 void RedisServer::thaw() {
   if (s_->pid > 0) ::kill(s_->pid, SIGCONT);
+  for (auto& m : s_->quorum) m->thaw();
 }
 
 // --- processes ---------------------------------------------------------------------------

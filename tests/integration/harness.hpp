@@ -134,7 +134,10 @@ struct RedisOptions {
 // "standalone" (default), "cluster" (every server is a one-node cluster serving all 16384
 // slots, named by a redis-cluster:// URL: cluster-mode scripts, sharded pub/sub, the
 // cluster router) or "sentinel" (every server is a master watched by a sentinel of its own,
-// named by a redis-sentinel:// URL). Checks that talk to the server directly still work.
+// named by a redis-sentinel:// URL) or "quorum" (every server is the first of three
+// independent masters named by a redis-quorum:// URL; restart, stop, freeze, thaw and cmd
+// act on all three, cmd answers with the first's reply). Checks that talk to the server
+// directly still work.
 std::string test_topology();
 
 // A redis-server of its own on a free 127.0.0.1 port, with no persistence, in a temporary

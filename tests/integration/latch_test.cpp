@@ -425,7 +425,7 @@ TEST_CASE("latch library: keys, read for inspect, await through the shared waiti
   CHECK(layout.latch_channel("a") == "rlock:chan:{a}:latch");
 
   RedisServer server;
-  redis::Topology topology(options_for(server));
+  redis::Topology topology = topology_for(server);
   prim::Latch latch(topology, layout, "lib");
   CHECK_FALSE(prim::read_latch(topology, layout, "lib").exists);
   auto s = latch.set(2, Millis(60000), false);

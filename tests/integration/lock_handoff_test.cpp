@@ -30,7 +30,7 @@ constexpr const char* kChannel = "rlock:chan:{baton}:lock";
 std::future<rlock::prim::Acquisition> start_waiter(const t::RedisServer& server,
                                                    std::string owner) {
   return std::async(std::launch::async, [&server, owner] {
-    rlock::redis::Topology conn(t::options_for(server));
+    rlock::redis::Topology conn = t::topology_for(server);
     rlock::prim::KeyLayout layout;
     rlock::prim::Lock lock(conn, layout, "baton");
     return lock.acquire(owner, Millis(30'000), SteadyClock::now() + Millis(20'000));
@@ -44,7 +44,7 @@ bool queued(const t::RedisServer& server, long long n) {
 // A server of its own, and the lock "baton" on one connection to it.
 struct Baton {
   t::RedisServer server;
-  rlock::redis::Topology conn{t::options_for(server)};
+  rlock::redis::Topology conn{t::topology_for(server)};
   rlock::prim::KeyLayout layout;
   rlock::prim::Lock lock{conn, layout, "baton"};
 };

@@ -81,7 +81,7 @@ TEST_CASE_FIXTURE(Fixture, "fencing tokens never go backwards, also after FLUSHA
 }
 
 TEST_CASE_FIXTURE(Fixture, "a waiter is woken by the release, long before the lease runs out") {
-  redis::Topology holder_conn(options_for(server));
+  redis::Topology holder_conn = topology_for(server);
   prim::Lock holder(holder_conn, layout, "handoff");
   REQUIRE(acquired(holder.try_acquire("holder", Millis(60'000))));
   std::thread releaser([&] {
@@ -180,7 +180,7 @@ TEST_CASE_FIXTURE(Fixture, "min-hold keeps the lock (count 0) and an explicit un
 
 TEST_CASE_FIXTURE(Fixture,
                   "a granted waiter's deadline runs from its claim, not from when it queued") {
-  redis::Topology holder_conn(options_for(server));
+  redis::Topology holder_conn = topology_for(server);
   prim::Lock holder(holder_conn, layout, "claimed");
   REQUIRE(acquired(holder.try_acquire("holder", Millis(60'000))));
   std::thread releaser([&] {

@@ -70,7 +70,7 @@ TEST_CASE_FIXTURE(Fixture, "a waiter queued for permits is handed them by a rele
   auto held = permits(sem.acquire(request("a", 1), in(Millis(0))));
   prim::PermitAcquisition got;
   std::thread waiter([&] {
-    redis::Topology own(options_for(server));
+    redis::Topology own = topology_for(server);
     prim::Semaphore mine(own, layout, "q");
     got = mine.acquire(request("b", 1), in(Millis(20'000)));
   });

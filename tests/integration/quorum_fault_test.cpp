@@ -1,0 +1,167 @@
+// A quorum (redis-quorum://) under the faults of one server's requests: replies lost with a
+// dropped connection, requests lost before a member saw them, dead flows, and a member that
+// lost its scripts answering after the majority. Every member runs every request once, and
+// what rlock reports is what the members did. (The faults of a whole deployment, of rlock
+// itself and of its job run on a quorum too: RLOCK_TEST_TOPOLOGY=quorum, tests/CMakeLists.)
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <thread>
+
+#include "harness.hpp"
+#include "lossy_proxy.hpp"
+
+namespace rlock::test {
+namespace {
+
+using Loss = LossyProxy::Loss;
+
+// Three independent members, each behind a proxy that loses requests or replies on demand.
+struct LossyQuorum {
+  LossyQuorum() {
+    for (int i = 0; i < 3; ++i) {
+      servers.emplace_back(RedisOptions{.test_topology = false});
+      proxies.push_back(std::make_unique<LossyProxy>(servers.back().port()));
+    }
+  }
+  std::string url() const {
+    std::string out = "redis-quorum://";
+    for (size_t i = 0; i < proxies.size(); ++i)
+      out += (i ? "," : "") + proxies[i]->url().substr(std::string("redis://").size());
+    return out;
+  }
+  // The next request with `marker` suffers `loss` on each of `members`.
+  void lose(const std::string& marker, Loss loss, std::vector<size_t> members) {
+    for (size_t i : members) proxies[i]->lose(marker, loss);
+  }
+  int losses(size_t member) const { return proxies[member]->losses(); }
+  // The reentry count of `owner` in lock `name` on each member ("" where it holds nothing).
+  std::vector<std::string> counts(const std::string& name, const std::string& owner) const {
+    std::vector<std::string> out;
+    for (const auto& s : servers) out.push_back(s.cmd_str({"HGET", lock_key(name), owner}));
+    return out;
+  }
+  std::vector<RedisServer> servers;
+  std::vector<std::unique_ptr<LossyProxy>> proxies;
+};
+
+RunResult on(const LossyQuorum& q, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--url", q.url()});
+  return rlock_raw(args);
+}
+
+// The scripts are cached on every member first, so that the request a test loses is the
+// script itself (an EVALSHA answered NOSCRIPT would be sent again anyway).
+void warm_up(const LossyQuorum& q) {
+  REQUIRE(on(q, {"lock", "w", "--owner", "a"}).status == 0);
+  REQUIRE(on(q, {"unlock", "w", "--owner", "a"}).status == 0);
+}
+
+const std::vector<std::string> kOnce = {"1", "1", "1"};
+const std::vector<std::string> kNowhere = {"", "", ""};
+
+TEST_CASE("quorum lost reply: lock and unlock lost on a majority are sent again, run once") {
+  LossyQuorum q;
+  warm_up(q);
+
+  // Granted on all three, two replies lost: sent again to those two, which report the
+  // grant they made (a re-entry would make the count 2 there).
+  q.lose("{L}", Loss::kReply, {0, 1});
+  auto r = on(q, {"lock", "L", "--owner", "a", "--lease", "30s"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(q.losses(0) == 1);
+  CHECK(q.losses(1) == 1);
+  REQUIRE(r.status == 0);
+  auto j = parse_json(r.out);
+  CHECK(j.at("acquired") == true);
+  CHECK(j.at("count") == 1);
+  CHECK(q.counts("L", "a") == kOnce);
+
+  // The release's replies lost on two members: it ran there once, and says released.
+  q.lose("{L}", Loss::kReply, {1, 2});
+  auto u = on(q, {"unlock", "L", "--owner", "a"});
+  INFO("stdout: " << u.out << "\nstderr: " << u.err);
+  CHECK(q.losses(1) == 2);
+  CHECK(q.losses(2) == 1);
+  CHECK(u.status == 0);
+  CHECK(parse_json(u.out) == json{{"name", "L"}, {"owner", "a"}, {"released", true}, {"count", 0}});
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"EXISTS", lock_key("L")}) == 0);
+
+  // Requests lost before two members saw them run there once, on the repeat.
+  q.lose("{L}", Loss::kRequest, {0, 2});
+  auto r2 = on(q, {"lock", "L", "--owner", "b"});
+  INFO("stdout: " << r2.out << "\nstderr: " << r2.err);
+  CHECK(q.losses(0) == 2);
+  CHECK(q.losses(2) == 2);
+  REQUIRE(r2.status == 0);
+  CHECK(parse_json(r2.out).at("count") == 1);
+  CHECK(q.counts("L", "b") == kOnce);
+}
+
+TEST_CASE("quorum lost reply: replies stuck in dead flows to a majority are asked for again") {
+  LossyQuorum q;
+  warm_up(q);
+  q.lose("{D}", Loss::kStalledReply, {0, 1});
+  const auto start = Clock::now();
+  auto r = on(q, {"--timeout", "3s", "lock", "D", "--owner", "a"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(parse_json(r.out).at("count") == 1);
+  CHECK(q.counts("D", "a") == kOnce);
+  // Asked again after half of --timeout, not at its end.
+  CHECK(ms_between(start) < 2900);
+
+  // --force's replies lost on a majority: repeated, it reports the holder it removed.
+  q.lose("{D}", Loss::kReply, {0, 1});
+  auto f = on(q, {"unlock", "D", "--force"});
+  INFO("stdout: " << f.out << "\nstderr: " << f.err);
+  CHECK(f.status == 0);
+  CHECK(parse_json(f.out) == json{{"name", "D"},
+                                  {"forced", true},
+                                  {"holders", json::array({json{{"owner", "a"}, {"count", 1}}})}});
+  CHECK(q.counts("D", "a") == kNowhere);
+}
+
+TEST_CASE("quorum lost reply: exec's renewal lost on a majority is sent again; the job goes on") {
+  LossyQuorum q;
+  warm_up(q);
+  TempDir dir;
+  const std::string fifo = make_fifo(dir, "go");
+  Spawned job({rlock_binary(), "--url", q.url(), "exec", "--lease", "1s", "E", "--", "sh", "-c",
+               "echo running; read x < " + fifo});
+  REQUIRE(job.read_line(deadline(15s)) == std::optional<std::string>("running"));
+  q.lose("{E}", Loss::kReply, {0, 1});
+  REQUIRE(poll_until([&] { return q.losses(0) == 1 && q.losses(1) == 1; }, 10s));
+  const auto lost = Clock::now();
+  // A timed check, not a synchronisation: past the 1s lease that the lost renewal would
+  // have let run out, the job still runs and every member holds the lock for it.
+  std::this_thread::sleep_until(lost + 1500ms);
+  CHECK(job.running());
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"PTTL", lock_key("E")}) > 0);
+  write_file(fifo, "go\n", 0600);
+  CHECK(job.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  INFO("stderr: " << job.err());
+  CHECK(job.err().empty());
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"EXISTS", lock_key("E")}) == 0);
+}
+
+TEST_CASE(
+    "quorum: a member that lost its scripts and answers after the majority runs the release") {
+  LossyQuorum q;
+  warm_up(q);
+  REQUIRE(on(q, {"lock", "S", "--owner", "a"}).status == 0);
+  REQUIRE(q.counts("S", "a") == kOnce);
+  // Member 2 forgot its scripts and answers 20ms late: NOSCRIPT comes after the two others
+  // released, when nobody waits for its reply any more.
+  q.servers[2].cmd({"SCRIPT", "FLUSH"});
+  q.servers[2].cmd({"CLIENT", "PAUSE", "20", "ALL"});
+  auto u = on(q, {"unlock", "S", "--owner", "a"});
+  INFO("stdout: " << u.out << "\nstderr: " << u.err);
+  CHECK(u.status == 0);
+  CHECK(parse_json(u.out).at("released") == true);
+  CHECK(poll_until([&] { return q.servers[2].cmd_int({"EXISTS", lock_key("S")}) == 0; }, 5s));
+  CHECK(q.counts("S", "a") == kNowhere);
+}
+
+}  // namespace
+}  // namespace rlock::test
