@@ -27,6 +27,9 @@ constexpr Millis kJoinSlack{1000};
 // that answered after the majority may ask for a script's source: Quorum::drain).
 constexpr Millis kDrainPatience{100};
 
+// How long a grant that the answering members split waits for the others at least.
+constexpr Millis kSplitPatience{50};
+
 Millis since(Deadline start) {
   return std::chrono::duration_cast<Millis>(SteadyClock::now() - start);
 }
@@ -267,9 +270,11 @@ void Quorum::drain(Deadline until) noexcept {
 
 std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     const std::vector<Commands>& commands, Deadline until,
-    const std::function<bool(const Answers&)>& enough, Retry retry) {
+    const std::function<std::optional<Deadline>(const Answers&)>& enough, Retry retry) {
   const size_t n = members_.size();
   ++round_;
+  std::optional<Deadline> decide_by;  // enough's: when to stop waiting for the others
+  bool noscript_seen = false;
   Answers out(n);
   std::vector<std::vector<ReplyPtr>> got(n);
   std::vector<bool> pending(n, false);
@@ -348,6 +353,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
             // of it: the same requests again with their sources, on the same connection.
             write(m, with_sources(commands[i]), false);
             sourced[i] = true;
+            noscript_seen = true;
             got[i].clear();
             continue;
           }
@@ -362,10 +368,11 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
         fail(i, e.what());
       }
     }
-    if (answered && enough && enough(out)) break;
+    if (answered && enough) decide_by = enough(out);
+    if (decide_by && SteadyClock::now() >= *decide_by) break;
     std::vector<pollfd> fds;
     std::vector<size_t> which;
-    Deadline wake = until;
+    Deadline wake = decide_by ? std::min(until, *decide_by) : until;
     for (size_t i = 0; i < n; ++i) {
       if (!pending[i]) continue;
       fds.push_back({members_[i].conn->fd(), POLLIN, 0});
@@ -396,6 +403,11 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
       }
     }
   }
+  // Members that lost their scripts (a new deployment, a restart) answer NOSCRIPT, and one
+  // that answers after the majority did would never run the request: a long-lived
+  // process (exec) asks next only at its renewal. When a member said so, the others' late
+  // replies are waited for a short while now, and a NOSCRIPT among them answered.
+  if (noscript_seen) drain(SteadyClock::now() + std::min(timeout_, kDrainPatience));
   return out;
 }
 
@@ -426,7 +438,11 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
     return ok;
   };
   Answers replies = exchange(
-      commands, until, [&](const Answers& r) { return raised(r) >= majority(); },
+      commands, until,
+      [&](const Answers& r) -> std::optional<Deadline> {
+        if (raised(r) >= majority()) return SteadyClock::now();
+        return std::nullopt;
+      },
       Retry::kIdempotent);
   if (raised(replies) < majority()) {
     std::vector<bool> answered(members_.size());
@@ -460,13 +476,25 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
     commands[i].push_back(eval(script, keys, args));
   }
   const size_t n = members_.size(), need = majority();
+  std::optional<Deadline> split_until;
   Answers replies = exchange(
       commands, until,
-      [&](const Answers& r) {
+      [&](const Answers& r) -> std::optional<Deadline> {
         Tally t = tally(read_answers(*rule, r, checked));
-        if (rule->kind == QuorumRule::Kind::kUnion) return t.answered >= need;
         size_t yes = rule->kind == QuorumRule::Kind::kRelease ? t.yes : t.yes_counting;
-        return yes >= need || t.answered - yes > n - need;
+        if (rule->kind == QuorumRule::Kind::kUnion ? t.answered >= need
+                                                   : yes >= need || t.answered - yes > n - need)
+          return SteadyClock::now();
+        // A grant split between the members that answered: the others decide it, and are
+        // waited for only a while (twice what the answers took, at least kSplitPatience),
+        // not the whole --timeout a stopped member would take. Undecided, it is given back
+        // by its id on every member (a later grant too), and a wait tries again.
+        if (rule->kind == QuorumRule::Kind::kGrant && t.answered >= need) {
+          if (!split_until)
+            split_until = SteadyClock::now() + std::max(kSplitPatience, 2 * since(start));
+          return split_until;
+        }
+        return std::nullopt;
       },
       retry);
   std::vector<Answer> answers = read_answers(*rule, replies, checked);
@@ -589,17 +617,22 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
 
 Subscriber Quorum::subscribe(const std::vector<std::string>& channels,
                              const std::vector<std::string>& classic) {
-  std::vector<Subscriber> subs;
+  if (!classic.empty()) throw refused_on_quorum("another client's channels");
+  // All at once: a member that is stopped (it accepts connections and answers nothing)
+  // holds up no one once a majority confirmed.
+  std::vector<ConnectOptions> each;
+  for (const Member& m : members_) each.push_back(m.options);
+  std::vector<std::string> failures;
+  std::vector<Subscriber> subs = Subscriber::open_each(
+      each, channels, majority(), SteadyClock::now() + options_.command_timeout, failures);
   std::vector<bool> reached(members_.size());
+  size_t confirmed_or_pending = 0;
   for (size_t i = 0; i < members_.size(); ++i) {
-    try {
-      subs.push_back(Subscriber::open(members_[i].options, channels, true, false, classic));
-      reached[i] = true;
-    } catch (const Error& e) {
-      members_[i].failure = e.what();
-    }
+    reached[i] = failures[i].empty();
+    if (!reached[i]) members_[i].failure = failures[i];
+    confirmed_or_pending += reached[i];
   }
-  if (subs.size() < majority()) {
+  if (subs.empty() || confirmed_or_pending < majority()) {
     throw UnavailableError("fewer than a majority of the " + std::to_string(members_.size()) +
                            " quorum members could be subscribed to (" + describe_missing(reached) +
                            ")");

@@ -108,11 +108,14 @@ class Quorum {
   // Writes each member's commands (an empty list: nothing for that member), then reads the
   // replies as they come, until every member answered, `until`, or `enough` says the
   // outcome is known. A member that did not answer gets nullopt.
-  // With Retry::kIdempotent a member whose connection fails, or that has not answered by
-  // half of what is left, gets its commands again on a fresh connection (see run).
+  // `enough` says, after each answer, from when on the others need not be waited for
+  // (nullopt: not yet known). With Retry::kIdempotent a member whose connection fails, or
+  // that has not answered by half of what is left, gets its commands again on a fresh
+  // connection (see run).
   std::vector<std::optional<std::vector<ReplyPtr>>> exchange(
       const std::vector<Commands>& commands, Deadline until,
-      const std::function<bool(const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough,
+      const std::function<std::optional<Deadline>(
+          const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough,
       Retry retry);
   // Opens a connection to `m` (AUTH and SELECT left in m.prelude); false, with m.failure,
   // when it cannot be reached by `until`.

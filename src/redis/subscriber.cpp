@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "redis/errors.hpp"
@@ -150,6 +151,116 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
     if (readable) continue;
     if (SteadyClock::now() >= until) return {Wake::kTimeout, {}, {}};
   }
+}
+
+std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>& each,
+                                              const std::vector<std::string>& channels,
+                                              size_t needed, Deadline until,
+                                              std::vector<std::string>& failures) {
+  const size_t n = each.size();
+  failures.assign(n, "");
+  std::vector<std::optional<Subscriber>> subs(n);
+  std::vector<size_t> prelude(n, 0);  // AUTH, SELECT replies still to come
+  std::vector<bool> confirmed(n, false);
+  std::vector<std::string> ssubscribe = {"SSUBSCRIBE"};
+  ssubscribe.insert(ssubscribe.end(), channels.begin(), channels.end());
+  auto fail = [&](size_t i, const std::string& why) {
+    failures[i] = why;
+    subs[i].reset();
+  };
+  for (size_t i = 0; i < n; ++i) {
+    try {
+      ConnectOptions o = each[i];
+      o.connect_timeout = std::max(std::min(o.connect_timeout, millis_until(until)), Millis(1));
+      subs[i].emplace(Subscriber(Connection::open_unauthenticated(o)));
+      std::vector<std::vector<std::string>> write;
+      const Endpoint& ep = o.endpoint;
+      if (!ep.password.empty()) {
+        write.push_back(ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
+                                        : std::vector<std::string>{"AUTH", ep.user, ep.password});
+      }
+      if (ep.db != 0) write.push_back({"SELECT", std::to_string(ep.db)});
+      prelude[i] = write.size();
+      write.push_back(ssubscribe);
+      subs[i]->conn_.set_timeout(std::max(millis_until(until), Millis(1)));
+      subs[i]->conn_.send(write);
+    } catch (const Error& e) {
+      fail(i, e.what());
+    }
+  }
+  // Reads server i's buffered replies up to its first confirmation.
+  auto advance = [&](size_t i) {
+    Subscriber& sub = *subs[i];
+    while (!confirmed[i]) {
+      ReplyPtr r = sub.conn_.buffered_reply("while subscribing");
+      if (!r) return;
+      if (r->type == REDIS_REPLY_ERROR) {
+        std::string what(r->str, r->len);
+        if (prelude[i] > 0)
+          return fail(
+              i, "redis at " + each[i].endpoint.describe() + " refused the connection: " + what);
+        if (what.find("nknown command") == std::string::npos) {
+          return fail(i,
+                      "redis at " + each[i].endpoint.describe() + " refused SSUBSCRIBE: " + what);
+        }
+        // Redis 6: its scripts fall back to PUBLISH (see open()).
+        std::vector<std::string> subscribe = ssubscribe;
+        subscribe.front() = "SUBSCRIBE";
+        sub.conn_.send({subscribe});
+        continue;
+      }
+      if (prelude[i] > 0) {
+        --prelude[i];
+        continue;
+      }
+      confirmed[i] = true;  // the first channel's; the others follow
+      sub.confirmations_due_ = channels.size() - 1;
+    }
+  };
+  auto count = [&] {
+    size_t c = 0;
+    for (size_t i = 0; i < n; ++i) c += confirmed[i];
+    return c;
+  };
+  while (count() < needed) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < n; ++i) {
+      if (!subs[i] || confirmed[i]) continue;
+      fds.push_back({subs[i]->conn_.fd(), POLLIN, 0});
+      which.push_back(i);
+    }
+    const Millis left = millis_until(until);
+    if (fds.empty() || left.count() <= 0) break;
+    int rc =
+        poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    if (rc < 0 && errno != EINTR) break;
+    for (size_t k = 0; rc > 0 && k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      const size_t i = which[k];
+      try {
+        subs[i]->conn_.read_available("while subscribing");
+        advance(i);
+      } catch (const Error& e) {
+        fail(i, e.what());
+      }
+    }
+  }
+  std::vector<Subscriber> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (!subs[i]) continue;
+    if (!confirmed[i]) {
+      // Still to confirm: the prelude's replies and every confirmation come later, read
+      // and passed over by wait() (replies that are no array, ssubscribe counted here).
+      subs[i]->confirmations_due_ = channels.size();
+      if (millis_until(until).count() <= 0) {
+        fail(i, "redis at " + each[i].endpoint.describe() + " did not confirm the subscription");
+        continue;
+      }
+    }
+    out.push_back(std::move(*subs[i]));
+  }
+  return out;
 }
 
 Subscriber Subscriber::join(std::vector<Subscriber> subscribers) {

@@ -335,6 +335,30 @@ TEST_CASE("quorum: a waiter sleeps on every member and is woken through the ones
   CHECK(parse_json(waiter.out()).at("acquired") == true);
 }
 
+TEST_CASE(
+    "quorum: a member stopped before the wait begins holds up neither its start nor its end") {
+  Members q;
+  CHECK(on(q, {"lock", "F", "--owner", "alice", "--lease", "60s"}).status == 0);
+  q.servers[2].freeze();
+  // The subscriptions go out to all three at once and the wait begins once two confirmed:
+  // one member after another, the stopped one would hold it up for the whole --timeout.
+  const auto started = Clock::now();
+  auto waiter = spawn_on(q, {"--timeout", "6s", "exec", "--wait", "30s", "F", "--", "echo", "ran"});
+  REQUIRE(poll_until(
+      [&] {
+        return q.servers[0].cmd_int({"ZCARD", lock_key("F") + ":waiters"}) == 1;
+      },
+      10s));
+  CHECK(ms_between(started) < 3000);
+  auto released = Clock::now();
+  CHECK(on(q, {"unlock", "F", "--owner", "alice", "--timeout", "1s"}).status == 0);
+  CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  INFO("stderr: " << waiter.err());
+  CHECK(waiter.out() == "ran\n");
+  CHECK(ms_between(released, waiter.exit_time()) < 3000);
+  q.servers[2].thaw();
+}
+
 TEST_CASE("quorum: 6 processes x 10 exec increments of one file lose none, every waiter served") {
   Members q;
   TempDir dir;
