@@ -109,7 +109,7 @@ if [ ${#failed[@]} -ne "$before" ]; then
   failed+=("tests (build/)")
 else
   start_sanitized_build
-  stage "tests (build/): unit, integration (standalone, cluster, sentinel)" tests
+  stage "tests (build/): unit, integration (standalone, cluster, sentinel, quorum)" tests
 fi
 # The recipes in examples/ (their files parsed and verified, the commands they run run).
 stage "examples (examples/): recipes checked and run" scripts/examples-test.sh
