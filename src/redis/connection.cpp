@@ -29,17 +29,22 @@ Connection Connection::open(const ConnectOptions& options) {
   return conn;
 }
 
+std::vector<std::vector<std::string>> Connection::login_commands(const Endpoint& ep) {
+  std::vector<std::vector<std::string>> out;
+  if (!ep.password.empty()) {
+    out.push_back(ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
+                                  : std::vector<std::string>{"AUTH", ep.user, ep.password});
+  }
+  if (ep.db != 0) out.push_back({"SELECT", std::to_string(ep.db)});
+  return out;
+}
+
 void Connection::authenticate() {
   const Endpoint& ep = options_.endpoint;
   try {
-    if (!ep.password.empty()) {
-      if (ep.user.empty()) {
-        command({"AUTH", ep.password});
-      } else {
-        command({"AUTH", ep.user, ep.password});
-      }
+    for (const auto& cmd : login_commands(ep)) {
+      command(std::vector<std::string_view>(cmd.begin(), cmd.end()));
     }
-    if (ep.db != 0) command({"SELECT", std::to_string(ep.db)});
   } catch (const ReplyError& e) {
     throw UnavailableError("redis at " + ep.describe() + " refused the connection: " + e.reply());
   }

@@ -51,6 +51,9 @@ class Connection {
   // Connects (TLS included) without AUTH or SELECT: for a caller that sends those itself in
   // the same write as its request (Topology::send_cleanup).
   static Connection open_unauthenticated(const ConnectOptions& options);
+  // AUTH and SELECT as `endpoint` asks for them (none for neither): what authenticate()
+  // sends, for a caller that puts them in the same write as its first request.
+  static std::vector<std::vector<std::string>> login_commands(const Endpoint& endpoint);
 
   // Sends one command and returns its reply. Error replies throw ReplyError; I/O problems
   // throw IoError or TimeoutError and leave the connection broken.

@@ -192,12 +192,7 @@ bool Quorum::connect(Member& m, Deadline until) {
     // accepts connections but does not answer holds up no one.
     m.conn.emplace(Connection::open_unauthenticated(o));
     m.failure.clear();
-    const Endpoint& ep = m.options.endpoint;
-    if (!ep.password.empty()) {
-      m.prelude.push_back(ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
-                                          : std::vector<std::string>{"AUTH", ep.user, ep.password});
-    }
-    if (ep.db != 0) m.prelude.push_back({"SELECT", std::to_string(ep.db)});
+    m.prelude = Connection::login_commands(m.options.endpoint);
     return true;
   } catch (const Error& e) {
     m.failure = e.what();
@@ -211,9 +206,10 @@ void Quorum::drop(Member& m, const std::string& why) {
   m.in_flight.clear();
 }
 
-void Quorum::write(Member& m, const Commands& commands, bool prelude) {
+void Quorum::write(Member& m, const Commands& commands, size_t prelude) {
   m.conn->send(commands);
-  for (const auto& cmd : commands) m.in_flight.push_back({cmd, round_, prelude});
+  for (size_t k = 0; k < commands.size(); ++k)
+    m.in_flight.push_back({commands[k], round_, k < prelude});
 }
 
 bool Quorum::settle_late(Member& m, const Sent& sent, const redisReply* r) {
@@ -297,9 +293,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     Commands all = prelude;
     const Commands request = sourced[i] ? with_sources(commands[i]) : commands[i];
     all.insert(all.end(), request.begin(), request.end());
-    m.conn->send(all);
-    for (size_t k = 0; k < all.size(); ++k)
-      m.in_flight.push_back({all[k], round_, k < prelude.size()});
+    write(m, all, prelude.size());
     pending[i] = true;
   };
   // A member whose connection failed under the request, or that has not answered by its
@@ -351,7 +345,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
           if (got[i].size() == commands[i].size() && !sourced[i] && noscript(got[i])) {
             // A member that has not cached a script (restarted, SCRIPT FLUSH) ran nothing
             // of it: the same requests again with their sources, on the same connection.
-            write(m, with_sources(commands[i]), false);
+            write(m, with_sources(commands[i]), 0);
             sourced[i] = true;
             noscript_seen = true;
             got[i].clear();

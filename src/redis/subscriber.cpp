@@ -173,13 +173,7 @@ std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>&
       ConnectOptions o = each[i];
       o.connect_timeout = std::max(std::min(o.connect_timeout, millis_until(until)), Millis(1));
       subs[i].emplace(Subscriber(Connection::open_unauthenticated(o)));
-      std::vector<std::vector<std::string>> write;
-      const Endpoint& ep = o.endpoint;
-      if (!ep.password.empty()) {
-        write.push_back(ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
-                                        : std::vector<std::string>{"AUTH", ep.user, ep.password});
-      }
-      if (ep.db != 0) write.push_back({"SELECT", std::to_string(ep.db)});
+      std::vector<std::vector<std::string>> write = Connection::login_commands(o.endpoint);
       prelude[i] = write.size();
       write.push_back(ssubscribe);
       subs[i]->conn_.set_timeout(std::max(millis_until(until), Millis(1)));
