@@ -74,9 +74,9 @@ if not shared then
     end
     if count and tonumber(count) >= 1 and (kind ~= 'exec' or redis.call('GET', KEYS[6]) == rid) then
       redis.call('DEL', KEYS[5])
-      extend(KEYS[1], lease)
+      local in_force = extend(KEYS[1], lease)
       if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-      return held_reply(tonumber(count), last_fence(), redis.call('PTTL', KEYS[1]), 1)
+      return held_reply(tonumber(count), last_fence(), in_force, 1)
     end
   end
 end
@@ -147,9 +147,9 @@ if first and shared and (mine or (count >= 1 and not same_owner_exec)) then
 end
 if first and not shared and count >= 1 and not same_owner_exec then
   count = redis.call('HINCRBY', KEYS[1], owner, 1)
-  extend(KEYS[1], lease)
+  local in_force = extend(KEYS[1], lease)
   if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-  return held_reply(count, last_fence(), redis.call('PTTL', KEYS[1]), 0)
+  return held_reply(count, last_fence(), in_force, 0)
 end
 if first and not shared and count < 0 and mine then
   return redis.error_reply('UPGRADE the owner holds the lock shared')

@@ -38,5 +38,4 @@ if ARGV[3] ~= '' then
   if redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
   redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
 end
-if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return redis.call('PTTL', KEYS[1])
+return extend(KEYS[1], lease)

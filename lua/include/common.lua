@@ -103,8 +103,15 @@ end
 
 -- Sets the expiry of `key` to `ms` unless it already lasts longer: a re-entry or a
 -- renewal never shortens a hold.
+-- Returns the lease in force from one reading of the clock: a PTTL read after the PEXPIRE
+-- could already show a millisecond less (the server's clock is not frozen in a script).
 local function extend(key, ms)
-  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
+  local left = redis.call('PTTL', key)
+  if left < tonumber(ms) then
+    redis.call('PEXPIRE', key, ms)
+    return tonumber(ms)
+  end
+  return left
 end
 
 -- Keeps `member` queued in the zsets `waiters` (by arrival, server us) and `timeouts` (by
