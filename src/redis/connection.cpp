@@ -23,6 +23,28 @@ Connection Connection::open_unauthenticated(const ConnectOptions& options) {
                     options);
 }
 
+std::vector<std::optional<Connection>> Connection::open_each_unauthenticated(
+    const std::vector<ConnectOptions>& each, size_t needed, Millis patience, Deadline until,
+    std::vector<std::string>& failures, Millis& slowest) {
+  std::vector<Transport::ToOpen> to_open;
+  for (const ConnectOptions& o : each) {
+    to_open.push_back(
+        {o.endpoint, o.tls, std::max(std::min(o.connect_timeout, millis_until(until)), Millis(1))});
+  }
+  std::vector<Transport::Opened> opened = Transport::open_each(to_open, needed, patience);
+  std::vector<std::optional<Connection>> out(each.size());
+  failures.assign(each.size(), "");
+  for (size_t i = 0; i < each.size(); ++i) {
+    if (opened[i].transport) {
+      slowest = std::max(slowest, opened[i].took);
+      out[i].emplace(Connection(std::move(opened[i].transport), each[i]));
+    } else {
+      failures[i] = opened[i].failure;
+    }
+  }
+  return out;
+}
+
 Connection Connection::open(const ConnectOptions& options) {
   Connection conn = open_unauthenticated(options);
   conn.authenticate();

@@ -51,6 +51,12 @@ class Connection {
   // Connects (TLS included) without AUTH or SELECT: for a caller that sends those itself in
   // the same write as its request (Topology::send_cleanup).
   static Connection open_unauthenticated(const ConnectOptions& options);
+  // open_unauthenticated for each options at once, by `until` at the latest (see
+  // Transport::open_each for `needed` and `patience`): failures[i] says why the i-th did
+  // not open; `slowest` becomes at least what the slowest that opened took.
+  static std::vector<std::optional<Connection>> open_each_unauthenticated(
+      const std::vector<ConnectOptions>& each, size_t needed, Millis patience, Deadline until,
+      std::vector<std::string>& failures, Millis& slowest);
   // AUTH and SELECT as `endpoint` asks for them (none for neither): what authenticate()
   // sends, for a caller that puts them in the same write as its first request.
   static std::vector<std::vector<std::string>> login_commands(const Endpoint& endpoint);

@@ -181,22 +181,23 @@ Quorum::Commands Quorum::with_sources(const Commands& commands) const {
   return out;
 }
 
-bool Quorum::connect(Member& m, Deadline until) {
-  m.conn.reset();
-  m.prelude.clear();
-  m.in_flight.clear();
-  try {
-    ConnectOptions o = m.options;
-    o.connect_timeout = std::max(std::min(o.connect_timeout, millis_until(until)), Millis(1));
+void Quorum::connect(const std::vector<size_t>& which, size_t needed, Deadline until) {
+  std::vector<ConnectOptions> each;
+  for (size_t i : which) each.push_back(members_[i].options);
+  std::vector<std::string> failures;
+  std::vector<std::optional<Connection>> opened = Connection::open_each_unauthenticated(
+      each, needed, std::max(kOpenPatience, 2 * slowest_open_), until, failures, slowest_open_);
+  for (size_t k = 0; k < which.size(); ++k) {
+    Member& m = members_[which[k]];
+    m.conn.reset();
+    m.prelude.clear();
+    m.in_flight.clear();
+    m.failure = failures[k];
+    if (!opened[k]) continue;
     // AUTH and SELECT go in the same write as the request (see exchange): a member that
     // accepts connections but does not answer holds up no one.
-    m.conn.emplace(Connection::open_unauthenticated(o));
-    m.failure.clear();
+    m.conn.emplace(std::move(*opened[k]));
     m.prelude = Connection::login_commands(m.options.endpoint);
-    return true;
-  } catch (const Error& e) {
-    m.failure = e.what();
-    return false;
   }
 }
 
@@ -304,7 +305,8 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     drop(m, why);
     pending[i] = false;
     while (retry == Retry::kIdempotent && tries[i] < kMaxTries && SteadyClock::now() < until) {
-      if (!connect(m, until)) return;
+      connect({i}, 1, until);
+      if (!m.conn) return;
       try {
         send(i);
         return;
@@ -456,9 +458,12 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   const Deadline start = SteadyClock::now();
   const bool checked = rule->lease_arg > 0;
   const long long lease = checked ? std::stoll(std::string(args.at(rule->lease_arg - 1))) : 0;
-  for (Member& m : members_) {
-    if (!m.conn || m.conn->broken()) connect(m, until);
+  std::vector<size_t> closed;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i].conn || members_[i].conn->broken()) closed.push_back(i);
   }
+  const size_t open = members_.size() - closed.size();
+  if (!closed.empty()) connect(closed, open < majority() ? majority() - open : 0, until);
   std::vector<Commands> commands(members_.size());
   const std::string lease_arg = std::to_string(lease);
   for (size_t i = 0; i < members_.size(); ++i) {
@@ -617,8 +622,9 @@ Subscriber Quorum::subscribe(const std::vector<std::string>& channels,
   std::vector<ConnectOptions> each;
   for (const Member& m : members_) each.push_back(m.options);
   std::vector<std::string> failures;
-  std::vector<Subscriber> subs = Subscriber::open_each(
-      each, channels, majority(), SteadyClock::now() + options_.command_timeout, failures);
+  std::vector<Subscriber> subs =
+      Subscriber::open_each(each, channels, majority(), std::max(kOpenPatience, 2 * slowest_open_),
+                            SteadyClock::now() + options_.command_timeout, failures);
   std::vector<bool> reached(members_.size());
   size_t confirmed_or_pending = 0;
   for (size_t i = 0; i < members_.size(); ++i) {

@@ -118,9 +118,12 @@ class Quorum {
       const std::function<std::optional<Deadline>(
           const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough,
       Retry retry);
-  // Opens a connection to `m` (AUTH and SELECT left in m.prelude); false, with m.failure,
-  // when it cannot be reached by `until`.
-  bool connect(Member& m, Deadline until);
+  // Opens a connection to each member in `which` at once (AUTH and SELECT left in
+  // m.prelude; m.failure says why one did not open by `until`). Once `needed` opened, the
+  // others get twice the slowest open seen so far (at least kOpenPatience): a member that
+  // accepts and never finishes its TLS handshake holds up no one.
+  void connect(const std::vector<size_t>& which, size_t needed, Deadline until);
+  static constexpr Millis kOpenPatience{50};
   // EVALSHA of `script` (a member that answers NOSCRIPT gets the request again with
   // with_sources: one more round trip, once per script and server start).
   std::vector<std::string> eval(const Script& script, const std::vector<std::string_view>& keys,
@@ -139,6 +142,7 @@ class Quorum {
   ConnectOptions options_;
   Millis timeout_;
   unsigned long round_ = 0;  // exchanges so far: replies of an earlier one are late
+  Millis slowest_open_{0};   // the longest a member's connection took to open
 };
 
 }  // namespace rlock::redis

@@ -155,10 +155,9 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
 
 std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>& each,
                                               const std::vector<std::string>& channels,
-                                              size_t needed, Deadline until,
+                                              size_t needed, Millis patience, Deadline until,
                                               std::vector<std::string>& failures) {
   const size_t n = each.size();
-  failures.assign(n, "");
   std::vector<std::optional<Subscriber>> subs(n);
   std::vector<size_t> prelude(n, 0);  // AUTH, SELECT replies still to come
   std::vector<bool> confirmed(n, false);
@@ -168,12 +167,14 @@ std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>&
     failures[i] = why;
     subs[i].reset();
   };
+  Millis slowest{0};
+  std::vector<std::optional<Connection>> opened =
+      Connection::open_each_unauthenticated(each, needed, patience, until, failures, slowest);
   for (size_t i = 0; i < n; ++i) {
+    if (!opened[i]) continue;
     try {
-      ConnectOptions o = each[i];
-      o.connect_timeout = std::max(std::min(o.connect_timeout, millis_until(until)), Millis(1));
-      subs[i].emplace(Subscriber(Connection::open_unauthenticated(o)));
-      std::vector<std::vector<std::string>> write = Connection::login_commands(o.endpoint);
+      subs[i].emplace(Subscriber(std::move(*opened[i])));
+      std::vector<std::vector<std::string>> write = Connection::login_commands(each[i].endpoint);
       prelude[i] = write.size();
       write.push_back(ssubscribe);
       subs[i]->conn_.set_timeout(std::max(millis_until(until), Millis(1)));
@@ -216,7 +217,16 @@ std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>&
     for (size_t i = 0; i < n; ++i) c += confirmed[i];
     return c;
   };
-  while (count() < needed) {
+  // The others are waited for a while too once `needed` confirmed: a request that follows
+  // reaches a member after its subscription, or the member's scripts would take the
+  // waiter for dead there (no subscriber) and drop it from that member's queue.
+  const Deadline start = SteadyClock::now();
+  std::optional<Deadline> rest_until;
+  while (true) {
+    if (!rest_until && count() >= needed) {
+      rest_until = SteadyClock::now() +
+                   std::max<SteadyClock::duration>(patience, 2 * (SteadyClock::now() - start));
+    }
     std::vector<pollfd> fds;
     std::vector<size_t> which;
     for (size_t i = 0; i < n; ++i) {
@@ -224,7 +234,7 @@ std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>&
       fds.push_back({subs[i]->conn_.fd(), POLLIN, 0});
       which.push_back(i);
     }
-    const Millis left = millis_until(until);
+    const Millis left = millis_until(rest_until ? std::min(until, *rest_until) : until);
     if (fds.empty() || left.count() <= 0) break;
     int rc =
         poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30)));

@@ -66,15 +66,17 @@ class Subscriber {
   void recheck(Millis every, std::function<bool()> still_serves);
 
   // Subscribes to `channels` (as open() does, without `classic` ones) on every server of
-  // `each` at once: connections opened one after another (a server that is stopped but
-  // listening accepts at once), then each's AUTH, SELECT and SSUBSCRIBE in one write, and
-  // the confirmations read as they come. Returns once `needed` servers confirmed (or, by
-  // `until`, every server answered or failed): those, and the servers still to confirm
-  // (their confirmation and messages arrive later; a stopped server holds up no one).
-  // `failures[i]` says why server i is not among them ("" when it is). Never throws.
+  // `each` at once: connections opened together (Connection::open_each_unauthenticated,
+  // `patience` for the ones not open once `needed` are), then each's AUTH, SELECT and
+  // SSUBSCRIBE in one write, and the confirmations read as they come. Returns once every
+  // server confirmed, or `needed` did and the rest had `patience` (or twice what those
+  // took) more, or at `until`: those, and the servers still to confirm (their confirmation
+  // and messages arrive later; a stopped server holds up no one). `failures[i]` says why
+  // server i is not among them ("" when it is). Never throws.
   static std::vector<Subscriber> open_each(const std::vector<ConnectOptions>& each,
                                            const std::vector<std::string>& channels, size_t needed,
-                                           Deadline until, std::vector<std::string>& failures);
+                                           Millis patience, Deadline until,
+                                           std::vector<std::string>& failures);
 
   // One subscriber over several (a quorum's members, each subscribed to the same channels):
   // wait() returns a message from any of them; one that drops ends the wait with IoError.

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <utility>
 
 #include "redis/openssl_api.hpp"
@@ -40,73 +41,6 @@ class SocketFd {
  private:
   int fd_;
 };
-
-// Why connecting failed, before the caller adds where to.
-struct ConnectFailure {
-  std::string why;
-  bool timed_out = false;
-};
-
-// Waits until `fd` has `events` or `until` passes; false at the deadline.
-bool wait_for(int fd, short events, Deadline until) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    long long left = std::max<long long>(millis_until(until).count(), 0);
-    int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) return false;
-  }
-}
-
-// Non-blocking connect of a fresh socket to `addr`, finished by `until`.
-SocketFd connect_one(int family, const sockaddr* addr, socklen_t len, Deadline until) {
-  SocketFd s(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (s.get() < 0) throw ConnectFailure{std::strerror(errno)};
-  if (::connect(s.get(), addr, len) != 0) {
-    if (errno != EINPROGRESS) throw ConnectFailure{std::strerror(errno)};
-    if (!wait_for(s.get(), POLLOUT, until)) throw ConnectFailure{"", true};
-    int err = 0;
-    socklen_t err_len = sizeof err;
-    ::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &err_len);
-    if (err != 0) throw ConnectFailure{std::strerror(err)};
-  }
-  if (family != AF_UNIX) {
-    int one = 1;  // requests are small and answered at once: no Nagle delay
-    ::setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
-  return s;
-}
-
-SocketFd connect_unix(const std::string& path, Deadline until) {
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  if (path.size() >= sizeof sa.sun_path) throw ConnectFailure{"socket path too long"};
-  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-  return connect_one(AF_UNIX, reinterpret_cast<const sockaddr*>(&sa), sizeof sa, until);
-}
-
-// Each address of `host` in turn (as getaddrinfo orders them) until one accepts.
-SocketFd connect_tcp(const std::string& host, int port, Deadline until) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-  if (rc != 0) throw ConnectFailure{::gai_strerror(rc)};
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> owned(found, ::freeaddrinfo);
-  ConnectFailure last{"no address"};
-  for (addrinfo* a = found; a; a = a->ai_next) {
-    try {
-      return connect_one(a->ai_family, a->ai_addr, a->ai_addrlen, until);
-    } catch (const ConnectFailure& f) {
-      last = f;
-      if (f.timed_out) break;
-    }
-  }
-  throw last;
-}
 
 class PlainTransport : public Transport {
  public:
@@ -269,26 +203,148 @@ std::string verify_hint(long result) {
   }
 }
 
-std::unique_ptr<Transport> handshake(SocketFd socket, const Endpoint& ep, const TlsContext& tls,
-                                     Deadline until) {
-  std::string where = ep.describe();
-  SSL* ssl = openssl().SSL_new(tls.get());
-  if (!ssl) throw UnavailableError("cannot set up TLS for redis at " + where);
-  openssl().SSL_set_fd(ssl, socket.get());
-  auto transport = std::make_unique<TlsTransport>(socket.release(), ssl);
-  expect_name(ssl, ep.host, tls.verify());
-  while (true) {
-    IoStatus st = transport->handshake();
-    if (st.kind == IoStatus::kDone) return transport;
-    if (st.kind == IoStatus::kWantRead || st.kind == IoStatus::kWantWrite) {
-      short events = st.kind == IoStatus::kWantRead ? POLLIN : POLLOUT;
-      if (wait_for(transport->fd(), events, until)) continue;
-      throw UnavailableError("TLS handshake with redis at " + where +
-                             " did not finish in time (--connect-timeout; does the server speak "
-                             "TLS on this port?)");
+// One connection being opened, a step at a time, so that several open at once: the
+// addresses of a host in turn (as getaddrinfo orders them), then the TLS handshake.
+class Opening {
+ public:
+  Opening(const Endpoint& ep, std::shared_ptr<const TlsContext> tls, Millis timeout)
+      : ep_(ep), tls_(std::move(tls)), timeout_(timeout) {
+    try {
+      if (ep.kind == Endpoint::Kind::kUnix) {
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        if (ep.path.size() >= sizeof sa.sun_path) {
+          fail_connect("socket path too long");
+          return;
+        }
+        std::memcpy(sa.sun_path, ep.path.c_str(), ep.path.size() + 1);
+        unix_ = sa;
+      } else {
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* found = nullptr;
+        int rc = ::getaddrinfo(ep.host.c_str(), std::to_string(ep.port).c_str(), &hints, &found);
+        if (rc != 0) {
+          fail_connect(::gai_strerror(rc));
+          return;
+        }
+        found_.reset(found);
+        next_ = found;
+      }
+      try_next_address();
+    } catch (const UnavailableError& e) {
+      failure_ = e.what();
     }
-    long verified = openssl().SSL_get_verify_result(ssl);
-    if (tls.verify() && verified != X509_V_OK) {
+  }
+
+  bool pending() const { return !done_ && failure_.empty(); }
+  bool opened() const { return done_; }
+  pollfd poll_entry() const { return {fd(), events_, 0}; }
+
+  // The socket is ready for what poll_entry() asked.
+  void step() {
+    try {
+      if (tls_transport_) return handshake();
+      int err = 0;
+      socklen_t err_len = sizeof err;
+      ::getsockopt(socket_.get(), SOL_SOCKET, SO_ERROR, &err, &err_len);
+      if (err != 0) {
+        last_ = std::strerror(err);
+        return try_next_address();
+      }
+      connected();
+    } catch (const UnavailableError& e) {
+      failure_ = e.what();
+    }
+  }
+
+  // Still pending after `waited`: why it failed.
+  void give_up(Millis waited) {
+    if (tls_transport_) {
+      failure_ = "TLS handshake with redis at " + ep_.describe() +
+                 " did not finish in time (--connect-timeout; does the server speak TLS on "
+                 "this port?)";
+    } else {
+      failure_ = "cannot connect to redis at " + ep_.describe() + ": timed out after " +
+                 format_duration(waited) + " (is redis-server running there? set --url or " +
+                 "RLOCK_URL)";
+    }
+  }
+
+  Transport::Opened take() {
+    if (!done_) return {nullptr, failure_};
+    if (tls_transport_) return {std::move(tls_transport_), {}};
+    return {std::make_unique<PlainTransport>(socket_.release()), {}};
+  }
+
+  Millis timeout() const { return timeout_; }
+
+ private:
+  int fd() const { return tls_transport_ ? tls_transport_->fd() : socket_.get(); }
+
+  void fail_connect(const std::string& why) {
+    failure_ = "cannot connect to redis at " + ep_.describe() + ": " + why +
+               " (is redis-server running there? set --url or RLOCK_URL)";
+  }
+
+  // A non-blocking connect to the next address; a refusal moves on to the one after.
+  void try_next_address() {
+    while (true) {
+      int family = AF_UNIX;
+      const sockaddr* addr = reinterpret_cast<const sockaddr*>(&unix_);
+      socklen_t len = sizeof unix_;
+      if (ep_.kind != Endpoint::Kind::kUnix) {
+        if (!next_) return fail_connect(last_);
+        family = next_->ai_family;
+        addr = next_->ai_addr;
+        len = next_->ai_addrlen;
+        next_ = next_->ai_next;
+      } else if (tried_unix_) {
+        return fail_connect(last_);
+      }
+      tried_unix_ = true;
+      socket_ = SocketFd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      if (socket_.get() < 0) return fail_connect(std::strerror(errno));
+      if (family != AF_UNIX) {
+        int one = 1;  // requests are small and answered at once: no Nagle delay
+        ::setsockopt(socket_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      }
+      if (::connect(socket_.get(), addr, len) == 0) return connected();
+      if (errno == EINPROGRESS) {
+        events_ = POLLOUT;
+        return;
+      }
+      last_ = std::strerror(errno);
+    }
+  }
+
+  void connected() {
+    if (!tls_) {
+      done_ = true;
+      return;
+    }
+    SSL* ssl = openssl().SSL_new(tls_->get());
+    if (!ssl) throw UnavailableError("cannot set up TLS for redis at " + ep_.describe());
+    openssl().SSL_set_fd(ssl, socket_.get());
+    tls_transport_ = std::make_unique<TlsTransport>(socket_.release(), ssl);
+    expect_name(ssl, ep_.host, tls_->verify());
+    handshake();
+  }
+
+  void handshake() {
+    IoStatus st = tls_transport_->handshake();
+    if (st.kind == IoStatus::kDone) {
+      done_ = true;
+      return;
+    }
+    if (st.kind == IoStatus::kWantRead || st.kind == IoStatus::kWantWrite) {
+      events_ = st.kind == IoStatus::kWantRead ? POLLIN : POLLOUT;
+      return;
+    }
+    const std::string where = ep_.describe();
+    long verified = openssl().SSL_get_verify_result(tls_transport_->ssl());
+    if (tls_->verify() && verified != X509_V_OK) {
       throw UnavailableError("the TLS certificate of redis at " + where + " does not verify: " +
                              openssl().X509_verify_cert_error_string(verified) +
                              verify_hint(verified));
@@ -296,7 +352,21 @@ std::unique_ptr<Transport> handshake(SocketFd socket, const Endpoint& ep, const 
     std::string why = st.kind == IoStatus::kClosed ? "the server closed the connection" : st.why;
     throw UnavailableError("TLS handshake with redis at " + where + " failed: " + why);
   }
-}
+
+  Endpoint ep_;
+  std::shared_ptr<const TlsContext> tls_;
+  Millis timeout_;
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> found_{nullptr, ::freeaddrinfo};
+  const addrinfo* next_ = nullptr;
+  sockaddr_un unix_{};
+  bool tried_unix_ = false;
+  std::string last_ = "no address";
+  SocketFd socket_;
+  std::unique_ptr<TlsTransport> tls_transport_;
+  short events_ = POLLOUT;
+  bool done_ = false;
+  std::string failure_;
+};
 
 }  // namespace
 
@@ -305,18 +375,65 @@ Transport::~Transport() = default;
 std::unique_ptr<Transport> Transport::open(const Endpoint& ep,
                                            const std::shared_ptr<const TlsContext>& tls,
                                            Millis timeout) {
-  Deadline until = SteadyClock::now() + timeout;
-  SocketFd socket;
-  try {
-    socket = ep.kind == Endpoint::Kind::kUnix ? connect_unix(ep.path, until)
-                                              : connect_tcp(ep.host, ep.port, until);
-  } catch (const ConnectFailure& f) {
-    std::string what = f.timed_out ? "timed out after " + format_duration(timeout) : f.why;
-    throw UnavailableError("cannot connect to redis at " + ep.describe() + ": " + what +
-                           " (is redis-server running there? set --url or RLOCK_URL)");
+  std::vector<Opened> one = open_each({{ep, tls, timeout}}, 1, timeout);
+  if (!one[0].transport) throw UnavailableError(one[0].failure);
+  return std::move(one[0].transport);
+}
+
+std::vector<Transport::Opened> Transport::open_each(const std::vector<ToOpen>& each, size_t needed,
+                                                    Millis patience) {
+  const Deadline start = SteadyClock::now();
+  std::vector<Opening> opening;
+  opening.reserve(each.size());
+  for (const ToOpen& o : each) opening.emplace_back(o.endpoint, o.tls, o.timeout);
+  std::vector<Millis> took(each.size(), Millis(0));
+  std::optional<Deadline> rest_until;  // once `needed` opened: how long the others get
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    size_t opened = 0;
+    Deadline wake = Deadline::max();
+    for (size_t i = 0; i < opening.size(); ++i) {
+      opened += opening[i].opened();
+      if (!opening[i].pending()) continue;
+      Deadline own = start + opening[i].timeout();
+      if (rest_until) own = std::min(own, *rest_until);
+      if (SteadyClock::now() >= own) {
+        const bool cut = own < start + opening[i].timeout();
+        opening[i].give_up(cut ? std::chrono::duration_cast<Millis>(SteadyClock::now() - start)
+                               : opening[i].timeout());
+        continue;
+      }
+      wake = std::min(wake, own);
+      fds.push_back(opening[i].poll_entry());
+      which.push_back(i);
+    }
+    if (fds.empty()) break;
+    if (opened >= needed && !rest_until) {
+      rest_until = SteadyClock::now() +
+                   std::max<SteadyClock::duration>(patience, 2 * (SteadyClock::now() - start));
+      continue;
+    }
+    long long left = std::max<long long>(millis_until(wake).count(), 0);
+    int rc =
+        ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left + 1, 1 << 30)));
+    if (rc < 0 && errno != EINTR) {
+      for (size_t i : which) opening[i].give_up(Millis(0));
+      break;
+    }
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (rc > 0 && fds[k].revents) opening[which[k]].step();
+    }
+    for (size_t i : which) {
+      if (opening[i].opened()) took[i] = std::chrono::ceil<Millis>(SteadyClock::now() - start);
+    }
   }
-  if (!tls) return std::make_unique<PlainTransport>(socket.release());
-  return handshake(std::move(socket), ep, *tls, until);
+  std::vector<Opened> out;
+  for (size_t i = 0; i < opening.size(); ++i) {
+    out.push_back(opening[i].take());
+    out.back().took = took[i];
+  }
+  return out;
 }
 
 }  // namespace rlock::redis

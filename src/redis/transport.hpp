@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "redis/tls.hpp"
 #include "redis/url.hpp"
@@ -42,6 +43,23 @@ class Transport {
   static std::unique_ptr<Transport> open(const Endpoint& endpoint,
                                          const std::shared_ptr<const TlsContext>& tls,
                                          Millis timeout);
+
+  struct ToOpen {
+    Endpoint endpoint;
+    std::shared_ptr<const TlsContext> tls;
+    Millis timeout;  // the TCP connect and the TLS handshake together
+  };
+  struct Opened {
+    std::unique_ptr<Transport> transport;  // null: `failure` says why, in one line
+    std::string failure;
+    Millis took{0};  // from the start to open
+  };
+  // Opens every connection at once, as open() opens one, so that a host that takes long
+  // (a stopped server's TLS handshake, a connect nobody answers) holds up no other. Once
+  // `needed` are open the rest get `patience`, or twice what those took if longer, not
+  // their whole timeout: a quorum goes on with the members that answer.
+  static std::vector<Opened> open_each(const std::vector<ToOpen>& each, size_t needed,
+                                       Millis patience);
 
   virtual IoStatus write_some(const char* data, size_t size) = 0;
   virtual IoStatus read_some(char* buffer, size_t size) = 0;

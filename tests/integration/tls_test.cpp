@@ -60,6 +60,66 @@ TEST_CASE("tls: lock, unlock, exec and a waiting hand-off over rediss://") {
   CHECK(r.err.empty());
 }
 
+TEST_CASE("tls: a quorum over rediss-quorum:// locks, hands off and fences on every member") {
+  std::vector<RedisServer> members;
+  for (int i = 0; i < 3; ++i) members.push_back(tls_server(certs().server_ip, false, "s3cret"));
+  std::string url = "rediss-quorum://:s3cret@";
+  for (size_t i = 0; i < members.size(); ++i)
+    url += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(members[i].tls_port());
+  const std::vector<std::string> global = {"--url", url, "--tls-ca-cert", certs().ca};
+
+  auto r = rlock_raw(with(global, {"lock", "Q", "--owner", "a", "--lease", "30s"}));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  const long long fence = parse_json(r.out).at("fence").get<long long>();
+  for (const RedisServer& m : members) CHECK(hash_of(m, lock_key("Q"))["a"] == "1");
+
+  // The waiter subscribes on every member over TLS and runs once the release reached them.
+  Spawned waiter(with({rlock_binary()}, with(global, {"exec", "--wait", "20s", "Q", "--", "sh",
+                                                      "-c", "echo ran:$RLOCK_FENCE"})));
+  REQUIRE(poll_until(
+      [&] {
+        for (const RedisServer& m : members) {
+          if (subscribers(m, lock_channel("Q")) < 1) return false;
+        }
+        return true;
+      },
+      10s));
+  r = rlock_raw(with(global, {"unlock", "Q", "--owner", "a"}));
+  CHECK(r.status == 0);
+  CHECK(waiter.wait(deadline(20s)).value_or(kStillRunning) == 0);
+  const std::string out = waiter.out();
+  REQUIRE(out.rfind("ran:", 0) == 0);
+  CHECK(std::stoll(out.substr(4)) > fence);
+  for (const RedisServer& m : members) CHECK(m.cmd_int({"EXISTS", lock_key("Q")}) == 0);
+
+  // A stopped member accepts the connection and never finishes the TLS handshake: the
+  // others are opened at the same time and go on without it, for a lock, a waiter's
+  // subscription and the release that wakes it.
+  members[0].freeze();
+  const auto started = Clock::now();
+  r = rlock_raw(with(global, {"--timeout", "2s", "lock", "Q", "--owner", "b"}));
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(ms_between(started) < 1'500);
+  Spawned frozen_waiter(with({rlock_binary()}, with(global, {"--timeout", "2s", "exec", "--wait",
+                                                             "20s", "Q", "--", "echo", "ran"})));
+  REQUIRE(poll_until([&] { return subscribers(members[2], lock_channel("Q")) >= 1; }, 10s));
+  r = rlock_raw(with(global, {"--timeout", "2s", "unlock", "Q", "--owner", "b"}));
+  CHECK(r.status == 0);
+  CHECK(frozen_waiter.wait(deadline(20s)).value_or(kStillRunning) == 0);
+  CHECK(frozen_waiter.out() == "ran\n");
+  // Alone, the stopped member is waited for as long as --connect-timeout says.
+  r = rlock_raw({"--url", "rediss://:s3cret@127.0.0.1:" + std::to_string(members[0].tls_port()),
+                 "--tls-ca-cert", certs().ca, "--connect-timeout", "300ms", "lock", "Q"});
+  CHECK(r.status == 69);
+  CHECK(r.err ==
+        "rlock: TLS handshake with redis at 127.0.0.1:" + std::to_string(members[0].tls_port()) +
+            " did not finish in time (--connect-timeout; does the server speak TLS on "
+            "this port?)\n");
+  members[0].thaw();
+}
+
 TEST_CASE("tls: a certificate or key that does not verify exits 69 with one line naming why") {
   RedisServer by_ip = tls_server(certs().server_ip);
   RedisServer expired = tls_server(certs().server_expired);
