@@ -104,6 +104,9 @@ auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadl
   Deadline end = until ? *until : start + request_timeout() + extra;
   Connection* ask = nullptr;
   int redirects = 0;
+  // The server that did not answer (a cluster node, the master Sentinel named), not the
+  // URL's first host.
+  std::string where = options_.endpoint.describe();
   for (int tries = 1;;) {
     bool last = retry != Retry::kIdempotent || tries >= kMaxTries;
     Millis left = std::max(millis_until(end), Millis(1));
@@ -112,8 +115,13 @@ auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadl
     Millis wait = last ? left : std::min(left, std::max((left - extra) / 2 + extra, Millis(1)));
     try {
       auto result = [&] {
-        if (!ask) return attempt(connection(key, left, wait), false);
+        if (!ask) {
+          Connection& c = connection(key, left, wait);
+          where = c.options().endpoint.describe();
+          return attempt(c, false);
+        }
         Connection& there = *std::exchange(ask, nullptr);
+        where = there.options().endpoint.describe();
         there.set_timeout(wait);
         return attempt(there, true);
       }();
@@ -135,8 +143,7 @@ auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadl
         failed_until_ = end;
         // The last try's own share of the budget would be a puzzling figure to report.
         if (tries > 1 && dynamic_cast<const TimeoutError*>(&e)) {
-          throw TimeoutError("redis at " + options_.endpoint.describe() +
-                             " did not answer within " +
+          throw TimeoutError("redis at " + where + " did not answer within " +
                              format_duration(std::chrono::duration_cast<Millis>(end - start)) +
                              " (--timeout; tried " + std::to_string(tries) + " times)");
         }

@@ -587,6 +587,12 @@ std::string RedisServer::topology_url() const {
   return url();
 }
 
+std::vector<const RedisServer*> RedisServer::members() const {
+  std::vector<const RedisServer*> out = {this};
+  for (const auto& m : s_->quorum) out.push_back(m.get());
+  return out;
+}
+
 RedisServer::~RedisServer() {
   if (s_) s_->stop();
 }

@@ -175,6 +175,10 @@ class RedisServer {
   // The reply of cmd() as an integer (integer replies, or strings holding one).
   long long cmd_int(const std::vector<std::string>& argv, int db = 0) const;
 
+  // Every server of the deployment topology_url() names that holds data: this one and, on
+  // a quorum, the other members (for checks that each member must pass on its own).
+  std::vector<const RedisServer*> members() const;
+
   // Stops the server and starts a new one on the same port with the same config. Nothing
   // is persisted, so all data is lost.
   void restart();
