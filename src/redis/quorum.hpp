@@ -87,6 +87,7 @@ class Quorum {
     std::vector<std::string> cmd;
     unsigned long round = 0;  // the exchange it belongs to (see round_)
     bool prelude = false;     // AUTH or SELECT of a new connection
+    bool settle = false;      // its reply is waited for on the way out (see drain)
   };
   struct Member {
     ConnectOptions options;
@@ -104,7 +105,8 @@ class Quorum {
   // For a reply to `sent` from an earlier exchange (true; false: this exchange's): a
   // NOSCRIPT gets the command again with the script's source.
   bool settle_late(Member& m, const Sent& sent, const redisReply* r);
-  // Reads the replies still owed until `until`, answering NOSCRIPTs (settle_late).
+  // Reads the replies still owed to requests whose Sent::settle is set until `until`,
+  // answering NOSCRIPTs (settle_late).
   void drain(Deadline until) noexcept;
   // Writes each member's commands (an empty list: nothing for that member), then reads the
   // replies as they come, until every member answered, `until`, or `enough` says the
@@ -132,6 +134,7 @@ class Quorum {
   // Raises the fencing token to `fence` on a majority of the members that count.
   void write_back_fence(std::string_view fence_key, std::string_view lock_key,
                         std::string_view owner, long long fence, const std::vector<bool>& counts,
+                        const std::vector<bool>& at_token, const std::vector<bool>& answered,
                         Deadline until);
   std::string describe_missing(const std::vector<bool>& answered) const;
 
@@ -142,6 +145,7 @@ class Quorum {
   ConnectOptions options_;
   Millis timeout_;
   unsigned long round_ = 0;  // exchanges so far: replies of an earlier one are late
+  bool settle_ = false;      // what write() records as Sent::settle
   Millis slowest_open_{0};   // the longest a member's connection took to open
 };
 

@@ -141,6 +141,31 @@ TEST_CASE("quorum: lock, re-enter, busy, unlock and force on every member, with 
   CHECK(r.status == 0);
 }
 
+// EVALSHAs the members ran since their statistics were reset.
+long long scripts_run(const Members& q) {
+  long long n = 0;
+  for (const auto& s : q.servers) {
+    const std::string info = s.cmd_str({"INFO", "commandstats"});
+    const auto at = info.find("cmdstat_evalsha:calls=");
+    if (at != std::string::npos) n += std::stoll(info.substr(at + 22));
+  }
+  return n;
+}
+
+TEST_CASE("quorum: a re-entry whose members agree on the token writes nothing back") {
+  Members q;
+  REQUIRE(on(q, {"lock", "L", "--owner", "alice"}).status == 0);
+  // Every member has the hold's token once the first process has read their replies.
+  for (const auto& s : q.servers) s.cmd({"CONFIG", "RESETSTAT"});
+  auto r = on(q, {"lock", "L", "--owner", "alice"});
+  REQUIRE(r.status == 0);
+  CHECK(parse_json(r.out).at("count") == 2);
+  // The restart rule's check and the request on each member, and no write-back round
+  // (which would be three more before the process had exited).
+  CHECK(poll_until([&] { return scripts_run(q) >= 6; }, 5s));
+  CHECK(scripts_run(q) == 6);
+}
+
 TEST_CASE("quorum: a frozen member: the other two grant in about a round trip; two frozen: 69") {
   Members q;
   q.servers[2].freeze();
