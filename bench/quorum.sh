@@ -6,7 +6,7 @@
 # and on a 3-member quorum; and node-redlock 4.2.0's acquisition on the same 3 and 5
 # members (in one node process: no process start, see bench/redlock/acquire.js).
 # Usage: RLOCK_BIN=build/rlock bench/quorum.sh   (BENCH_RUNS, default 100; BENCH_WARMUP,
-# 10; BENCH_HANDOFF_ROUNDS, 30). Every server listens on 127.0.0.1 only and is stopped by
+# 10; BENCH_PASSES, 8; BENCH_HANDOFF_ROUNDS, 30). Every server listens on 127.0.0.1 only and is stopped by
 # pid on exit.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,16 +52,33 @@ done
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 lock() { echo "$RLOCK_BIN --url $1 lock bench-lock --owner o"; }
 force() { echo "$RLOCK_BIN --url $1 unlock bench-lock --force"; }
-hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$dir/lock.json" \
-    -n "lock, one server" --prepare "$(force "$single")" "$(lock "$single")" \
-    -n "lock, quorum of 3" --prepare "$(force "$q3")" "$(lock "$q3")" \
-    -n "lock, quorum of 5" --prepare "$(force "$q5")" "$(lock "$q5")"
-python3 - "$dir/lock.json" <<'PY'
-import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-one = r["lock, one server"]["median"]
+# The three rows take turns in PASSES passes of RUNS/PASSES runs each, each pass starting
+# with the next row: a VM's speed drifts from second to second, and rows measured one after
+# the other came out up to 20% apart from one run of this script to the next (as
+# bench/lib.sh's bench_interleaved, which this script does not source: it starts its own
+# servers).
+PASSES=${BENCH_PASSES:-8}
+rows=("lock, one server" "$single" "lock, quorum of 3" "$q3" "lock, quorum of 5" "$q5")
+for ((pass = 0; pass < PASSES; pass++)); do
+    args=()
+    for ((k = 0; k < 3; k++)); do
+        i=$(((pass + k) % 3 * 2))
+        args+=(-n "${rows[i]}" --prepare "$(force "${rows[i + 1]}")" "$(lock "${rows[i + 1]}")")
+    done
+    hyperfine -N --warmup "$((pass == 0 ? WARMUP : 3))" --runs "$(((RUNS + PASSES - 1) / PASSES))" \
+        --export-json "$dir/lock.$pass.json" "${args[@]}" >/dev/null
+done
+python3 - "$dir"/lock.*.json <<'PY'
+import json, statistics, sys
+times = {}
+for f in sys.argv[1:]:
+    for x in json.load(open(f))["results"]:
+        times.setdefault(x["command"], []).extend(x["times"])
+one = statistics.median(times["lock, one server"])
+print(f"lock, one server: median {one*1000:.2f} ms over {len(times['lock, one server'])} runs")
 for name in ("lock, quorum of 3", "lock, quorum of 5"):
-    print(f"{name}: median {r[name]['median']*1000:.2f} ms = {r[name]['median']/one:.2f}x one server's {one*1000:.2f} ms")
+    m = statistics.median(times[name])
+    print(f"{name}: median {m*1000:.2f} ms = {m/one:.2f}x one server's {one*1000:.2f} ms")
 PY
 
 # Hand-off: the holder's `unlock` starts the clock, the queued waiter's exit (it holds the
