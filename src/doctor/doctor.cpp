@@ -585,9 +585,25 @@ void examine_server(redis::Topology& topology, redis::Topology& t, const std::st
   guarded("acl", [&] { check_acl(c, prefix, cluster); });
 }
 
+// Two members of a quorum URL that are one server under two names (an alias, a second
+// address, a proxy): it counts twice, and a majority can be fewer servers than it says.
+void check_distinct(const std::vector<std::pair<std::string, std::string>>& run_ids,
+                    std::vector<Finding>& out) {
+  for (size_t j = 0; j < run_ids.size(); ++j) {
+    for (size_t i = 0; i < j; ++i) {
+      if (run_ids[j].second.empty() || run_ids[j].second != run_ids[i].second) continue;
+      out.push_back({run_ids[j].first, "distinct", Level::kFail,
+                     "the same server as " + run_ids[i].first + " (run_id " + run_ids[j].second +
+                         "): it counts twice towards a majority; name each server once"});
+      break;
+    }
+  }
+}
+
 std::vector<Finding> examine(redis::Topology& topology, const std::string& prefix) {
   std::vector<Finding> out;
   std::vector<std::pair<std::string, redis::MemberAge>> ages;
+  std::vector<std::pair<std::string, std::string>> run_ids;  // member -> INFO's run_id
   const bool quorum = !topology.quorum_members().empty();
   size_t answered = 0;
   topology.for_each_master([&](redis::Topology& t) {
@@ -597,10 +613,12 @@ std::vector<Finding> examine(redis::Topology& topology, const std::string& prefi
     const std::string server = t.options().endpoint.describe();  // no I/O
     try {
       ages.emplace_back(server, member_age(t));
+      run_ids.emplace_back(server, field(info(t, "server"), "run_id"));
       examine_server(topology, t, prefix, out);
       ++answered;
     } catch (const UnavailableError& e) {
       if (ages.size() > answered) ages.pop_back();
+      if (run_ids.size() > answered) run_ids.pop_back();
       out.push_back({server, "reachable", Level::kFail, e.what()});
     }
   });
@@ -618,6 +636,7 @@ std::vector<Finding> examine(redis::Topology& topology, const std::string& prefi
                      counted + ": no lock can be taken or renewed (exit 69)"});
     }
     check_restarts(ages, out);
+    check_distinct(run_ids, out);
   }
   redis::Topology::Sentinels sentinels = topology.sentinels();
   if (!sentinels.each.empty()) check_sentinels(sentinels, topology.server_name(), out);

@@ -295,6 +295,27 @@ TEST_CASE("quorum: doctor reports a member that does not answer and still examin
   CHECK(levels["quorum members"] == "fail");  // 1 of 3: no majority
 }
 
+TEST_CASE("quorum: doctor fails a member that is another member's server under a second name") {
+  Members q;
+  const std::string port = std::to_string(q.servers[0].port());
+  const std::string url = "redis-quorum://127.0.0.1:" + port + ",localhost:" + port +
+                          ",127.0.0.1:" + std::to_string(q.servers[1].port());
+  auto distinct = [](const RunResult& r) {
+    INFO("stdout: " << r.out << " stderr: " << r.err);
+    std::map<std::string, std::string> levels;  // server -> level of its "distinct" finding
+    const json report = parse_json(r.out);
+    for (const auto& f : report.at("findings")) {
+      if (f.at("check") == "distinct")
+        levels[f.at("server").get<std::string>()] = f.at("level").get<std::string>();
+    }
+    return levels;
+  };
+  auto r = rlock_raw({"--url", url, "doctor"});
+  CHECK(r.status == 1);
+  CHECK(distinct(r) == std::map<std::string, std::string>{{"localhost:" + port, "fail"}});
+  CHECK(distinct(on(q, {"doctor"})).empty());
+}
+
 // Two execs of one owner exclude each other on a quorum too (an exec hold is exclusive even
 // against its own owner), also while a member is frozen.
 TEST_CASE("quorum: two execs sharing an owner never run together, a member frozen or not") {
