@@ -509,8 +509,9 @@ std::string_view level_name(Level level) {
   return "unknown";
 }
 
-// A quorum member's age as the restart rule reads it (read-only: nothing is written).
-redis::MemberAge member_age(redis::Topology& t) {
+// A quorum member's age as the restart rule reads it (read-only: nothing is written), with
+// `server_info` its INFO server section.
+redis::MemberAge member_age(redis::Topology& t, const Fields& server_info) {
   redis::MemberAge age;
   auto read = [&](std::string_view key) {
     std::string v = t.command({"GET", key}).str();
@@ -518,7 +519,7 @@ redis::MemberAge member_age(redis::Topology& t) {
   };
   age.longest_lease = read(redis::kLongestLeaseKey);
   age.first_write = read(redis::kFirstWriteKey);
-  age.uptime = number(info(t, "server"), "uptime_in_seconds", 0) * 1000;
+  age.uptime = number(server_info, "uptime_in_seconds", 0) * 1000;
   redis::Reply time = t.command({"TIME"});
   age.now = std::stoll(time.at(0).str()) * 1000 + std::stoll(time.at(1).str()) / 1000;
   return age;
@@ -612,8 +613,9 @@ std::vector<Finding> examine(redis::Topology& topology, const std::string& prefi
     // that member, and the others are still examined.
     const std::string server = t.options().endpoint.describe();  // no I/O
     try {
-      ages.emplace_back(server, member_age(t));
-      run_ids.emplace_back(server, field(info(t, "server"), "run_id"));
+      const Fields server_info = info(t, "server");
+      ages.emplace_back(server, member_age(t, server_info));
+      run_ids.emplace_back(server, field(server_info, "run_id"));
       examine_server(topology, t, prefix, out);
       ++answered;
     } catch (const UnavailableError& e) {

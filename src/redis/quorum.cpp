@@ -208,10 +208,14 @@ void Quorum::drop(Member& m, const std::string& why) {
   m.in_flight.clear();
 }
 
-void Quorum::write(Member& m, const Commands& commands, size_t prelude) {
-  m.conn->send(commands);
-  for (size_t k = 0; k < commands.size(); ++k)
-    m.in_flight.push_back({commands[k], round_, k < prelude, settle_});
+void Quorum::write(Member& m, const Commands& request) {
+  Commands all = std::move(m.prelude);
+  m.prelude.clear();
+  const size_t prelude = all.size();
+  all.insert(all.end(), request.begin(), request.end());
+  m.conn->send(all);
+  for (size_t k = 0; k < all.size(); ++k)
+    m.in_flight.push_back({all[k], round_, k < prelude, settle_});
 }
 
 bool Quorum::settle_late(Member& m, const Sent& sent, const redisReply* r) {
@@ -295,13 +299,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     resend_at[i] = last ? until : SteadyClock::now() + std::max(left / 2, Millis(1));
     m.conn->set_timeout(left);
     got[i].clear();
-    Commands prelude = std::move(m.prelude);
-    m.prelude.clear();
-    // One write: the prelude's commands, then the request.
-    Commands all = prelude;
-    const Commands request = sourced[i] ? with_sources(commands[i]) : commands[i];
-    all.insert(all.end(), request.begin(), request.end());
-    write(m, all, prelude.size());
+    write(m, sourced[i] ? with_sources(commands[i]) : commands[i]);
     pending[i] = true;
   };
   // A member whose connection failed under the request, or that has not answered by its
@@ -354,7 +352,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
           if (got[i].size() == commands[i].size() && !sourced[i] && noscript(got[i])) {
             // A member that has not cached a script (restarted, SCRIPT FLUSH) ran nothing
             // of it: the same requests again with their sources, on the same connection.
-            write(m, with_sources(commands[i]), 0);
+            write(m, with_sources(commands[i]));
             sourced[i] = true;
             noscript_seen = true;
             got[i].clear();
@@ -456,15 +454,10 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
     // re-entry), one that has not answered yet nothing.
     for (size_t i = 0; i < members_.size(); ++i) {
       if (commands[i].empty() || !answered[i]) continue;
-      Member& m = members_[i];
       try {
-        Commands all = std::move(m.prelude);
-        m.prelude.clear();
-        const size_t prelude = all.size();
-        all.insert(all.end(), commands[i].begin(), commands[i].end());
-        write(m, all, prelude);
+        write(members_[i], commands[i]);
       } catch (const Error& e) {
-        drop(m, e.what());
+        drop(members_[i], e.what());
       }
     }
     return;

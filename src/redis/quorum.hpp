@@ -99,9 +99,9 @@ class Quorum {
   using Commands = std::vector<std::vector<std::string>>;
   // Closes m's connection, forgetting what it owes; `why` is its failure.
   void drop(Member& m, const std::string& why);
-  // Writes `commands` to m in one write and records them in m.in_flight, the first
-  // `prelude` of them as AUTH or SELECT.
-  void write(Member& m, const Commands& commands, size_t prelude);
+  // Writes `request` to m in one write, after the AUTH and SELECT a new connection still
+  // owes (m.prelude), and records them all in m.in_flight.
+  void write(Member& m, const Commands& request);
   // For a reply to `sent` from an earlier exchange (true; false: this exchange's): a
   // NOSCRIPT gets the command again with the script's source.
   bool settle_late(Member& m, const Sent& sent, const redisReply* r);
