@@ -63,11 +63,11 @@ class LockWait : public Waitable {
                 claim = millis_arg(kClaimWindow);
     redis::Acks acks;
     acks.about = "lock '" + lock_.name_ + "'";
-    auto reply =
-        run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
-                          {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_,
-                           claim, arrival_, ancestry_, seen_fence_, lock_.foreign_channel_},
-                          kKind, redis::Retry::kIdempotent, &acks);
+    auto reply = run_object_script(
+        lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
+        {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_, claim, arrival_,
+         ancestry_, std::to_string(seen_fence_), lock_.foreign_channel_},
+        kKind, redis::Retry::kIdempotent, &acks);
     long long status = reply.at(0).integer();
     if (status == -2) {
       // Granted by fewer than a majority of a quorum's members (or too late): what it took
@@ -123,7 +123,9 @@ class LockWait : public Waitable {
     if (arrival > 0) arrival_ = std::to_string(arrival);
     b.same_owner_exec = reply.at(3).integer() == 1;
     b.holders_total = reply.at(4).integer();
-    seen_fence_ = std::to_string(reply.at(5).integer());
+    // Never lower: a server that answers with a lower token lost data (a restart), and the
+    // first claim after it would otherwise teach the next one that nothing was lost.
+    seen_fence_ = std::max(seen_fence_, reply.at(5).integer());
     const long long ahead = reply.at(6).integer();
     b.holders = decode_holders(reply, 7, lock_.key_);
     result_ = b;
@@ -183,8 +185,8 @@ class LockWait : public Waitable {
   std::string member_;
   std::string arrival_;  // our place in the queue, kept across reconnections
   std::string ancestry_;
-  // The token of the last busy reply: a server that has it has the holds seen until then.
-  std::string seen_fence_ = "0";
+  // The highest token a busy reply gave: a server that has it has the holds seen until then.
+  long long seen_fence_ = 0;
   std::optional<Deadline> unconfirmed_since_;
   Acquisition result_ = Busy{};
 };

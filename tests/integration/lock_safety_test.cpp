@@ -249,6 +249,25 @@ TEST_CASE("a wait survives a Redis restart and its subscriber being killed") {
   CHECK(ms_between(locked, waiter.exit_time()) >= 3500);
 }
 
+TEST_CASE("wake-ups in the claim window after a restart take nothing the server forgot") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "k", "--owner", "holder", "--lease", "4s"}).status == 0);
+  auto locked = Clock::now();
+  auto waiter = spawn_rlock(redis, {"exec", "--wait", "30s", "k", "--", "echo", "ran"});
+  REQUIRE(queued(redis, "k", 1));
+  redis.restart();  // the holder's lock is gone; its job may still run for 4s
+  // Anyone can publish on the lock's channel: each message wakes the waiter, whose claims
+  // must take nothing until the forgotten lease would have ended (the first claim after
+  // the restart is answered with the empty server's token, 0).
+  while (!waiter.wait(deadline(100ms)) && ms_between(locked) < 3000) {
+    redis.cmd({"SPUBLISH", lock_channel("k"), "wake"});
+  }
+  CHECK(waiter.wait(deadline(20s)).value_or(kStillRunning) == 0);
+  INFO("stderr: " << waiter.err());
+  CHECK(waiter.out() == "ran\n");
+  CHECK(ms_between(locked, waiter.exit_time()) >= 3500);
+}
+
 TEST_CASE("a command that timed out leaves no lock behind when Redis resumes") {
   RedisServer redis;
   redis.freeze();
