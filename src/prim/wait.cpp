@@ -84,6 +84,8 @@ class Loop {
             if (SteadyClock::now() < wake_) continue;
           }
           return true;
+        case Subscriber::Wake::kResubscribed:
+          return true;  // look again: what that server published meanwhile was missed
         case Subscriber::Wake::kInterrupted:
           if (!hooks_.should_stop || hooks_.should_stop()) return false;
           continue;

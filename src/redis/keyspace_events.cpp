@@ -54,6 +54,7 @@ KeyspaceEvents::Wake KeyspaceEvents::wait(Deadline until, int interrupt_fd) {
     Subscriber::Event e = sub_.wait(until, interrupt_fd);
     if (e.wake == Subscriber::Wake::kInterrupted) return Wake::kInterrupted;
     if (e.wake == Subscriber::Wake::kTimeout) return Wake::kTimeout;
+    if (e.wake == Subscriber::Wake::kResubscribed) return Wake::kChange;  // one may be missed
     if (!by_event_ || e.payload.starts_with(prefix_)) return Wake::kChange;
     // A flood of other keys' events is read through, but not past `until`.
     if (SteadyClock::now() >= until) return Wake::kTimeout;

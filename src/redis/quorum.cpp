@@ -670,7 +670,32 @@ Subscriber Quorum::subscribe(const std::vector<std::string>& channels,
                            " quorum members could be subscribed to (" + describe_missing(reached) +
                            ")");
   }
-  return Subscriber::join(std::move(subs));
+  Subscriber joined = Subscriber::join(std::move(subs));
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!reached[i]) missing.push_back(i);
+  }
+  if (missing.empty()) return joined;
+  // A member down now, or whose connection was killed as it subscribed, is subscribed to
+  // once it answers: its releases wake the waiter too, and its scripts take a waiter that
+  // has no subscriber there for dead (out of that member's order of arrival).
+  joined.refill([each = std::move(each), channels, missing = std::move(missing),
+                 patience = std::max(kOpenPatience, 2 * slowest_open_),
+                 timeout = options_.command_timeout](bool& none_missing) mutable {
+    std::vector<ConnectOptions> these;
+    for (size_t i : missing) these.push_back(each[i]);
+    std::vector<std::string> failed(these.size());
+    std::vector<Subscriber> added =
+        Subscriber::open_each(these, channels, 0, patience, SteadyClock::now() + timeout, failed);
+    std::vector<size_t> still;
+    for (size_t k = 0; k < these.size(); ++k) {
+      if (!failed[k].empty()) still.push_back(missing[k]);
+    }
+    missing = std::move(still);
+    none_missing = missing.empty();
+    return added;
+  });
+  return joined;
 }
 
 bool Quorum::send_cleanup(const Script& script, const std::vector<std::string>& keys,

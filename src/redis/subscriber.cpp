@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -10,6 +11,14 @@
 #include "redis/errors.hpp"
 
 namespace rlock::redis {
+namespace {
+
+// How often a joined subscriber tries the servers it lacks (see refill): soon after a
+// connection killed under the subscription, rarely for a server that stays down.
+constexpr Millis kRefillMin{50};
+constexpr Millis kRefillMax{1000};
+
+}  // namespace
 
 Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std::string>& channels,
                             bool classic_allowed, bool master_only,
@@ -119,8 +128,18 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
       pending_.pop_front();
       return e;
     }
-    // Also once before a timeout is reported: the caller's next request follows it.
     Deadline now = SteadyClock::now();
+    if (refill_ && now >= next_refill_) {
+      bool none_missing = false;
+      std::vector<Subscriber> added = refill_(none_missing);
+      for (Subscriber& s : added) more_.push_back(std::move(s));
+      if (none_missing) refill_ = nullptr;
+      next_refill_ = SteadyClock::now() + refill_every_;
+      refill_every_ = std::min(2 * refill_every_, kRefillMax);
+      if (!added.empty()) return {Wake::kResubscribed, {}, {}};
+      now = SteadyClock::now();
+    }
+    // Also once before a timeout is reported: the caller's next request follows it.
     if (still_serves_ && (now >= next_check_ || now >= until)) {
       if (!still_serves_()) {
         throw IoError("redis at " + conn_.options().endpoint.describe() +
@@ -133,6 +152,7 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
     const size_t subscribers = fds.size();
     if (interrupt_fd >= 0) fds.push_back({interrupt_fd, POLLIN, 0});
     Deadline wake = still_serves_ ? std::min(until, next_check_) : until;
+    if (refill_) wake = std::min(wake, next_refill_);
     auto left = millis_until(wake);
     int rc =
         poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
@@ -271,6 +291,12 @@ Subscriber Subscriber::join(std::vector<Subscriber> subscribers) {
   Subscriber first = std::move(subscribers.front());
   for (size_t i = 1; i < subscribers.size(); ++i) first.more_.push_back(std::move(subscribers[i]));
   return first;
+}
+
+void Subscriber::refill(std::function<std::vector<Subscriber>(bool&)> subscribe) {
+  refill_ = std::move(subscribe);
+  refill_every_ = kRefillMin;
+  next_refill_ = SteadyClock::now();
 }
 
 void Subscriber::recheck(Millis every, std::function<bool()> still_serves) {

@@ -15,7 +15,9 @@ namespace rlock::redis {
 // deadline, so a long --wait is not cut short by --timeout.
 class Subscriber {
  public:
-  enum class Wake { kMessage, kTimeout, kInterrupted };
+  // kResubscribed: a server the subscriber lacked is subscribed to again (see refill);
+  // what was published there meanwhile was missed.
+  enum class Wake { kMessage, kTimeout, kInterrupted, kResubscribed };
   struct Event {
     Wake wake = Wake::kTimeout;
     std::string channel;  // kMessage: where it was published (a pattern's: the matching one)
@@ -81,6 +83,11 @@ class Subscriber {
   // One subscriber over several (a quorum's members, each subscribed to the same channels):
   // wait() returns a message from any of them; one that drops ends the wait with IoError.
   static Subscriber join(std::vector<Subscriber> subscribers);
+  // For a joined subscriber that lacks some of its servers (a quorum member down, or whose
+  // connection failed while it subscribed): wait() calls `subscribe` at once and then every
+  // 50 ms, twice as long each time up to 1 s, and joins the subscribers it returns
+  // (reporting kResubscribed), until a call sets its argument (none missing any more).
+  void refill(std::function<std::vector<Subscriber>(bool& none_missing)> subscribe);
 
  private:
   explicit Subscriber(Connection conn) : conn_(std::move(conn)) {}
@@ -96,6 +103,9 @@ class Subscriber {
   std::function<bool()> still_serves_;
   Deadline next_check_{};
   std::vector<Subscriber> more_;  // joined (see join)
+  std::function<std::vector<Subscriber>(bool&)> refill_;
+  Millis refill_every_{0};
+  Deadline next_refill_{};
 };
 
 }  // namespace rlock::redis

@@ -166,6 +166,22 @@ TEST_CASE("quorum: a re-entry whose members agree on the token writes nothing ba
   CHECK(scripts_run(q) == 6);
 }
 
+TEST_CASE("quorum: a waiter subscribes on a member that comes back during its wait") {
+  Members q;
+  q.servers[2].stop();
+  REQUIRE(on(q, {"lock", "B", "--owner", "holder"}).status == 0);
+  auto waiter = spawn_on(q, {"exec", "--wait", "30s", "B", "--", "echo", "ran"});
+  auto subscribed = [&](size_t i) { return subscribers(q.servers[i], lock_channel("B")) == 1; };
+  REQUIRE(poll_until([&] { return subscribed(0) && subscribed(1); }, 10s));
+  q.servers[2].restart();
+  // Its releases and its order of arrival count for the waiter once it answers again.
+  CHECK(poll_until([&] { return subscribed(2); }, 10s));
+  CHECK(on(q, {"unlock", "B", "--owner", "holder"}).status == 0);
+  CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  INFO("stderr: " << waiter.err());
+  CHECK(waiter.out() == "ran\n");
+}
+
 TEST_CASE("quorum: a frozen member: the other two grant in about a round trip; two frozen: 69") {
   Members q;
   q.servers[2].freeze();
