@@ -23,9 +23,15 @@ using Answers = std::vector<std::optional<std::vector<ReplyPtr>>>;
 // members' clock skew and one that answered late.
 constexpr Millis kJoinSlack{1000};
 
-// How long the end of a process waits for the replies its requests still owe (a member
-// that answered after the majority may ask for a script's source: Quorum::drain).
+// How long the end of a process waits for replies still owed by members that had not
+// answered when a majority did (Quorum::drain). A release that a member never ran leaves it
+// holding (a minority) until its lease ends: Redis drops the commands of a client that
+// disconnects while CLIENT PAUSE holds them (a failover pauses writes), so releases get
+// longer (less than the restart rule's kJoinSlack: a member frozen under the quorum's first
+// use and thawed once that use ended still counts). Renewals and a token's write-back lose
+// nothing that matters in a minority.
 constexpr Millis kDrainPatience{100};
+constexpr Millis kReleasePatience{500};
 
 // How long a grant that the answering members split waits for the others at least.
 constexpr Millis kSplitPatience{50};
@@ -158,9 +164,8 @@ Quorum::Quorum(const Target& target, const ConnectOptions& options)
 }
 
 // A one-shot command ends once a majority answered: the replies still owed to anything but
-// a request to take a lock are read for a short while first, so that a member without the
-// script gets it (see settle_late and drain).
-Quorum::~Quorum() { drain(SteadyClock::now() + std::min(timeout_, kDrainPatience)); }
+// a request to take a lock are read for a short while first (see kReleasePatience, drain).
+Quorum::~Quorum() { drain(); }
 
 std::vector<std::string> Quorum::eval(const Script& script,
                                       const std::vector<std::string_view>& keys,
@@ -172,10 +177,13 @@ std::vector<std::string> Quorum::eval(const Script& script,
   return cmd;
 }
 
-Quorum::Commands Quorum::with_sources(const Commands& commands) const {
+Quorum::Commands Quorum::sources_for(Member& m, const Commands& commands, bool all) {
   Commands out = commands;
   for (auto& cmd : out) {
     if (cmd.size() < 2 || cmd[0] != "EVALSHA") continue;
+    if (!all && !(settle_.count() > 0 && !m.cached.count(cmd[1]))) continue;
+    // The server caches what EVAL ran: later EVALSHAs on this connection find it.
+    m.cached.insert(cmd[1]);
     cmd[0] = "EVAL";
     cmd[1] = sources_.at(cmd[1]);
   }
@@ -193,6 +201,7 @@ void Quorum::connect(const std::vector<size_t>& which, size_t needed, Deadline u
     m.conn.reset();
     m.prelude.clear();
     m.in_flight.clear();
+    m.cached.clear();
     m.failure = failures[k];
     if (!opened[k]) continue;
     // AUTH and SELECT go in the same write as the request (see exchange): a member that
@@ -206,48 +215,56 @@ void Quorum::drop(Member& m, const std::string& why) {
   m.failure = why;
   m.conn.reset();
   m.in_flight.clear();
+  m.cached.clear();
 }
 
-void Quorum::write(Member& m, const Commands& request) {
+void Quorum::write(Member& m, const Commands& request, bool sourced) {
   Commands all = std::move(m.prelude);
   m.prelude.clear();
   const size_t prelude = all.size();
-  all.insert(all.end(), request.begin(), request.end());
+  const Commands sent = sources_for(m, request, sourced);
+  all.insert(all.end(), sent.begin(), sent.end());
   m.conn->send(all);
   for (size_t k = 0; k < all.size(); ++k)
     m.in_flight.push_back({all[k], round_, k < prelude, settle_});
 }
 
 bool Quorum::settle_late(Member& m, const Sent& sent, const redisReply* r) {
+  const bool missing = is_error(r) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0;
+  if (!missing && sent.cmd.size() > 1 && sent.cmd[0] == "EVALSHA") m.cached.insert(sent.cmd[1]);
   if (sent.round == round_) return false;
   // A late reply to a request nobody waited for (a majority had answered). A member that
   // did not have the script ran nothing of it: it gets the script's source now, or it
   // would never run that request (a release left there until its lease ends, a queue
   // that differs between the members).
-  if (is_error(r) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0 &&
-      sent.cmd.size() > 1 && sent.cmd[0] == "EVALSHA") {
+  if (missing && sent.cmd.size() > 1 && sent.cmd[0] == "EVALSHA") {
     Sent again = sent;
-    again.cmd = with_sources({sent.cmd}).front();
+    again.cmd = sources_for(m, {sent.cmd}, true).front();
     m.conn->send({again.cmd});
     m.in_flight.push_back(std::move(again));
   }
   return true;
 }
 
-void Quorum::drain(Deadline until) noexcept {
+void Quorum::drain() noexcept {
   ++round_;  // every reply still owed is a late one now
+  const Deadline start = SteadyClock::now();
+  auto patience = [](const Member& m) {
+    Millis most{0};
+    for (const Sent& s : m.in_flight) most = std::max(most, s.settle);
+    return most;
+  };
   while (true) {
     std::vector<pollfd> fds;
     std::vector<size_t> which;
+    Millis longest{0};
     for (size_t i = 0; i < members_.size(); ++i) {
       Member& m = members_[i];
       // A request to take a lock that a member answers late, NOSCRIPT or not at all took
       // nothing there: its reply is not waited for (each is a wake-up of that member's
       // server, on the way out of every `rlock lock`). A release (forced too), a renewal or
       // a token's write-back that a member never ran leaves a hold or a token behind.
-      if (!m.conn || std::none_of(m.in_flight.begin(), m.in_flight.end(),
-                                  [](const Sent& s) { return s.settle; }))
-        continue;
+      if (!m.conn || patience(m).count() == 0) continue;
       try {
         while (ReplyPtr r = m.conn->buffered_reply("from a quorum member")) {
           Sent sent = std::move(m.in_flight.front());
@@ -258,11 +275,12 @@ void Quorum::drain(Deadline until) noexcept {
         drop(m, e.what());
         continue;
       }
-      if (m.in_flight.empty()) continue;
+      if (patience(m).count() == 0) continue;
+      longest = std::max(longest, patience(m));
       fds.push_back({m.conn->fd(), POLLIN, 0});
       which.push_back(i);
     }
-    const Millis left = millis_until(until);
+    const Millis left = millis_until(start + std::min(timeout_, longest));
     if (fds.empty() || left.count() <= 0) return;
     if (poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0 && errno != EINTR) return;
     for (size_t k = 0; k < fds.size(); ++k) {
@@ -299,7 +317,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     resend_at[i] = last ? until : SteadyClock::now() + std::max(left / 2, Millis(1));
     m.conn->set_timeout(left);
     got[i].clear();
-    write(m, sourced[i] ? with_sources(commands[i]) : commands[i]);
+    write(m, commands[i], sourced[i]);
     pending[i] = true;
   };
   // A member whose connection failed under the request, or that has not answered by its
@@ -352,7 +370,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
           if (got[i].size() == commands[i].size() && !sourced[i] && noscript(got[i])) {
             // A member that has not cached a script (restarted, SCRIPT FLUSH) ran nothing
             // of it: the same requests again with their sources, on the same connection.
-            write(m, with_sources(commands[i]));
+            write(m, commands[i], true);
             sourced[i] = true;
             noscript_seen = true;
             got[i].clear();
@@ -408,7 +426,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
   // that answers after the majority did would never run the request: a long-lived
   // process (exec) asks next only at its renewal. When a member said so, the others' late
   // replies are waited for a short while now, and a NOSCRIPT among them answered.
-  if (noscript_seen) drain(SteadyClock::now() + std::min(timeout_, kDrainPatience));
+  if (noscript_seen) drain();
   return out;
 }
 
@@ -447,7 +465,7 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
   // Its replies are read before the process exits (see drain): a write-back still queued
   // in a socket that is closed with a reply unread is reset away, and that member keeps a
   // later token of its own for this hold (a test saw a claim report it).
-  settle_ = true;
+  settle_ = kDrainPatience;
   if (raised(Answers(members_.size())) >= majority()) {
     // A majority has it already (a re-entry, as a rule): a member that answered with
     // another token gets it without being waited for here (a stopped member holds up no
@@ -486,7 +504,18 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   }
   const Deadline start = SteadyClock::now();
   const bool checked = rule->lease_arg > 0;
-  settle_ = rule->kind != QuorumRule::Kind::kGrant;  // see drain
+  switch (rule->kind) {  // see drain
+    case QuorumRule::Kind::kGrant:
+      settle_ = Millis(0);
+      break;
+    case QuorumRule::Kind::kRenew:
+      settle_ = kDrainPatience;
+      break;
+    case QuorumRule::Kind::kRelease:
+    case QuorumRule::Kind::kUnion:
+      settle_ = kReleasePatience;
+      break;
+  }
   const long long lease = checked ? std::stoll(std::string(args.at(rule->lease_arg - 1))) : 0;
   std::vector<size_t> closed;
   for (size_t i = 0; i < members_.size(); ++i) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,7 +88,7 @@ class Quorum {
     std::vector<std::string> cmd;
     unsigned long round = 0;  // the exchange it belongs to (see round_)
     bool prelude = false;     // AUTH or SELECT of a new connection
-    bool settle = false;      // its reply is waited for on the way out (see drain)
+    Millis settle{0};         // how long its reply is waited for on the way out (see drain)
   };
   struct Member {
     ConnectOptions options;
@@ -95,19 +96,26 @@ class Quorum {
     std::deque<Sent> in_flight;                     // in the order written
     std::string failure;                            // why it did not answer the last request
     std::vector<std::vector<std::string>> prelude;  // AUTH, SELECT not sent yet
+    std::set<std::string> cached;  // SHA1s this connection's server is known to have
   };
   using Commands = std::vector<std::vector<std::string>>;
   // Closes m's connection, forgetting what it owes; `why` is its failure.
   void drop(Member& m, const std::string& why);
   // Writes `request` to m in one write, after the AUTH and SELECT a new connection still
-  // owes (m.prelude), and records them all in m.in_flight.
-  void write(Member& m, const Commands& request);
+  // owes (m.prelude), and records them all in m.in_flight. `sourced`: every script goes
+  // with its source (see sources_for).
+  void write(Member& m, const Commands& request, bool sourced = false);
+  // `commands` with EVAL and the script's source for each EVALSHA that needs it: all of
+  // them (`all`), or, for a request whose reply is waited for only on the way out
+  // (settle_ > 0), those m's server is not known to have: a NOSCRIPT that comes after the
+  // process ended would leave that request never run there.
+  Commands sources_for(Member& m, const Commands& commands, bool all);
   // For a reply to `sent` from an earlier exchange (true; false: this exchange's): a
   // NOSCRIPT gets the command again with the script's source.
   bool settle_late(Member& m, const Sent& sent, const redisReply* r);
-  // Reads the replies still owed to requests whose Sent::settle is set until `until`,
-  // answering NOSCRIPTs (settle_late).
-  void drain(Deadline until) noexcept;
+  // Reads the replies still owed to requests with a Sent::settle, each for at most that
+  // long (and --timeout) from now, answering NOSCRIPTs (settle_late).
+  void drain() noexcept;
   // Writes each member's commands (an empty list: nothing for that member), then reads the
   // replies as they come, until every member answered, `until`, or `enough` says the
   // outcome is known. A member that did not answer gets nullopt.
@@ -127,10 +135,9 @@ class Quorum {
   void connect(const std::vector<size_t>& which, size_t needed, Deadline until);
   static constexpr Millis kOpenPatience{50};
   // EVALSHA of `script` (a member that answers NOSCRIPT gets the request again with
-  // with_sources: one more round trip, once per script and server start).
+  // sources_for: one more round trip, once per script and server start).
   std::vector<std::string> eval(const Script& script, const std::vector<std::string_view>& keys,
                                 const std::vector<std::string_view>& args);
-  Commands with_sources(const Commands& commands) const;
   // Raises the fencing token to `fence` on a majority of the members that count.
   void write_back_fence(std::string_view fence_key, std::string_view lock_key,
                         std::string_view owner, long long fence, const std::vector<bool>& counts,
@@ -145,7 +152,7 @@ class Quorum {
   ConnectOptions options_;
   Millis timeout_;
   unsigned long round_ = 0;  // exchanges so far: replies of an earlier one are late
-  bool settle_ = false;      // what write() records as Sent::settle
+  Millis settle_{0};         // what write() records as Sent::settle
   Millis slowest_open_{0};   // the longest a member's connection took to open
 };
 

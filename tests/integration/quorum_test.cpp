@@ -219,6 +219,9 @@ TEST_CASE("quorum: the fence never goes backwards across quorums {X,Y}, {Y,Z}, {
   // Y's counter far ahead (a member whose clock runs ahead, or that handed out more).
   const long long ahead = 9'000'000'000'000'000LL;
   y.cmd({"SET", fence_key("F"), std::to_string(ahead)});
+  // The quorum's first use with every member answering: a member frozen under it and
+  // thawed later than kJoinSlack would count as restarted empty (the restart rule).
+  REQUIRE(on(q, {"lock", "warm", "--owner", "a"}).status == 0);
 
   // Each hold is an exec's: its release goes to the frozen member on the connection its
   // grant went on, so that member, thawed, runs both in order and is free again.
