@@ -178,10 +178,20 @@ std::vector<std::string> Quorum::eval(const Script& script,
 }
 
 Quorum::Commands Quorum::sources_for(Member& m, const Commands& commands, bool all) {
+  // An EVALSHA still unanswered that m's server may not have comes back NOSCRIPT and runs
+  // when it is sent again (settle_late): a request after it keeps its order only if it is
+  // sent again too, so it goes as EVALSHA as well.
+  bool behind_unsure = std::any_of(m.in_flight.begin(), m.in_flight.end(), [&](const Sent& s) {
+    return s.cmd.size() > 1 && s.cmd[0] == "EVALSHA" && !m.cached.count(s.cmd[1]);
+  });
   Commands out = commands;
   for (auto& cmd : out) {
     if (cmd.size() < 2 || cmd[0] != "EVALSHA") continue;
-    if (!all && !(settle_.count() > 0 && !m.cached.count(cmd[1]))) continue;
+    const bool known = m.cached.count(cmd[1]) > 0;
+    if (!all && (known || settle_.count() == 0 || behind_unsure)) {
+      behind_unsure = behind_unsure || !known;
+      continue;
+    }
     // The server caches what EVAL ran: later EVALSHAs on this connection find it.
     m.cached.insert(cmd[1]);
     cmd[0] = "EVAL";
