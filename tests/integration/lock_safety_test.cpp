@@ -227,12 +227,29 @@ TEST_CASE("after a holder's lease runs out the head waiter gets the lock, never 
   CHECK(first.out() == "first\n");
 }
 
+// An exec queued behind `name`, held by another owner for 4s from `locked`.
+Spawned queue_behind_held(const RedisServer& redis, const std::string& name,
+                          Clock::time_point& locked) {
+  REQUIRE(rlock(redis, {"lock", name, "--owner", "holder", "--lease", "4s"}).status == 0);
+  locked = Clock::now();
+  auto waiter = spawn_rlock(redis, {"exec", "--wait", "30s", name, "--", "echo", "ran"});
+  REQUIRE(queued(redis, name, 1));
+  return waiter;
+}
+
+// The waiter ran, and not before the holder's lease would have ended: the restarted server
+// forgot a hold whose job may still be running (an exec finds out at its next renewal).
+void ran_after_the_forgotten_lease(Spawned& waiter, Clock::time_point locked) {
+  CHECK(waiter.wait(deadline(20s)).value_or(kStillRunning) == 0);
+  INFO("stderr: " << waiter.err());
+  CHECK(waiter.out() == "ran\n");
+  CHECK(ms_between(locked, waiter.exit_time()) >= 3500);
+}
+
 TEST_CASE("a wait survives a Redis restart and its subscriber being killed") {
   RedisServer redis;
-  REQUIRE(rlock(redis, {"lock", "r", "--owner", "holder", "--lease", "4s"}).status == 0);
-  auto locked = Clock::now();
-  auto waiter = spawn_rlock(redis, {"exec", "--wait", "30s", "r", "--", "echo", "ran"});
-  REQUIRE(queued(redis, "r", 1));
+  Clock::time_point locked;
+  auto waiter = queue_behind_held(redis, "r", locked);
   redis.cmd({"CLIENT", "KILL", "TYPE", "pubsub"});
   REQUIRE(poll_until(
       [&] {
@@ -241,31 +258,21 @@ TEST_CASE("a wait survives a Redis restart and its subscriber being killed") {
       },
       10s));
   redis.restart();  // without persistence: the holder's lock is gone with everything else
-  CHECK(waiter.wait(deadline(20s)).value_or(kStillRunning) == 0);
-  INFO("stderr: " << waiter.err());
-  CHECK(waiter.out() == "ran\n");
-  // Not before the holder's lease would have ended: the restarted server forgot a hold whose
-  // job may still be running (an exec finds out at its next renewal).
-  CHECK(ms_between(locked, waiter.exit_time()) >= 3500);
+  ran_after_the_forgotten_lease(waiter, locked);
 }
 
 TEST_CASE("wake-ups in the claim window after a restart take nothing the server forgot") {
   RedisServer redis;
-  REQUIRE(rlock(redis, {"lock", "k", "--owner", "holder", "--lease", "4s"}).status == 0);
-  auto locked = Clock::now();
-  auto waiter = spawn_rlock(redis, {"exec", "--wait", "30s", "k", "--", "echo", "ran"});
-  REQUIRE(queued(redis, "k", 1));
-  redis.restart();  // the holder's lock is gone; its job may still run for 4s
+  Clock::time_point locked;
+  auto waiter = queue_behind_held(redis, "k", locked);
+  redis.restart();
   // Anyone can publish on the lock's channel: each message wakes the waiter, whose claims
   // must take nothing until the forgotten lease would have ended (the first claim after
   // the restart is answered with the empty server's token, 0).
   while (!waiter.wait(deadline(100ms)) && ms_between(locked) < 3000) {
     redis.cmd({"SPUBLISH", lock_channel("k"), "wake"});
   }
-  CHECK(waiter.wait(deadline(20s)).value_or(kStillRunning) == 0);
-  INFO("stderr: " << waiter.err());
-  CHECK(waiter.out() == "ran\n");
-  CHECK(ms_between(locked, waiter.exit_time()) >= 3500);
+  ran_after_the_forgotten_lease(waiter, locked);
 }
 
 TEST_CASE("a command that timed out leaves no lock behind when Redis resumes") {
