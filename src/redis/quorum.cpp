@@ -119,12 +119,13 @@ Tally tally(const std::vector<Answer>& answers) {
   return t;
 }
 
+bool is_noscript(const redisReply* r) {
+  return is_error(r) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0;
+}
+
 bool noscript(const std::vector<ReplyPtr>& replies) {
-  for (const auto& r : replies) {
-    if (is_error(r.get()) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0)
-      return true;
-  }
-  return false;
+  return std::any_of(replies.begin(), replies.end(),
+                     [](const ReplyPtr& r) { return is_noscript(r.get()); });
 }
 
 // Takes ownership of member i's script reply out of `replies`.
@@ -240,7 +241,7 @@ void Quorum::write(Member& m, const Commands& request, bool sourced) {
 }
 
 bool Quorum::settle_late(Member& m, const Sent& sent, const redisReply* r) {
-  const bool missing = is_error(r) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0;
+  const bool missing = is_noscript(r);
   if (!missing && sent.cmd.size() > 1 && sent.cmd[0] == "EVALSHA") m.cached.insert(sent.cmd[1]);
   if (sent.round == round_) return false;
   // A late reply to a request nobody waited for (a majority had answered). A member that
@@ -274,7 +275,7 @@ void Quorum::drain() noexcept {
       // nothing there: its reply is not waited for (each is a wake-up of that member's
       // server, on the way out of every `rlock lock`). A release (forced too), a renewal or
       // a token's write-back that a member never ran leaves a hold or a token behind.
-      if (!m.conn || patience(m).count() == 0) continue;
+      if (!m.conn || patience(m).count() == 0) continue;  // a late grant is not even read
       try {
         while (ReplyPtr r = m.conn->buffered_reply("from a quorum member")) {
           Sent sent = std::move(m.in_flight.front());
@@ -285,8 +286,9 @@ void Quorum::drain() noexcept {
         drop(m, e.what());
         continue;
       }
-      if (patience(m).count() == 0) continue;
-      longest = std::max(longest, patience(m));
+      const Millis owed = patience(m);
+      if (owed.count() == 0) continue;
+      longest = std::max(longest, owed);
       fds.push_back({m.conn->fd(), POLLIN, 0});
       which.push_back(i);
     }
