@@ -1,7 +1,8 @@
 -- Releases a lock whoever holds it, writer and readers (for stuck locks), and passes it to
 -- the waiters at the head, or announces it free (KEYS: see lock_common.lua; KEYS[7] unused).
 -- ARGV[1] lock channel, ARGV[2] claim ms, ARGV[3] ms the reply record is kept, ARGV[4]
--- Redisson's lock channel or "" (see foreign_channel in lock_common.lua)
+-- Redisson's lock channel or "" (see foreign_channel in lock_common.lua), ARGV[5] the least
+-- token to hand the next waiter, or "" (a quorum's: see fence_floor in lock_common.lua)
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
 --        not a well-formed lock.
@@ -11,6 +12,7 @@
 -- @include common.lua
 -- @include lock_common.lua
 foreign_channel = ARGV[4] or ''
+fence_floor = tonumber(ARGV[5]) or 0
 return once(KEYS[12], ARGV[3], function()
 local err = check_lock_keys(ARGV[1])
 if err then return err end

@@ -6,7 +6,8 @@
 -- ARGV[6] "release", "abandon" or "return"; for those two, ARGV[7] the request's waiters member;
 -- ARGV[8] the hold's kind: "lock" or "exec" (exclusive), "slock" or "sexec" (shared);
 -- ARGV[9] ms the reply record KEYS[12] is kept (with KEYS[12]), ARGV[10] Redisson's lock
--- channel or "" (see foreign_channel in lock_common.lua).
+-- channel or "" (see foreign_channel in lock_common.lua), ARGV[11] the least token to hand
+-- the next waiter, or "" (a quorum's: see fence_floor in lock_common.lua).
 -- "abandon" gives back what the request ARGV[4] took (a hold, or a grant not yet claimed),
 -- leaves the queue, and marks the request given up, so that it changes nothing if the
 -- server runs it only now. "return" (a quorum's grant that fell short of a majority) gives
@@ -24,6 +25,7 @@
 -- @include common.lua
 -- @include lock_common.lua
 foreign_channel = ARGV[10] or ''
+fence_floor = tonumber(ARGV[11]) or 0
 return once(KEYS[12], ARGV[9], function()
 local err = check_lock_keys(ARGV[2])
 if err then return err end

@@ -28,6 +28,15 @@
 -- there: Redisson decodes every message on it as a number.
 local foreign_channel = ''
 
+-- The least token a quorum asks its members to hand out (0: none), set by each script from
+-- its ARGV like foreign_channel: the same on every member (redis/quorum.cpp), so that the
+-- members that grant agree on the token and none needs it written back, a second round
+-- trip. It is taken only while it is at most a minute ahead of this server's clock: a
+-- client whose clock ran ahead must not push every later token out of reach (the quorum
+-- then writes back the members' own maximum, as when they disagree for any reason).
+local fence_floor = 0
+local FLOOR_AHEAD_US = 60 * 1000000
+
 -- Every write a lock script may make, checked against the caller's ACL first (Redis 7),
 -- so that a refusal comes before the first write and changes nothing.
 local function check_rights(channel)
@@ -98,10 +107,12 @@ local function last_fence()
   return tonumber(redis.call('GET', KEYS[2]) or '0')
 end
 
--- Stores and returns the next fencing token: max(last + 1, server microseconds), so it
--- never goes backwards, even when the stored counter was lost.
+-- Stores and returns the next fencing token: max(last + 1, server microseconds, a quorum's
+-- floor), so it never goes backwards, even when the stored counter was lost.
 local function next_fence()
-  local fence = math.max(last_fence() + 1, server_time().us)
+  local now = server_time().us
+  local floor = fence_floor <= now + FLOOR_AHEAD_US and fence_floor or 0
+  local fence = math.max(last_fence() + 1, now, floor)
   redis.call('SET', KEYS[2], string.format('%.0f', fence))
   return fence
 end

@@ -36,6 +36,21 @@ constexpr Millis kReleasePatience{500};
 // How long a grant that the answering members split waits for the others at least.
 constexpr Millis kSplitPatience{50};
 
+// How far ahead of this client's clock the token floor a quorum proposes is (fence_floor):
+// a member whose clock is up to that much ahead still hands out the floor, not a token of
+// its own clock, and the members agree.
+constexpr std::chrono::microseconds kFloorAhead{std::chrono::seconds(1)};
+
+std::string fence_floor() {
+  // The floor only needs to be the same on every member and usually above each member's
+  // counter (each counter is at least its server's clock in microseconds at its last grant,
+  // lua/include/lock_common.lua). Correctness never rests on it: members that disagree get
+  // the largest token written back (write_back_fence).
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return std::to_string(
+      (std::chrono::duration_cast<std::chrono::microseconds>(now) + kFloorAhead).count());
+}
+
 Millis since(Deadline start) {
   return std::chrono::duration_cast<Millis>(SteadyClock::now() - start);
 }
@@ -537,13 +552,19 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   if (!closed.empty()) connect(closed, open < majority() ? majority() - open : 0, until);
   std::vector<Commands> commands(members_.size());
   const std::string lease_arg = std::to_string(lease);
+  std::vector<std::string_view> sent_args = args;
+  const std::string floor = fence_floor();
+  if (rule->floor_arg > 0) {
+    sent_args.resize(std::max(sent_args.size(), size_t(rule->floor_arg)));
+    sent_args[rule->floor_arg - 1] = floor;
+  }
   for (size_t i = 0; i < members_.size(); ++i) {
     if (!members_[i].conn) continue;
     if (checked) {
       commands[i].push_back(
           eval(scripts::quorum_member, {kLongestLeaseKey, kFirstWriteKey}, {lease_arg}));
     }
-    commands[i].push_back(eval(script, keys, args));
+    commands[i].push_back(eval(script, keys, sent_args));
   }
   const size_t n = members_.size(), need = majority();
   std::optional<Deadline> split_until;

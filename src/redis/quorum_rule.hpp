@@ -35,6 +35,10 @@ struct QuorumRule {
   int fence_at = 0;   // kGrant: reply element of the token
   int lock_key = 0;   // kGrant: KEYS index of the lock hash (owner -> count)
   int owner_arg = 0;  // kGrant: ARGV index of the owner
+  // ARGV index of the least fencing token the script may hand out (0: none). The quorum
+  // fills it with the same proposal for every member (Quorum::fence_floor), so that members
+  // that grant agree on the token and a majority has it without its write-back.
+  int floor_arg = 0;
 };
 
 // The rule a script declares ("grant", "renew", "release", "union"); nullptr for none.

@@ -56,6 +56,12 @@ long long fence_of(const RunResult& r) {
   return parse_json(r.out).at("fence").get<long long>();
 }
 
+// A member's clock, microseconds since the epoch.
+long long server_us(const RedisServer& s) {
+  const auto t = s.cmd({"TIME"});
+  return std::stoll(t.at(0)) * 1'000'000 + std::stoll(t.at(1));
+}
+
 bool one_line(const std::string& err) { return !err.empty() && err.find('\n') == err.size() - 1; }
 
 TEST_CASE("quorum: malformed URLs and primitives without majority semantics: one line, exit 64") {
@@ -154,10 +160,19 @@ long long scripts_run(const Members& q) {
   return n;
 }
 
-TEST_CASE("quorum: a re-entry whose members agree on the token writes nothing back") {
+TEST_CASE("quorum: a hold and a re-entry whose members agree on the token write nothing back") {
   Members q;
-  REQUIRE(on(q, {"lock", "L", "--owner", "alice"}).status == 0);
-  // Every member has the hold's token once the first process has read their replies.
+  REQUIRE(on(q, {"lock", "warm", "--owner", "alice"}).status == 0);  // caches the scripts
+  for (const auto& s : q.servers) s.cmd({"CONFIG", "RESETSTAT"});
+  // Every member hands out the floor the quorum proposed (its clock and a second): the same
+  // token on each, which a majority has without a write-back round.
+  const long long before = server_us(q.servers[0]);
+  const long long fence = fence_of(on(q, {"lock", "L", "--owner", "alice"}));
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"GET", fence_key("L")}) == fence);
+  CHECK(fence > before + 900'000);
+  CHECK(poll_until([&] { return scripts_run(q) >= 6; }, 5s));
+  CHECK(scripts_run(q) == 6);
+
   for (const auto& s : q.servers) s.cmd({"CONFIG", "RESETSTAT"});
   auto r = on(q, {"lock", "L", "--owner", "alice"});
   REQUIRE(r.status == 0);
@@ -166,6 +181,30 @@ TEST_CASE("quorum: a re-entry whose members agree on the token writes nothing ba
   // (which would be three more before the process had exited).
   CHECK(poll_until([&] { return scripts_run(q) >= 6; }, 5s));
   CHECK(scripts_run(q) == 6);
+}
+
+// The floor comes from the client's clock: a clock far ahead must not push every later
+// token out of reach. The members then hand out their own tokens and the largest is
+// written back, as when they disagree for any other reason.
+TEST_CASE("quorum: a client clock a minute ahead proposes no token floor; 30 s ahead does") {
+  REQUIRE_MESSAGE(run({"faketime", "-f", "+1h", "true"}).status == 0,
+                  "faketime is needed (scripts/install-deps.sh faketime)");
+  Members q;
+  auto faked = [&](const std::string& offset, const std::string& name) {
+    std::vector<std::string> argv = {"faketime", "-f",   offset, rlock_binary(), "--url",
+                                     q.url(),    "lock", name,   "--owner",      "o"};
+    RunResult r = run(argv);
+    return fence_of(r);
+  };
+  long long before = server_us(q.servers[0]);
+  const long long ahead = faked("+30s", "A");
+  CHECK(ahead >= before + 30'000'000);
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"GET", fence_key("A")}) == ahead);
+
+  before = server_us(q.servers[0]);
+  const long long far = faked("+2m", "B");
+  CHECK(far >= before);
+  CHECK(far < server_us(q.servers[0]) + 1'000'000);  // a member's own clock, not the client's
 }
 
 TEST_CASE("quorum: a waiter subscribes on a member that comes back during its wait") {
