@@ -134,6 +134,29 @@ TEST_CASE("lock: acquire, re-enter, busy, unlock and force print the documented 
   CHECK(hash_of(redis, lock_key("L")) == json::object({{kBob, "1"}}));
 }
 
+// Calls of `command` the server ran since its statistics were reset (scripts' calls too).
+long long calls_of(const RedisServer& redis, const std::string& command) {
+  const std::string info = redis.cmd_str({"INFO", "commandstats"});
+  const std::string stat = "cmdstat_" + command + ":calls=";
+  const auto at = info.find(stat);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + stat.size()));
+}
+
+// The common case costs the server least: on a quorum it is paid on every member.
+TEST_CASE("lock: a fresh hold of a free name reads only its token and its request record") {
+  RedisServer redis(RedisOptions{.test_topology = false});
+  lock_ok(redis, "F", kAlice);  // the token exists from here on, and the scripts are cached
+  for (const std::string wait : {"0s", "5s"}) {  // a try, and the first attempt of a wait
+    REQUIRE(rlock(redis, {"unlock", "F", "--force"}).status == 0);
+    redis.cmd({"CONFIG", "RESETSTAT"});
+    INFO("--wait " << wait);
+    const long long fence = lock_ok(redis, "F", kBob, {"--wait", wait});
+    CHECK(fence == stored_fence(redis, "F"));
+    CHECK(calls_of(redis, "exists") == 1);  // none of the other keys of the lock is there
+    CHECK(calls_of(redis, "type") == 2);    // the token's and the request record's
+  }
+}
+
 TEST_CASE("lock: --lease, generated owner, RLOCK_OWNER and --quiet") {
   RedisServer redis;
 
