@@ -593,6 +593,13 @@ std::vector<const RedisServer*> RedisServer::members() const {
   return out;
 }
 
+long long RedisServer::on_majority(const std::vector<std::string>& argv) const {
+  std::vector<long long> values;
+  for (const RedisServer* m : members()) values.push_back(m->cmd_int(argv));
+  std::sort(values.rbegin(), values.rend());
+  return values[values.size() / 2];
+}
+
 RedisServer::~RedisServer() {
   if (s_) s_->stop();
 }

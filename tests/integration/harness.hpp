@@ -178,6 +178,11 @@ class RedisServer {
   // Every server of the deployment topology_url() names that holds data: this one and, on
   // a quorum, the other members (for checks that each member must pass on its own).
   std::vector<const RedisServer*> members() const;
+  // The integer reply of `argv` that a majority of members() give at least (on one
+  // server: its own). A quorum member that missed a hold, its grant answered after the
+  // majority's, sees the lock free, and the next waiter takes it there (a minority) instead
+  // of queueing.
+  long long on_majority(const std::vector<std::string>& argv) const;
 
   // Stops the server and starts a new one on the same port with the same config. Nothing
   // is persisted, so all data is lost.

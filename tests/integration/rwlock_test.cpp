@@ -57,15 +57,9 @@ bool saw_line(Spawned& proc, const std::string& want) {
   return false;
 }
 
-// The waiters a majority of the members have queued (on one server: its own). A quorum
-// member that missed a hold (its grant answered after the majority's) sees the lock free
-// and has the next waiter take it there (a minority) instead of queueing it.
+// The waiters a majority of a quorum's members have queued (RedisServer::on_majority).
 long long queued(const RedisServer& redis, const std::string& name) {
-  std::vector<long long> counts;
-  for (const RedisServer* m : redis.members())
-    counts.push_back(m->cmd_int({"ZCARD", lock_key(name) + ":waiters"}));
-  std::sort(counts.rbegin(), counts.rend());
-  return counts[counts.size() / 2];
+  return redis.on_majority({"ZCARD", lock_key(name) + ":waiters"});
 }
 
 TEST_CASE(
