@@ -61,6 +61,11 @@ class Connection {
   // sends, for a caller that puts them in the same write as its first request.
   static std::vector<std::vector<std::string>> login_commands(const Endpoint& endpoint);
 
+  // With every reply read, the connection is reset rather than closed (see the definition).
+  ~Connection();
+  Connection(Connection&&) noexcept = default;
+  Connection& operator=(Connection&&) noexcept = default;
+
   // Sends one command and returns its reply. Error replies throw ReplyError; I/O problems
   // throw IoError or TimeoutError and leave the connection broken.
   // `in_flight`, if any, runs after the command is written and before its reply is read.
@@ -126,6 +131,7 @@ class Connection {
   bool broken_ = false;
   Millis timeout_{5000};
   int known_replicas_ = -1;
+  size_t owed_ = 0;  // replies to the commands sent that are not read yet
 };
 
 }  // namespace rlock::redis

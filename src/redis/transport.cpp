@@ -372,6 +372,11 @@ class Opening {
 
 Transport::~Transport() = default;
 
+void Transport::reset_on_close() const {
+  linger reset{1, 0};
+  (void)setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+}
+
 std::unique_ptr<Transport> Transport::open(const Endpoint& ep,
                                            const std::shared_ptr<const TlsContext>& tls,
                                            Millis timeout) {

@@ -73,6 +73,9 @@ class Transport {
     return std::nullopt;
   }
   int fd() const { return fd_; }
+  // Closing sends a reset (SO_LINGER 0) instead of the orderly FIN: for a connection whose
+  // every reply was read (see ~Connection).
+  void reset_on_close() const;
 
  protected:
   explicit Transport(int fd) : fd_(fd) {}

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "harness.hpp"
 
@@ -12,6 +14,27 @@ namespace {
 
 std::string with_port(const std::string& scheme_and_auth, int port, const std::string& tail = "") {
   return scheme_and_auth + "127.0.0.1:" + std::to_string(port) + tail;
+}
+
+// The IPv4 sockets on this host toward `port` whose side closed first: FIN_WAIT1,
+// FIN_WAIT2, CLOSING and TIME_WAIT in /proc/net/tcp (one socket goes through them in turn,
+// and is counted in each).
+size_t closed_first_to(int port) {
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the header
+  size_t n = 0;
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    const size_t colon = remote.find(':');
+    const bool closing = state == "04" || state == "05" || state == "06" || state == "0B";
+    if (closing && colon != std::string::npos &&
+        std::stoi(remote.substr(colon + 1), nullptr, 16) == port)
+      ++n;
+  }
+  return n;
 }
 
 TEST_CASE("connection: unreachable, TLS, timeouts and refused auth exit 69 with one line") {
@@ -119,6 +142,21 @@ TEST_CASE("connection: unix socket with ?db=N") {
   r = rlock_raw({"--url", "unix://" + redis.socket_path() + "?db=2", "exec", "sock", "--owner", "b",
                  "--", "true"});
   CHECK(r.status == 75);
+}
+
+// A connection whose every reply was read ends with a reset, not an orderly close: the
+// server has nothing left to do for it, and this host keeps no TIME_WAIT (a minute each;
+// five for each `rlock lock` on a 5-member quorum, run in a loop). The harness's own
+// connections before it are seconds old: each is counted before and after, whichever of
+// those states it is in.
+TEST_CASE("connection: a command whose replies were all read leaves no TIME_WAIT behind") {
+  RedisServer redis(RedisOptions{.test_topology = false});
+  const size_t before = closed_first_to(redis.port());
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(rlock(redis, {"lock", "tw", "--owner", "o"}).status == 0);
+    REQUIRE(rlock(redis, {"unlock", "tw", "--owner", "o"}).status == 0);
+  }
+  CHECK(closed_first_to(redis.port()) == before);
 }
 
 }  // namespace
