@@ -54,13 +54,16 @@ local function held_reply(c, fence, pttl, fresh)
   return {1, c, fence, pttl, fresh}
 end
 
--- A fresh exclusive hold of the free lock, for this request.
-local function take_free()
-  local fence = next_fence()
+-- A fresh exclusive hold of the free lock, for this request. `unqueued`: the token as the
+-- short path below read it, where no queue exists to leave.
+local function take_free(unqueued)
+  local fence = next_fence(unqueued)
   redis.call('HSET', KEYS[1], owner, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-  return held_reply(1, fence, lease, 1)
+  if not unqueued then return held_reply(1, fence, lease, 1) end
+  remember('1')
+  return {1, 1, fence, lease, 1}
 end
 
 -- The common case on its shortest path: an exclusive request for a lock that nobody
@@ -73,11 +76,17 @@ local LOCK_KEYS_BUT_TOKEN = {KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8
   KEYS[10], KEYS[11]}
 if not shared and not first_denied_use({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}})
     and redis.call('EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)) == 0 then
-  local err = check_rights(channel) or bad_type(KEYS[2], 'string') or bad_type(KEYS[7], 'string')
-    or malformed_fence()
+  local err = check_rights(channel)
   if err then return err end
-  if redis.call('GET', KEYS[7]) == '0' then return {-1} end
-  if mode ~= 'claim' or last_fence() >= (tonumber(ARGV[11]) or 0) then return take_free() end
+  -- Read without a TYPE first: a GET of another type fails, writing nothing, and only then
+  -- is the type looked up, to name it.
+  local stored, outcome = redis.pcall('GET', KEYS[2]), redis.pcall('GET', KEYS[7])
+  if type(stored) == 'table' then return bad_type(KEYS[2], 'string') or stored end
+  if type(outcome) == 'table' then return bad_type(KEYS[7], 'string') or outcome end
+  local last = tonumber(stored or '0')
+  if not last then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+  if outcome == '0' then return {-1} end
+  if mode ~= 'claim' or last >= (tonumber(ARGV[11]) or 0) then return take_free(last) end
 end
 
 -- The claim of an exclusive reservation for this very wait, the hand-off's second half, on

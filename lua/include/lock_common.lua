@@ -108,11 +108,12 @@ local function last_fence()
 end
 
 -- Stores and returns the next fencing token: max(last + 1, server microseconds, a quorum's
--- floor), so it never goes backwards, even when the stored counter was lost.
-local function next_fence()
+-- floor), so it never goes backwards, even when the stored counter was lost. `last`: the
+-- stored token, when the caller read it already.
+local function next_fence(last)
   local now = server_time().us
   local floor = fence_floor <= now + FLOOR_AHEAD_US and fence_floor or 0
-  local fence = math.max(last_fence() + 1, now, floor)
+  local fence = math.max((last or last_fence()) + 1, now, floor)
   redis.call('SET', KEYS[2], string.format('%.0f', fence))
   return fence
 end

@@ -151,9 +151,11 @@ TEST_CASE("lock: a fresh hold of a free name reads only its token and its reques
     redis.cmd({"CONFIG", "RESETSTAT"});
     INFO("--wait " << wait);
     const long long fence = lock_ok(redis, "F", kBob, {"--wait", wait});
-    CHECK(fence == stored_fence(redis, "F"));
     CHECK(calls_of(redis, "exists") == 1);  // none of the other keys of the lock is there
-    CHECK(calls_of(redis, "type") == 2);    // the token's and the request record's
+    CHECK(calls_of(redis, "get") == 2);     // the token and the request record, once each
+    CHECK(calls_of(redis, "type") == 0);    // only a GET that fails looks a type up
+    CHECK(calls_of(redis, "zrem") == 0);    // no queue to leave
+    CHECK(fence == stored_fence(redis, "F"));
   }
 }
 
