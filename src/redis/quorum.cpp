@@ -553,7 +553,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   std::vector<Commands> commands(members_.size());
   const std::string lease_arg = std::to_string(lease);
   std::vector<std::string_view> sent_args = args;
-  const std::string floor = fence_floor();
+  const std::string floor = rule->floor_arg > 0 ? fence_floor() : std::string();
   if (rule->floor_arg > 0) {
     sent_args.resize(std::max(sent_args.size(), size_t(rule->floor_arg)));
     sent_args[rule->floor_arg - 1] = floor;
