@@ -3,8 +3,9 @@
 # throwaway redis-servers: `rlock lock` (a fresh acquisition; an untimed `unlock --force`
 # before each run) on one server, a 3-member and a 5-member quorum (hyperfine, one process
 # per acquisition); the hand-off (unlock -> a queued waiter holds it and exits) on one server
-# and on a 3-member quorum; and node-redlock 4.2.0's acquisition on the same 3 and 5
-# members (in one node process: no process start, see bench/redlock/acquire.js).
+# and on a 3-member quorum; node-redlock 4.2.0's acquisition on the same 3 and 5
+# members (in one node process: no process start, see bench/redlock/acquire.js); and
+# bench/quorum_floor.c's connect-PING-exit on one server and on the 5 members.
 # Usage: RLOCK_BIN=build/rlock bench/quorum.sh   (BENCH_RUNS, default 100; BENCH_WARMUP,
 # 10; BENCH_PASSES, 8; BENCH_HANDOFF_ROUNDS, 30). Every server listens on 127.0.0.1 only and is stopped by
 # pid on exit.
@@ -14,7 +15,7 @@ RLOCK_BIN=$(readlink -f -- "${RLOCK_BIN:-$ROOT/build/rlock}")
 RUNS=${BENCH_RUNS:-100}
 WARMUP=${BENCH_WARMUP:-10}
 ROUNDS=${BENCH_HANDOFF_ROUNDS:-30}
-for tool in redis-server redis-cli hyperfine python3 node npm; do
+for tool in redis-server redis-cli hyperfine python3 node npm cc; do
     command -v "$tool" >/dev/null || { echo "bench/quorum.sh: $tool is missing" >&2; exit 69; }
 done
 
@@ -57,13 +58,23 @@ force() { echo "$RLOCK_BIN --url $1 unlock bench-lock --force"; }
 # the other came out up to 20% apart from one run of this script to the next (as
 # bench/lib.sh's bench_interleaved, which this script does not source: it starts its own
 # servers).
+# Two more rows take their turns too: bench/quorum_floor.c, a client with no rlock in it
+# that connects, PINGs and exits at a majority, on the one server and on the 5 members
+# (its prepare, `true`, only keeps the rows alike): what five members cost any client here.
+floor_bin="$dir/quorum_floor"
+cc -O2 -static -o "$floor_bin" "$ROOT/bench/quorum_floor.c" 2>/dev/null ||
+    cc -O2 -o "$floor_bin" "$ROOT/bench/quorum_floor.c"
 PASSES=${BENCH_PASSES:-8}
-rows=("lock, one server" "$single" "lock, quorum of 3" "$q3" "lock, quorum of 5" "$q5")
+rows=("lock, one server" "$(force "$single")" "$(lock "$single")"
+    "lock, quorum of 3" "$(force "$q3")" "$(lock "$q3")"
+    "lock, quorum of 5" "$(force "$q5")" "$(lock "$q5")"
+    "floor, one server" true "$floor_bin 1 ${ports[5]}"
+    "floor, 5 members" true "$floor_bin 3 ${ports[*]:0:5}")
 for ((pass = 0; pass < PASSES; pass++)); do
     args=()
-    for ((k = 0; k < 3; k++)); do
-        i=$(((pass + k) % 3 * 2))
-        args+=(-n "${rows[i]}" --prepare "$(force "${rows[i + 1]}")" "$(lock "${rows[i + 1]}")")
+    for ((k = 0; k < 5; k++)); do
+        i=$(((pass + k) % 5 * 3))
+        args+=(-n "${rows[i]}" --prepare "${rows[i + 1]}" "${rows[i + 2]}")
     done
     hyperfine -N --warmup "$((pass == 0 ? WARMUP : 3))" --runs "$(((RUNS + PASSES - 1) / PASSES))" \
         --export-json "$dir/lock.$pass.json" "${args[@]}" >/dev/null
@@ -79,6 +90,10 @@ print(f"lock, one server: median {one*1000:.2f} ms over {len(times['lock, one se
 for name in ("lock, quorum of 3", "lock, quorum of 5"):
     m = statistics.median(times[name])
     print(f"{name}: median {m*1000:.2f} ms = {m/one:.2f}x one server's {one*1000:.2f} ms")
+f1, f5 = (statistics.median(times[n]) for n in ("floor, one server", "floor, 5 members"))
+q5 = statistics.median(times["lock, quorum of 5"])
+print(f"floor (quorum_floor.c: connect, PING, exit at a majority): one server {f1*1000:.2f} ms, "
+      f"5 members {f5*1000:.2f} ms: +{(f5-f1)*1000:.2f} ms; rlock's 5 members +{(q5-one)*1000:.2f} ms")
 PY
 
 # Hand-off: the holder's `unlock` starts the clock, the queued waiter's exit (it holds the
