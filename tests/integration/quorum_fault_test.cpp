@@ -5,6 +5,7 @@
 // itself and of its job run on a quorum too: RLOCK_TEST_TOPOLOGY=quorum, tests/CMakeLists.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 
@@ -65,38 +66,56 @@ TEST_CASE("quorum lost reply: lock and unlock lost on a majority are sent again,
   warm_up(q);
 
   // Granted on all three, two replies lost: sent again to those two, which report the
-  // grant they made (a re-entry would make the count 2 there).
+  // grant they made (a re-entry would make the count 2 there). Each proxy forwards the
+  // request before it drops the reply, so every member runs it; but a member the majority
+  // did without may answer after rlock exited, and its proxy, which saw the client leave
+  // first, has no reply to drop (under two busy loops 4 of 15 runs missed a loss that way,
+  // the build before 7 of 15). rlock needed at least one of the two.
   q.lose("{L}", Loss::kReply, {0, 1});
   auto r = on(q, {"lock", "L", "--owner", "a", "--lease", "30s"});
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  CHECK(q.losses(0) == 1);
-  CHECK(q.losses(1) == 1);
   REQUIRE(r.status == 0);
   auto j = parse_json(r.out);
   CHECK(j.at("acquired") == true);
   CHECK(j.at("count") == 1);
-  CHECK(q.counts("L", "a") == kOnce);
+  CHECK(poll_until([&] { return q.counts("L", "a") == kOnce; }, 5s));
+  CHECK(q.losses(0) + q.losses(1) >= 1);
+  CHECK(std::max(q.losses(0), q.losses(1)) == 1);
 
   // The release's replies lost on two members: it ran there once, and says released.
+  const int losses_1 = q.losses(1), lost_before = losses_1 + q.losses(2);
   q.lose("{L}", Loss::kReply, {1, 2});
   auto u = on(q, {"unlock", "L", "--owner", "a"});
   INFO("stdout: " << u.out << "\nstderr: " << u.err);
-  CHECK(q.losses(1) == 2);
-  CHECK(q.losses(2) == 1);
   CHECK(u.status == 0);
+  CHECK(q.losses(1) + q.losses(2) > lost_before);  // as above: one at least, one each at most
+  CHECK(q.losses(1) - losses_1 <= 1);
+  CHECK(q.losses(2) <= 1);
   CHECK(parse_json(u.out) == json{{"name", "L"}, {"owner", "a"}, {"released", true}, {"count", 0}});
-  for (const auto& s : q.servers) CHECK(s.cmd_int({"EXISTS", lock_key("L")}) == 0);
+  CHECK(poll_until(
+      [&] {
+        return std::all_of(q.servers.begin(), q.servers.end(), [](const RedisServer& s) {
+          return s.cmd_int({"EXISTS", lock_key("L")}) == 0;
+        });
+      },
+      5s));
 
-  // Requests lost before two members saw them run there once, on the repeat.
+  // Requests lost before two members saw them run once on a majority, on the repeat. A
+  // member the majority did without may see its loss after rlock exited, and then nothing
+  // more: a grant is not sent again once a majority answered.
+  const int losses_0 = q.losses(0), losses_2 = q.losses(2);
   q.lose("{L}", Loss::kRequest, {0, 2});
   auto r2 = on(q, {"lock", "L", "--owner", "b"});
   INFO("stdout: " << r2.out << "\nstderr: " << r2.err);
-  CHECK(q.losses(0) == 2);
-  CHECK(q.losses(2) == 2);
   REQUIRE(r2.status == 0);
   CHECK(parse_json(r2.out).at("count") == 1);
-  // The member that answered after the majority may run its repeat after rlock exited.
-  CHECK(poll_until([&] { return q.counts("L", "b") == kOnce; }, 5s));
+  CHECK(poll_until([&] { return q.losses(0) == losses_0 + 1 && q.losses(2) == losses_2 + 1; }, 5s));
+  auto held_once = [&] {
+    const auto c = q.counts("L", "b");
+    return std::count(c.begin(), c.end(), "1") >= 2 &&
+           std::count(c.begin(), c.end(), "1") + std::count(c.begin(), c.end(), "") == 3;
+  };
+  CHECK(poll_until(held_once, 5s));
 }
 
 TEST_CASE("quorum lost reply: replies stuck in dead flows to a majority are asked for again") {
