@@ -54,16 +54,14 @@ local function held_reply(c, fence, pttl, fresh)
   return {1, c, fence, pttl, fresh}
 end
 
--- A fresh exclusive hold of the free lock, for this request. `unqueued`: the token as the
--- short path below read it, where no queue exists to leave.
-local function take_free(unqueued)
-  local fence = next_fence(unqueued)
+-- Writes a fresh exclusive hold of the free lock for this request and returns its token.
+-- `last`: the stored token, when the caller read it already.
+local function hold_free(last)
+  local fence = next_fence(last)
   redis.call('HSET', KEYS[1], owner, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
-  if not unqueued then return held_reply(1, fence, lease, 1) end
-  remember('1')
-  return {1, 1, fence, lease, 1}
+  return fence
 end
 
 -- The common case on its shortest path: an exclusive request for a lock that nobody
@@ -86,7 +84,11 @@ if not shared and not first_denied_use({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}}
   local last = tonumber(stored or '0')
   if not last then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
   if outcome == '0' then return {-1} end
-  if mode ~= 'claim' or last >= (tonumber(ARGV[11]) or 0) then return take_free(last) end
+  if mode ~= 'claim' or last >= (tonumber(ARGV[11]) or 0) then
+    local fence = hold_free(last)
+    remember('1')  -- and no queue to leave: EXISTS found none
+    return {1, 1, fence, lease, 1}
+  end
 end
 
 -- The claim of an exclusive reservation for this very wait, the hand-off's second half, on
@@ -203,7 +205,7 @@ if free and may_take then
       pass_on(channel, claim_ms)  -- the readers queued right behind come in too
       return held
     end
-    return take_free()
+    return held_reply(1, hold_free(), lease, 1)
   end
   -- Strict FIFO: nobody takes it ahead of a live waiter; it goes to the head instead.
   pass_on(channel, claim_ms)
