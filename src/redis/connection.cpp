@@ -22,9 +22,10 @@ Connection::Connection(std::unique_ptr<Transport> transport, ConnectOptions opti
 // spares it (and this host) the orderly close: the server's FIN, and the TIME_WAIT this
 // side keeps for a minute (five a `rlock lock` on a 5-member quorum, run in a loop). A
 // request still unanswered keeps the orderly close, which still delivers what the kernel
-// has not sent.
+// has not sent. (Every command appended is owed a reply, so a command not yet written is
+// counted too.)
 Connection::~Connection() {
-  if (transport_ && !broken_ && owed_ == 0 && out_.empty()) transport_->reset_on_close();
+  if (transport_ && !broken_ && owed_ == 0) transport_->reset_on_close();
 }
 
 Connection Connection::open_unauthenticated(const ConnectOptions& options) {
