@@ -253,6 +253,12 @@ void Connection::send(const std::vector<std::vector<std::string>>& commands) {
   write_all(SteadyClock::now() + timeout_, "during a pipeline");
 }
 
+void Connection::send_views(const std::vector<std::vector<std::string_view>>& commands) {
+  check_open();
+  for (const auto& cmd : commands) append(cmd);
+  write_all(SteadyClock::now() + timeout_, "during a pipeline");
+}
+
 std::vector<ReplyPtr> Connection::receive(size_t replies) {
   check_open();
   return read_replies(replies, SteadyClock::now() + timeout_, "during a pipeline");

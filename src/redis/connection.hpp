@@ -83,6 +83,7 @@ class Connection {
   // writes all commands, receive(n) reads the next n replies of what was sent, in order.
   // Each half has the command timeout; error replies are returned as by pipeline().
   void send(const std::vector<std::vector<std::string>>& commands);
+  void send_views(const std::vector<std::vector<std::string_view>>& commands);
   std::vector<ReplyPtr> receive(size_t replies);
 
   // Timeout of each following command or pipeline as a whole (sending and every reply).

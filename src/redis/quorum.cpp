@@ -183,35 +183,43 @@ Quorum::Quorum(const Target& target, const ConnectOptions& options)
 // a request to take a lock are read for a short while first (see kReleasePatience, drain).
 Quorum::~Quorum() { drain(); }
 
-std::vector<std::string> Quorum::eval(const Script& script,
-                                      const std::vector<std::string_view>& keys,
-                                      const std::vector<std::string_view>& args) {
+Quorum::Command Quorum::eval(const Script& script, const std::vector<std::string_view>& keys,
+                             const std::vector<std::string_view>& args) {
   sources_[script.sha1] = script.source;
   std::vector<std::string> cmd = {"EVALSHA", script.sha1, std::to_string(keys.size())};
   cmd.insert(cmd.end(), keys.begin(), keys.end());
   cmd.insert(cmd.end(), args.begin(), args.end());
-  return cmd;
+  return std::make_shared<const std::vector<std::string>>(std::move(cmd));
 }
+
+namespace {
+bool is_evalsha(const std::vector<std::string>& cmd) {
+  return cmd.size() > 1 && cmd[0] == "EVALSHA";
+}
+}  // namespace
 
 Quorum::Commands Quorum::sources_for(Member& m, const Commands& commands, bool all) {
   // An EVALSHA still unanswered that m's server may not have comes back NOSCRIPT and runs
   // when it is sent again (settle_late): a request after it keeps its order only if it is
   // sent again too, so it goes as EVALSHA as well.
   bool behind_unsure = std::any_of(m.in_flight.begin(), m.in_flight.end(), [&](const Sent& s) {
-    return s.cmd.size() > 1 && s.cmd[0] == "EVALSHA" && !m.cached.count(s.cmd[1]);
+    return is_evalsha(*s.cmd) && !m.cached.count((*s.cmd)[1]);
   });
   Commands out = commands;
-  for (auto& cmd : out) {
-    if (cmd.size() < 2 || cmd[0] != "EVALSHA") continue;
-    const bool known = m.cached.count(cmd[1]) > 0;
+  for (Command& cmd : out) {
+    if (!is_evalsha(*cmd)) continue;
+    const std::string& sha = (*cmd)[1];
+    const bool known = m.cached.count(sha) > 0;
     if (!all && (known || settle_.count() == 0 || behind_unsure)) {
       behind_unsure = behind_unsure || !known;
       continue;
     }
     // The server caches what EVAL ran: later EVALSHAs on this connection find it.
-    m.cached.insert(cmd[1]);
-    cmd[0] = "EVAL";
-    cmd[1] = sources_.at(cmd[1]);
+    m.cached.insert(sha);
+    auto sourced = std::make_shared<std::vector<std::string>>(*cmd);
+    (*sourced)[0] = "EVAL";
+    (*sourced)[1] = sources_.at(sha);
+    cmd = std::move(sourced);
   }
   return out;
 }
@@ -233,7 +241,8 @@ void Quorum::connect(const std::vector<size_t>& which, size_t needed, Deadline u
     // AUTH and SELECT go in the same write as the request (see exchange): a member that
     // accepts connections but does not answer holds up no one.
     m.conn.emplace(std::move(*opened[k]));
-    m.prelude = Connection::login_commands(m.options.endpoint);
+    for (auto& cmd : Connection::login_commands(m.options.endpoint))
+      m.prelude.push_back(std::make_shared<const std::vector<std::string>>(std::move(cmd)));
   }
 }
 
@@ -244,29 +253,36 @@ void Quorum::drop(Member& m, const std::string& why) {
   m.cached.clear();
 }
 
+void Quorum::send_commands(Member& m, const Commands& commands) {
+  std::vector<std::vector<std::string_view>> views;
+  views.reserve(commands.size());
+  for (const Command& cmd : commands) views.emplace_back(cmd->begin(), cmd->end());
+  m.conn->send_views(views);
+}
+
 void Quorum::write(Member& m, const Commands& request, bool sourced) {
   Commands all = std::move(m.prelude);
   m.prelude.clear();
   const size_t prelude = all.size();
   const Commands sent = sources_for(m, request, sourced);
   all.insert(all.end(), sent.begin(), sent.end());
-  m.conn->send(all);
+  send_commands(m, all);
   for (size_t k = 0; k < all.size(); ++k)
     m.in_flight.push_back({all[k], round_, k < prelude, settle_});
 }
 
 bool Quorum::settle_late(Member& m, const Sent& sent, const redisReply* r) {
   const bool missing = is_noscript(r);
-  if (!missing && sent.cmd.size() > 1 && sent.cmd[0] == "EVALSHA") m.cached.insert(sent.cmd[1]);
+  if (!missing && is_evalsha(*sent.cmd)) m.cached.insert((*sent.cmd)[1]);
   if (sent.round == round_) return false;
   // A late reply to a request nobody waited for (a majority had answered). A member that
   // did not have the script ran nothing of it: it gets the script's source now, or it
   // would never run that request (a release left there until its lease ends, a queue
   // that differs between the members).
-  if (missing && sent.cmd.size() > 1 && sent.cmd[0] == "EVALSHA") {
+  if (missing && is_evalsha(*sent.cmd)) {
     Sent again = sent;
     again.cmd = sources_for(m, {sent.cmd}, true).front();
-    m.conn->send({again.cmd});
+    send_commands(m, {again.cmd});
     m.in_flight.push_back(std::move(again));
   }
   return true;
@@ -477,9 +493,9 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
   // of the benchmark), and a re-entry whose members agree needs no second round trip.
   std::vector<Commands> commands(members_.size());
   const std::string token = std::to_string(fence);
+  const Command raise = eval(scripts::lock_fence_raise, {fence_key, lock_key}, {token, owner});
   for (size_t i = 0; i < members_.size(); ++i) {
-    if (members_[i].conn && !at_token[i])
-      commands[i].push_back(eval(scripts::lock_fence_raise, {fence_key, lock_key}, {token, owner}));
+    if (members_[i].conn && !at_token[i]) commands[i].push_back(raise);
   }
   auto raised = [&](const Answers& replies) {
     size_t ok = 0;
@@ -558,13 +574,13 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
     sent_args.resize(std::max(sent_args.size(), size_t(rule->floor_arg)));
     sent_args[rule->floor_arg - 1] = floor;
   }
+  Commands request;
+  if (checked)
+    request.push_back(
+        eval(scripts::quorum_member, {kLongestLeaseKey, kFirstWriteKey}, {lease_arg}));
+  request.push_back(eval(script, keys, sent_args));
   for (size_t i = 0; i < members_.size(); ++i) {
-    if (!members_[i].conn) continue;
-    if (checked) {
-      commands[i].push_back(
-          eval(scripts::quorum_member, {kLongestLeaseKey, kFirstWriteKey}, {lease_arg}));
-    }
-    commands[i].push_back(eval(script, keys, sent_args));
+    if (members_[i].conn) commands[i] = request;
   }
   const size_t n = members_.size(), need = majority();
   std::optional<Deadline> split_until;

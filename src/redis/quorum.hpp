@@ -83,9 +83,13 @@ class Quorum {
   void set_timeout(Millis timeout) { timeout_ = timeout; }
 
  private:
+  // One command's arguments, built once and shared by every member it goes to and by the
+  // record of each send (a copy a member would cost an allocation an argument).
+  using Command = std::shared_ptr<const std::vector<std::string>>;
+  using Commands = std::vector<Command>;
   // A command written to a member whose reply has not been read yet.
   struct Sent {
-    std::vector<std::string> cmd;
+    Command cmd;
     unsigned long round = 0;  // the exchange it belongs to (see round_)
     bool prelude = false;     // AUTH or SELECT of a new connection
     Millis settle{0};         // how long its reply is waited for on the way out (see drain)
@@ -93,12 +97,13 @@ class Quorum {
   struct Member {
     ConnectOptions options;
     std::optional<Connection> conn;
-    std::deque<Sent> in_flight;                     // in the order written
-    std::string failure;                            // why it did not answer the last request
-    std::vector<std::vector<std::string>> prelude;  // AUTH, SELECT not sent yet
+    std::deque<Sent> in_flight;    // in the order written
+    std::string failure;           // why it did not answer the last request
+    Commands prelude;              // AUTH, SELECT not sent yet
     std::set<std::string> cached;  // SHA1s this connection's server is known to have
   };
-  using Commands = std::vector<std::vector<std::string>>;
+  // Writes `commands` to m's connection in one write (no record in m.in_flight).
+  static void send_commands(Member& m, const Commands& commands);
   // Closes m's connection, forgetting what it owes; `why` is its failure.
   void drop(Member& m, const std::string& why);
   // Writes `request` to m in one write, after the AUTH and SELECT a new connection still
@@ -139,8 +144,8 @@ class Quorum {
   static constexpr Millis kOpenPatience{50};
   // EVALSHA of `script` (a member that answers NOSCRIPT gets the request again with
   // sources_for: one more round trip, once per script and server start).
-  std::vector<std::string> eval(const Script& script, const std::vector<std::string_view>& keys,
-                                const std::vector<std::string_view>& args);
+  Command eval(const Script& script, const std::vector<std::string_view>& keys,
+               const std::vector<std::string_view>& args);
   // Raises the fencing token to `fence` on a majority of the members that count.
   void write_back_fence(std::string_view fence_key, std::string_view lock_key,
                         std::string_view owner, long long fence, const std::vector<bool>& counts,
