@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "redis/errors.hpp"
@@ -94,21 +95,25 @@ void Connection::check_open() const {
   if (broken_) throw IoError("redis connection to " + options_.endpoint.describe() + " is closed");
 }
 
+// The request in RESP, written here rather than by redisFormatCommandArgv, which formats
+// each argument's header with sprintf into a buffer of its own (a lock's request has 27
+// arguments, and a quorum formats one for each member).
 void Connection::append(const std::vector<std::string_view>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  ptrs.reserve(argv.size());
-  lens.reserve(argv.size());
+  size_t size = 16;
+  for (std::string_view a : argv) size += a.size() + 24;
+  out_.reserve(out_.size() + size);
+  auto header = [this](char kind, size_t n) {
+    char digits[24];
+    out_ += kind;
+    out_.append(digits, std::to_chars(digits, digits + sizeof digits, n).ptr);
+    out_ += "\r\n";
+  };
+  header('*', argv.size());
   for (std::string_view a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
+    header('$', a.size());
+    out_ += a;
+    out_ += "\r\n";
   }
-  char* formatted = nullptr;
-  int len =
-      redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-  if (len < 0) throw UnavailableError("out of memory formatting a redis command");
-  out_.append(formatted, static_cast<size_t>(len));
-  redisFreeCommand(formatted);
   ++owed_;
 }
 
