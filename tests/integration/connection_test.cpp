@@ -1,13 +1,16 @@
 // Reaching Redis: refused/timeouts/TLS/auth failures (69), passwords from URL, environment
 // and file, ACL users, unix sockets and database numbers.
+#include "redis/connection.hpp"
+
 #include <doctest/doctest.h>
+#include <hiredis/hiredis.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "harness.hpp"
+#include "lib_util.hpp"
 
 namespace rlock::test {
 namespace {
@@ -157,6 +160,25 @@ TEST_CASE("connection: a command whose replies were all read leaves no TIME_WAIT
     REQUIRE(rlock(redis, {"unlock", "tw", "--owner", "o"}).status == 0);
   }
   CHECK(closed_first_to(redis.port()) == before);
+}
+
+// Connection writes requests in RESP itself (connection.cpp): arguments that look like the
+// protocol, hold a NUL, are empty or span many reads reach the server as they were.
+TEST_CASE("connection: arguments reach the server byte for byte") {
+  RedisServer redis;
+  redis::Connection conn = redis::Connection::open(options_for(redis));
+  const std::vector<std::string> values = {"", std::string("\0", 1),
+                                           std::string("a\r\n$3\r\nb\0*2\r\n", 13),
+                                           std::string(200000, 'x') + "\r\n"};
+  for (size_t i = 0; i < values.size(); ++i) {
+    CAPTURE(i);
+    const std::string key = "k\r\n*1\r\n" + std::to_string(i);
+    REQUIRE(conn.command({"SET", key, values[i]})->type == REDIS_REPLY_STATUS);
+    redis::ReplyPtr got = conn.command({"GET", key});
+    REQUIRE(got->type == REDIS_REPLY_STRING);
+    CHECK(std::string(got->str, got->len) == values[i]);
+  }
+  CHECK(redis.cmd_int({"DBSIZE"}) == static_cast<long long>(values.size()));
 }
 
 }  // namespace
