@@ -5,7 +5,8 @@
 # per acquisition); the hand-off (unlock -> a queued waiter holds it and exits) on one server
 # and on a 3-member quorum; node-redlock 4.2.0's acquisition on the same 3 and 5
 # members (in one node process: no process start, see bench/redlock/acquire.js); and
-# bench/quorum_floor.c's connect-PING-exit on one server and on the 5 members.
+# bench/quorum_floor.c's connect-PING-exit on one server and on the 5 members; and the
+# servers' CPU time per process for a lock on one server and on 5, and for the floor.
 # Usage: RLOCK_BIN=build/rlock bench/quorum.sh   (BENCH_RUNS, default 100; BENCH_WARMUP,
 # 10; BENCH_PASSES, 8; BENCH_HANDOFF_ROUNDS, 30). Every server listens on 127.0.0.1 only and is stopped by
 # pid on exit.
@@ -95,6 +96,35 @@ q5 = statistics.median(times["lock, quorum of 5"])
 print(f"floor (quorum_floor.c: connect, PING, exit at a majority): one server {f1*1000:.2f} ms, "
       f"5 members {f5*1000:.2f} ms: +{(f5-f1)*1000:.2f} ms; rlock's 5 members +{(q5-one)*1000:.2f} ms")
 PY
+
+# What the members' servers spend for one process: their CPU time (utime + stime from
+# /proc, in clock ticks of 10 ms, over RUNS processes each) for `rlock lock` of a fresh name
+# on one server and on the 5 members, and for the floor client on the 5 members. On the 2
+# cores the client shares with them, this is what the 5-member row pays for.
+server_cpu() {  # the summed CPU ticks of the servers whose indexes are given
+    local sum=0 i f
+    for i in "$@"; do
+        read -ra f <"/proc/${pids[i]}/stat"
+        sum=$((sum + f[13] + f[14]))
+    done
+    echo "$sum"
+}
+us_per_run() {  # servers... -- command...: the servers' CPU per run of the command, in us
+    local servers=() before after k
+    while [ "$1" != -- ]; do servers+=("$1"); shift; done
+    shift
+    before=$(server_cpu "${servers[@]}")
+    for ((k = 0; k < RUNS; k++)); do "$@" "cpu-$k" >/dev/null; done
+    after=$(server_cpu "${servers[@]}")
+    echo $(((after - before) * 1000000 / $(getconf CLK_TCK) / RUNS))
+}
+fresh_lock() { "$RLOCK_BIN" --url "$1" lock "$2-$3" --owner o --lease 60s; }
+one_cpu=$(us_per_run 5 -- fresh_lock "$single" one)
+q5_cpu=$(us_per_run 0 1 2 3 4 -- fresh_lock "$q5" five)
+floor_at() { "$floor_bin" 3 "${ports[@]:0:5}"; }
+floor_cpu=$(us_per_run 0 1 2 3 4 -- floor_at)
+echo "servers' CPU per process ($RUNS processes each): lock, one server ${one_cpu} us; lock, quorum" \
+    "of 5 ${q5_cpu} us ($((q5_cpu / 5)) us a member); floor, 5 members ${floor_cpu} us"
 
 # Hand-off: the holder's `unlock` starts the clock, the queued waiter's exit (it holds the
 # lock) stops it; medians over ROUNDS rounds, one server and a quorum of 3 taking turns.
