@@ -7,6 +7,7 @@
 #include <map>
 
 #include "harness.hpp"
+#include "redis/script.hpp"
 
 namespace rlock::test {
 namespace {
@@ -33,6 +34,16 @@ struct Members {
         n += servers[i].cmd_int({"HEXISTS", lock_key(name), owner}) == 1;
     }
     return n;
+  }
+  // Every member has the lock's scripts: a grant that a fresh member answers NOSCRIPT after
+  // a majority granted is not sent again (it took nothing there), so a test that needs
+  // every member to hold loads them first, and then waits: rlock returns at a majority.
+  void cache_lock_scripts() const {
+    for (const auto& s : servers) {
+      for (const redis::Script* script :
+           {&redis::scripts::quorum_member, &redis::scripts::lock_acquire})
+        s.cmd({"SCRIPT", "LOAD", script->source});
+    }
   }
   std::string userinfo;
   std::vector<RedisServer> servers;
@@ -106,13 +117,14 @@ TEST_CASE("quorum: malformed URLs and primitives without majority semantics: one
 
 TEST_CASE("quorum: lock, re-enter, busy, unlock and force on every member, with the validity") {
   Members q;
+  q.cache_lock_scripts();
   auto r = on(q, {"lock", "L", "--owner", "alice", "--lease", "30s"});
   long long fence = fence_of(r);
   auto j = parse_json(r.out);
   CHECK(j.at("lease_ms") == 30000);
   CHECK(j.at("validity_ms").get<long long>() > 29000);
   CHECK(j.at("validity_ms").get<long long>() <= 30000 - 300 - 2);
-  CHECK(q.holding("L", "alice") == 3);
+  CHECK(poll_until([&] { return q.holding("L", "alice") == 3; }, 5s));
   // Written back to a majority before it was printed; the third member's write-back may
   // still be on its way (rlock does not wait for it), or be dropped with the connection.
   int raised = 0;
@@ -516,7 +528,10 @@ TEST_CASE("quorum: members with a password: from the URL or RLOCK_PASSWORD; a wr
 
 TEST_CASE("quorum: inspect lists each member's view and whether a majority agrees") {
   Members q;
+  q.cache_lock_scripts();
   CHECK(on(q, {"lock", "I", "--owner", "alice"}).status == 0);
+  // The third member's grant, if it runs after the DEL, would put its hold back.
+  REQUIRE(poll_until([&] { return q.holding("I", "alice") == 3; }, 5s));
   q.servers[2].cmd({"DEL", lock_key("I")});
   auto listing = [&] {
     auto r = on(q, {"inspect", "I"});
