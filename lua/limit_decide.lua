@@ -33,7 +33,7 @@ do
     {'HSET', KEYS[1], 'f', '1'}, {'HDEL', KEYS[1], 'f'}, {'PEXPIRE', KEYS[1], '1'},
     {'DEL', KEYS[1]}, {'ZADD', KEYS[2], '1', 'm'}, {'ZREMRANGEBYSCORE', KEYS[2], '0', '1'},
     {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
-  }) or first_denied_use({
+  }) or first_denied({
     {'TIME'}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'HMGET', KEYS[1], 'f'}, {'HGET', KEYS[1], 'f'},
     {'ZRANGE', KEYS[2], '0', '0'}, {'ZSCORE', KEYS[2], 'm'}, {'ZCARD', KEYS[2]},
   })

@@ -8,7 +8,7 @@
 -- @include common.lua
 return once(KEYS[3], ARGV[1], function()
 local denied = first_denied({{'DEL', KEYS[1]}, {'DEL', KEYS[2]}})
-  or first_denied_use({{'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'ZCARD', KEYS[2]}})
+  or first_denied({{'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'ZCARD', KEYS[2]}})
 if denied then return denied end
 local err = first_bad_type({'hash', 'zset'})
 if err then return err end

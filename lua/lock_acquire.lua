@@ -72,7 +72,7 @@ end
 -- (no waiter to hand it to); a claim that may take nothing goes that way instead.
 local LOCK_KEYS_BUT_TOKEN = {KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8], KEYS[9],
   KEYS[10], KEYS[11]}
-if not shared and not first_denied_use({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}})
+if not shared and not first_denied({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}})
     and redis.call('EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)) == 0 then
   local err = check_rights(channel)
   if err then return err end
@@ -102,7 +102,7 @@ if not shared then
   if grant == member then
     local err = first_denied({{'DEL', KEYS[5]}, {'PEXPIRE', KEYS[1], '1'}, {'SET', KEYS[6], 'm'},
       {'SET', KEYS[7], '1'}, {'ZREM', KEYS[3], 'm'}, {'ZREM', KEYS[4], 'm'}})
-      or first_denied_use({{'TIME'}, {'TYPE', KEYS[1]}, {'GET', KEYS[7]}, {'HGET', KEYS[1], 'f'},
+      or first_denied({{'TIME'}, {'TYPE', KEYS[1]}, {'GET', KEYS[7]}, {'HGET', KEYS[1], 'f'},
         {'PTTL', KEYS[1]}})
       or first_bad_type(LOCK_KEY_TYPES, 7) or malformed_fence()
     if err then return err end

@@ -10,7 +10,7 @@
 -- @quorum renew
 -- @include common.lua
 local denied = first_denied({{'PEXPIRE', KEYS[1], '1'}, {'SET', KEYS[2], '1'}, {'HSET', KEYS[3], 'f', '1'},
-  {'ZADD', KEYS[4], '1', 'm'}, {'PEXPIRE', KEYS[4], '1'}}) or first_denied_use({{'TIME'}, {'TYPE', KEYS[1]},
+  {'ZADD', KEYS[4], '1', 'm'}, {'PEXPIRE', KEYS[4], '1'}}) or first_denied({{'TIME'}, {'TYPE', KEYS[1]},
   {'HEXISTS', KEYS[1], 'f'}, {'GET', KEYS[2]}, {'HGET', KEYS[3], 'f'}, {'PTTL', KEYS[1]}})
 if denied then return denied end
 local lease = tonumber(ARGV[2])

@@ -8,13 +8,13 @@
 -- @include common.lua
 -- Read-only: a refusal names the command instead of a raw script error; HMGET only when
 -- there are leases to read.
-local denied = first_denied_use({{'TIME'}, {'ZCOUNT', KEYS[1], '0', '1'}, {'ZRANGE', KEYS[2], '0', '0'}})
+local denied = first_denied({{'TIME'}, {'ZCOUNT', KEYS[1], '0', '1'}, {'ZRANGE', KEYS[2], '0', '0'}})
 if denied then return denied end
 local due = redis.call('ZCOUNT', KEYS[1], '-inf', server_time().ms)
 local ids = redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1)
 local leases = {}
 if #ids > 0 then
-  denied = first_denied_use({{'HMGET', KEYS[3], 'f'}})
+  denied = first_denied({{'HMGET', KEYS[3], 'f'}})
   if denied then return denied end
   local l = redis.call('HMGET', KEYS[3], unpack(ids))
   for i = 1, #ids do

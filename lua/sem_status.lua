@@ -11,7 +11,7 @@
 --        scores come back as the strings stored. Error "BADTYPE <type> <key>" /
 --        "MALFORMED <key>" (a capacity that is not a whole number of at most 15 digits).
 -- @include common.lua
-local denied = first_denied_use({
+local denied = first_denied({
   {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'HGET', KEYS[2], 'f'}, {'TIME'}, {'ZCOUNT', KEYS[1], '0', '1'},
   {'ZRANGE', KEYS[1], '0', '0'}, {'ZRANGE', KEYS[4], '0', '0'}, {'ZSCORE', KEYS[1], 'm'},
   {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZCARD', KEYS[1]}, {'HMGET', KEYS[2], 'f'},

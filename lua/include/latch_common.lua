@@ -12,7 +12,7 @@ local function check_rights(channel)
     {'SADD', KEYS[2], 'm'}, {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
     {'SPUBLISH', channel, 'x'},
   }
-  return first_denied(needs) or first_denied_use({
+  return first_denied(needs) or first_denied({
     {'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'EXISTS', KEYS[2]},
     {'SISMEMBER', KEYS[2], 'm'},
   })
@@ -26,7 +26,7 @@ local function check_latch_keys(channel)
   if channel then
     denied = check_rights(channel)
   else
-    denied = first_denied_use({{'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'SCARD', KEYS[2]},
+    denied = first_denied({{'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'SCARD', KEYS[2]},
       {'SSCAN', KEYS[2], '0'}})
   end
   if denied then return denied end

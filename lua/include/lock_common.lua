@@ -37,31 +37,62 @@ local foreign_channel = ''
 local fence_floor = 0
 local FLOOR_AHEAD_US = 60 * 1000000
 
--- Every write a lock script may make, checked against the caller's ACL first (Redis 7),
--- so that a refusal comes before the first write and changes nothing.
+-- Every command a lock script may run (its writes, TIME, PUBSUB, its reads), checked
+-- against the caller's ACL first (Redis 7), so that a refusal comes before the first write
+-- and changes nothing.
 local function check_rights(channel)
-  if not redis.acl_check_cmd then return nil end
+  if not acl_check then return nil end
   if foreign_channel ~= '' then
-    local denied = first_denied({{'PUBLISH', foreign_channel, '0'}, {'SPUBLISH', foreign_channel, '0'}})
-    if denied then return denied end
+    need('PUBLISH', foreign_channel, '0')
+    need('SPUBLISH', foreign_channel, '0')
   end
-  local needs = {
-    {'HSET', KEYS[1], 'f', '1'}, {'HINCRBY', KEYS[1], 'f', '1'}, {'DEL', KEYS[1]}, {'PEXPIRE', KEYS[1], '1'},
-    {'SET', KEYS[2], '1'}, {'ZADD', KEYS[3], '1', 'm'}, {'ZREM', KEYS[3], 'm'}, {'PEXPIRE', KEYS[3], '1'},
-    {'ZADD', KEYS[4], '1', 'm'}, {'ZREM', KEYS[4], 'm'}, {'PEXPIRE', KEYS[4], '1'}, {'SET', KEYS[5], 'm'},
-    {'DEL', KEYS[5]}, {'SET', KEYS[6], 'm'}, {'DEL', KEYS[6]}, {'SET', KEYS[7], '1'},
-    {'HSET', KEYS[8], 'f', '1'}, {'HDEL', KEYS[8], 'f'}, {'DEL', KEYS[8]}, {'PEXPIRE', KEYS[8], '1'},
-    {'HSET', KEYS[9], 'f', '1'}, {'HDEL', KEYS[9], 'f'}, {'DEL', KEYS[9]}, {'PEXPIRE', KEYS[9], '1'},
-    {'ZADD', KEYS[11], '1', 'm'}, {'ZREM', KEYS[11], 'm'}, {'DEL', KEYS[11]}, {'PEXPIRE', KEYS[11], '1'},
-    {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
-  }
-  return first_denied(needs) or first_denied_use({
-    {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'GET', KEYS[2]},
-    {'HGET', KEYS[1], 'f'}, {'HGETALL', KEYS[1]}, {'HVALS', KEYS[1]}, {'HKEYS', KEYS[8]},
-    {'HEXISTS', KEYS[8], 'f'}, {'PTTL', KEYS[1]}, {'ZRANGE', KEYS[3], '0', '0'},
-    {'ZRANGEBYSCORE', KEYS[4], '0', '1'}, {'ZSCORE', KEYS[3], 'm'}, {'HLEN', KEYS[8]},
-    {'ZCARD', KEYS[11]}, {'ZCOUNT', KEYS[11], '0', '1'}, {'ZRANGEBYSCORE', KEYS[11], '0', '1'},
-  })
+  local lock, readers, rgrants, rexp = KEYS[1], KEYS[8], KEYS[9], KEYS[11]
+  need('HSET', lock, 'f', '1')
+  need('HINCRBY', lock, 'f', '1')
+  need('DEL', lock)
+  need('PEXPIRE', lock, '1')
+  need('SET', KEYS[2], '1')
+  for i = 3, 4 do
+    need('ZADD', KEYS[i], '1', 'm')
+    need('ZREM', KEYS[i], 'm')
+    need('PEXPIRE', KEYS[i], '1')
+  end
+  for i = 5, 6 do
+    need('SET', KEYS[i], 'm')
+    need('DEL', KEYS[i])
+  end
+  need('SET', KEYS[7], '1')
+  for _, hash in ipairs({readers, rgrants}) do
+    need('HSET', hash, 'f', '1')
+    need('HDEL', hash, 'f')
+    need('DEL', hash)
+    need('PEXPIRE', hash, '1')
+  end
+  need('ZADD', rexp, '1', 'm')
+  need('ZREM', rexp, 'm')
+  need('DEL', rexp)
+  need('PEXPIRE', rexp, '1')
+  need('SPUBLISH', channel, 'x')
+  need('SPUBLISH', channel .. ':0', 'x')
+  need('TIME')
+  need('PUBSUB', 'SHARDNUMSUB', channel)
+  need('TYPE', lock)
+  need('EXISTS', lock)
+  need('GET', KEYS[2])
+  need('HGET', lock, 'f')
+  need('HGETALL', lock)
+  need('HVALS', lock)
+  need('HKEYS', readers)
+  need('HEXISTS', readers, 'f')
+  need('PTTL', lock)
+  need('ZRANGE', KEYS[3], '0', '0')
+  need('ZRANGEBYSCORE', KEYS[4], '0', '1')
+  need('ZSCORE', KEYS[3], 'm')
+  need('HLEN', readers)
+  need('ZCARD', rexp)
+  need('ZCOUNT', rexp, '0', '1')
+  need('ZRANGEBYSCORE', rexp, '0', '1')
+  return refusal()
 end
 
 -- The types of KEYS[1..9].

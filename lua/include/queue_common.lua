@@ -33,7 +33,7 @@ local function check_queue_keys(channel)
     {'RPUSH', KEYS[7], 'x'}, {'LPOP', KEYS[7]}, {'ZADD', KEYS[8], '1', 'm'},
     {'ZREM', KEYS[8], 'm'}, {'PEXPIRE', KEYS[8], '1'}, {'SPUBLISH', channel, 'x'},
   }
-  local denied = first_denied(needs) or first_denied_use({
+  local denied = first_denied(needs) or first_denied({
     {'TIME'}, {'TYPE', KEYS[1]}, {'PTTL', KEYS[1]}, {'HGET', KEYS[4], 'f'}, {'HEXISTS', KEYS[4], 'f'},
     {'HLEN', KEYS[4]}, {'ZRANGE', KEYS[2], '0', '0'}, {'ZRANGEBYSCORE', KEYS[5], '0', '1'},
     {'ZSCORE', KEYS[8], 'm'}, {'HMGET', KEYS[4], 'f'}, {'ZCOUNT', KEYS[2], '0', '1'},

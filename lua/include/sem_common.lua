@@ -27,7 +27,7 @@ local function check_sem_rights(channel)
     {'PEXPIRE', KEYS[6], '1'}, {'SET', KEYS[7], '1'},
     {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
   }
-  return first_denied(needs) or first_denied_use({
+  return first_denied(needs) or first_denied({
     {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'EXISTS', KEYS[9]}, {'GET', KEYS[7]},
     {'HGET', KEYS[2], 'f'}, {'PTTL', KEYS[1]}, {'ZCARD', KEYS[1]}, {'ZRANGE', KEYS[4], '0', '0'},
     {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZSCORE', KEYS[1], 'm'}, {'HMGET', KEYS[2], 'f'},
