@@ -98,9 +98,10 @@ void Connection::check_open() const {
 // The request in RESP, written here rather than by redisFormatCommandArgv, which formats
 // each argument's header with sprintf into a buffer of its own (a lock's request has 27
 // arguments, and a quorum formats one for each member).
-void Connection::append(const std::vector<std::string_view>& argv) {
+template <class Argv>
+void Connection::append(const Argv& argv) {
   size_t size = 16;
-  for (std::string_view a : argv) size += a.size() + 24;
+  for (const auto& a : argv) size += a.size() + 24;
   out_.reserve(out_.size() + size);
   auto header = [this](char kind, size_t n) {
     char digits[24];
@@ -109,7 +110,7 @@ void Connection::append(const std::vector<std::string_view>& argv) {
     out_ += "\r\n";
   };
   header('*', argv.size());
-  for (std::string_view a : argv) {
+  for (const auto& a : argv) {
     header('$', a.size());
     out_ += a;
     out_ += "\r\n";
@@ -239,7 +240,7 @@ ReplyPtr Connection::command(const std::vector<std::string_view>& argv,
 
 std::vector<ReplyPtr> Connection::pipeline(const std::vector<std::vector<std::string>>& commands) {
   check_open();
-  for (const auto& cmd : commands) append(std::vector<std::string_view>(cmd.begin(), cmd.end()));
+  for (const auto& cmd : commands) append(cmd);
   return exchange(commands.size(), "during a pipeline");
 }
 
@@ -252,17 +253,14 @@ std::vector<ReplyPtr> Connection::pipeline_views(
                   in_flight);
 }
 
-void Connection::send(const std::vector<std::vector<std::string>>& commands) {
-  check_open();
-  for (const auto& cmd : commands) append(std::vector<std::string_view>(cmd.begin(), cmd.end()));
-  write_all(SteadyClock::now() + timeout_, "during a pipeline");
-}
-
-void Connection::send_views(const std::vector<std::vector<std::string_view>>& commands) {
+template <class Commands>
+void Connection::send(const Commands& commands) {
   check_open();
   for (const auto& cmd : commands) append(cmd);
   write_all(SteadyClock::now() + timeout_, "during a pipeline");
 }
+template void Connection::send(const std::vector<std::vector<std::string>>&);
+template void Connection::send(const std::vector<std::vector<std::string_view>>&);
 
 std::vector<ReplyPtr> Connection::receive(size_t replies) {
   check_open();

@@ -82,8 +82,10 @@ class Connection {
   // The two halves of pipeline(), so that a caller works while the server answers: send()
   // writes all commands, receive(n) reads the next n replies of what was sent, in order.
   // Each half has the command timeout; error replies are returned as by pipeline().
-  void send(const std::vector<std::vector<std::string>>& commands);
-  void send_views(const std::vector<std::vector<std::string_view>>& commands);
+  // `Commands`: argument lists of std::string (the default, for a braced list) or of
+  // std::string_view.
+  template <class Commands = std::vector<std::vector<std::string>>>
+  void send(const Commands& commands);
   std::vector<ReplyPtr> receive(size_t replies);
 
   // Timeout of each following command or pipeline as a whole (sending and every reply).
@@ -111,7 +113,9 @@ class Connection {
  private:
   Connection(std::unique_ptr<Transport> transport, ConnectOptions options);
   void authenticate();
-  void append(const std::vector<std::string_view>& argv);
+  // `argv`: std::string or std::string_view arguments.
+  template <class Argv>
+  void append(const Argv& argv);
   // Writes what is appended and reads `replies` replies, all within the command timeout.
   std::vector<ReplyPtr> exchange(size_t replies, std::string_view during,
                                  const std::function<void()>& in_flight = {});

@@ -257,7 +257,7 @@ void Quorum::send_commands(Member& m, const Commands& commands) {
   std::vector<std::vector<std::string_view>> views;
   views.reserve(commands.size());
   for (const Command& cmd : commands) views.emplace_back(cmd->begin(), cmd->end());
-  m.conn->send_views(views);
+  m.conn->send(views);
 }
 
 void Quorum::write(Member& m, const Commands& request, bool sourced) {
