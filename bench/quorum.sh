@@ -5,8 +5,9 @@
 # per acquisition); the hand-off (unlock -> a queued waiter holds it and exits) on one server
 # and on a 3-member quorum; node-redlock 4.2.0's acquisition on the same 3 and 5
 # members (in one node process: no process start, see bench/redlock/acquire.js); and
-# bench/quorum_floor.c's connect-PING-exit on one server and on the 5 members; and the
-# servers' CPU time per process for a lock on one server and on 5, and for the floor.
+# bench/quorum_floor.c's connect-PING-exit on one server and on the 5 members, and the
+# same client sending rlock's own requests instead (the scripts floor); and the servers'
+# CPU time per process for a lock on one server and on 5, and for the floor.
 # Usage: RLOCK_BIN=build/rlock bench/quorum.sh   (BENCH_RUNS, default 100; BENCH_WARMUP,
 # 10; BENCH_PASSES, 8; BENCH_HANDOFF_ROUNDS, 30). Every server listens on 127.0.0.1 only and is stopped by
 # pid on exit.
@@ -65,16 +66,65 @@ force() { echo "$RLOCK_BIN --url $1 unlock bench-lock --force"; }
 floor_bin="$dir/quorum_floor"
 cc -O2 -static -o "$floor_bin" "$ROOT/bench/quorum_floor.c" 2>/dev/null ||
     cc -O2 -o "$floor_bin" "$ROOT/bench/quorum_floor.c"
+# And the scripts floor: the same client sending, instead of PING, the very requests one
+# `rlock lock` sends (captured with MONITOR on the single server and on a member), so that
+# what the members' scripts cost shows apart from rlock's process around them.
+python3 - "$RLOCK_BIN" "$dir" "$single" "${ports[5]}" "$q5" "${ports[0]}" <<'PY'
+import re, subprocess, sys
+rlock, out_dir, single, single_port, q5, member_port = sys.argv[1:7]
+def unescape(text):  # MONITOR quotes arguments as sdscatrepr does
+    plain = {"n": b"\n", "r": b"\r", "t": b"\t", "a": b"\a", "b": b"\b"}
+    out, i = bytearray(), 0
+    while i < len(text):
+        c = text[i]
+        if c != "\\":
+            out += c.encode("latin-1")
+            i += 1
+        elif text[i + 1] == "x":
+            out.append(int(text[i + 2:i + 4], 16))
+            i += 4
+        else:
+            out += plain.get(text[i + 1], text[i + 1].encode("latin-1"))
+            i += 2
+    return bytes(out)
+def capture(url, port, name):
+    mon = subprocess.Popen(["redis-cli", "-p", port, "MONITOR"], stdout=subprocess.PIPE,
+                           text=True, encoding="latin-1")
+    assert mon.stdout.readline().strip() == "OK"
+    run = lambda *a: subprocess.run([rlock, "--url", url, *a], check=True, capture_output=True)
+    run("lock", "bench-lock", "--owner", "o")
+    subprocess.run(["redis-cli", "-p", port, "PING"], check=True, capture_output=True)
+    commands = []
+    for line in mon.stdout:
+        if re.match(r"[\d.]+ \[\d+ lua\]", line):
+            continue  # what a script ran
+        args = [unescape(a) for a in re.findall(r'"((?:[^"\\]|\\.)*)"', line)]
+        if args[:1] == [b"PING"]:
+            break
+        commands.append(args)
+    mon.kill()
+    mon.wait()
+    run("unlock", "bench-lock", "--force")
+    with open(f"{out_dir}/{name}.resp", "wb") as f:
+        for a in commands:
+            f.write(b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a))
+    return ", ".join(a[0].decode() for a in commands)
+print(f"scripts floor's requests: one server {capture(single, single_port, 'one')}; "
+      f"a member {capture(q5, member_port, 'member')}")
+PY
 PASSES=${BENCH_PASSES:-8}
 rows=("lock, one server" "$(force "$single")" "$(lock "$single")"
     "lock, quorum of 3" "$(force "$q3")" "$(lock "$q3")"
     "lock, quorum of 5" "$(force "$q5")" "$(lock "$q5")"
     "floor, one server" true "$floor_bin 1 ${ports[5]}"
-    "floor, 5 members" true "$floor_bin 3 ${ports[*]:0:5}")
+    "floor, 5 members" true "$floor_bin 3 ${ports[*]:0:5}"
+    "scripts floor, one server" "$(force "$single")" "$floor_bin -r $dir/one.resp 1 ${ports[5]}"
+    "scripts floor, 5 members" "$(force "$q5")" "$floor_bin -r $dir/member.resp 3 ${ports[*]:0:5}")
+nrows=$((${#rows[@]} / 3))
 for ((pass = 0; pass < PASSES; pass++)); do
     args=()
-    for ((k = 0; k < 5; k++)); do
-        i=$(((pass + k) % 5 * 3))
+    for ((k = 0; k < nrows; k++)); do
+        i=$(((pass + k) % nrows * 3))
         args+=(-n "${rows[i]}" --prepare "${rows[i + 1]}" "${rows[i + 2]}")
     done
     hyperfine -N --warmup "$((pass == 0 ? WARMUP : 3))" --runs "$(((RUNS + PASSES - 1) / PASSES))" \
@@ -95,6 +145,9 @@ f1, f5 = (statistics.median(times[n]) for n in ("floor, one server", "floor, 5 m
 q5 = statistics.median(times["lock, quorum of 5"])
 print(f"floor (quorum_floor.c: connect, PING, exit at a majority): one server {f1*1000:.2f} ms, "
       f"5 members {f5*1000:.2f} ms: +{(f5-f1)*1000:.2f} ms; rlock's 5 members +{(q5-one)*1000:.2f} ms")
+s1, s5 = (statistics.median(times[n]) for n in ("scripts floor, one server", "scripts floor, 5 members"))
+print(f"scripts floor (the same client sending rlock's own requests): one server {s1*1000:.2f} ms, "
+      f"5 members {s5*1000:.2f} ms: +{(s5-s1)*1000:.2f} ms")
 PY
 
 # What the members' servers spend for one process: their CPU time (utime + stime from
