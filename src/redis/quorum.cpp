@@ -468,8 +468,19 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
   // Members that lost their scripts (a new deployment, a restart) answer NOSCRIPT, and one
   // that answers after the majority did would never run the request: a long-lived
   // process (exec) asks next only at its renewal. When a member said so, the others' late
-  // replies are waited for a short while now, and a NOSCRIPT among them answered.
-  if (noscript_seen) drain();
+  // replies are waited for a short while now, and a NOSCRIPT among them answered. A grant
+  // is no exception then: the members that had not answered most likely lost the scripts
+  // too (a deployment, every member restarted), and one left holding nothing would be
+  // taken by the next waiter while the holder it reported has only a bare majority.
+  if (noscript_seen) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!pending[i]) continue;
+      for (Sent& s : members_[i].in_flight) {
+        if (s.round == round_) s.settle = std::max(s.settle, kDrainPatience);
+      }
+    }
+    drain();
+  }
   return out;
 }
 

@@ -14,16 +14,10 @@ namespace {
 
 enum class Freed { kReleased, kExpired, kForced };
 
-// The waiters every member has queued: a quorum's members each grant in their own order
-// of arrival, the same on all of them once each has the waiter before the next comes.
-long long queued(const RedisServer& redis) {
-  long long n = -1;
-  for (const RedisServer* m : redis.members()) {
-    const long long here = m->cmd_int({"ZCARD", lock_key("fifo") + ":waiters"});
-    n = n < 0 ? here : std::min(n, here);
-  }
-  return n;
-}
+// The waiters every member has queued and can hand the lock to: a quorum's members each
+// grant in their own order of arrival, the same on all of them once each has the waiter
+// (and its subscription) before the next comes.
+long long queued(const RedisServer& redis) { return live_waiters(redis, "fifo"); }
 
 // Starts `n` waiters one after the other (each queued before the next starts, at least
 // 50 ms apart); each appends its number to `order` when it gets the lock.

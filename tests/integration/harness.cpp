@@ -595,7 +595,10 @@ std::vector<const RedisServer*> RedisServer::members() const {
 
 long long RedisServer::on_majority(const std::vector<std::string>& argv) const {
   std::vector<long long> values;
-  for (const RedisServer* m : members()) values.push_back(m->cmd_int(argv));
+  for (const RedisServer* m : members()) {
+    // A member that missed a write answers nil where the others answer a number (HGET).
+    values.push_back(m->cmd_str(argv).empty() ? 0 : m->cmd_int(argv));
+  }
   std::sort(values.rbegin(), values.rend());
   return values[values.size() / 2];
 }
@@ -1142,6 +1145,25 @@ long long subscribers(const RedisServer& server, const std::string& channel) {
   auto reply = server.cmd({"PUBSUB", "SHARDNUMSUB", channel});
   if (reply.size() != 2) throw RedisError("unexpected PUBSUB SHARDNUMSUB reply");
   return std::stoll(reply[1]);
+}
+
+long long live_waiters(const RedisServer& server, std::string_view name, std::string_view prefix) {
+  long long fewest = -1;
+  for (const RedisServer* m : server.members()) {
+    long long here = 0;
+    for (const std::string& entry :
+         m->cmd({"ZRANGE", lock_key(name, prefix) + ":waiters", "0", "-1"})) {
+      // An entry is "<lease>:<kind>:<wait id>:<owner>".
+      const size_t kind = entry.find(':'), id = entry.find(':', kind + 1),
+                   owner = entry.find(':', id + 1);
+      if (owner == std::string::npos) continue;
+      const std::string channel =
+          lock_channel(name, prefix) + ":" + entry.substr(id + 1, owner - id - 1);
+      if (subscribers(*m, channel) > 0) ++here;
+    }
+    fewest = fewest < 0 ? here : std::min(fewest, here);
+  }
+  return fewest;
 }
 
 json parse_json(const std::string& text) {

@@ -179,9 +179,9 @@ class RedisServer {
   // a quorum, the other members (for checks that each member must pass on its own).
   std::vector<const RedisServer*> members() const;
   // The integer reply of `argv` that a majority of members() give at least (on one
-  // server: its own). A quorum member that missed a hold, its grant answered after the
-  // majority's, sees the lock free, and the next waiter takes it there (a minority) instead
-  // of queueing.
+  // server: its own; nil counts as 0). A quorum member that missed a hold, its grant answered after
+  // the majority's, sees the lock free, and the next waiter takes it there (a minority) instead of
+  // queueing.
   long long on_majority(const std::vector<std::string>& argv) const;
 
   // Stops the server and starts a new one on the same port with the same config. Nothing
@@ -362,6 +362,14 @@ json hash_of(const RedisServer& server, const std::string& key, int db = 0);
 // Number of subscribers of a pub/sub channel (PUBSUB SHARDNUMSUB: rlock subscribes with
 // SSUBSCRIBE).
 long long subscribers(const RedisServer& server, const std::string& channel);
+
+// The waiters of the lock `name` that every member can hand it to: the fewest, over the
+// members, of the queued waiters subscribed to their grant channel there. A quorum's waiter
+// subscribes to a slow member after it has queued there, and a member passes over a waiter
+// that does not listen: waiters queued on all members are in one order only once this
+// counts them.
+long long live_waiters(const RedisServer& server, std::string_view name,
+                       std::string_view prefix = "rlock:");
 
 // Parses `text` as one JSON document; FAILs the test with the text if it is not JSON.
 json parse_json(const std::string& text);

@@ -37,16 +37,9 @@ std::future<rlock::prim::Acquisition> start_waiter(const t::RedisServer& server,
   });
 }
 
-// Queued on every member (a quorum's included).
+// Queued on every member (a quorum's included), and listening there.
 bool queued(const t::RedisServer& server, long long n) {
-  return t::poll_until(
-      [&] {
-        for (const t::RedisServer* m : server.members()) {
-          if (m->cmd_int({"ZCARD", kQueue}) != n) return false;
-        }
-        return true;
-      },
-      10s);
+  return t::poll_until([&] { return t::live_waiters(server, "baton") == n; }, 10s);
 }
 
 // A server of its own, and the lock "baton" on one connection to it.
@@ -80,7 +73,14 @@ TEST_CASE_FIXTURE(Baton, "a release hands the lock to the waiter before the wait
   CHECK(acquired(a));
   CHECK(held(a).count == 1);
   CHECK(held(a).fence > held(first).fence);
-  CHECK(std::to_string(held(a).fence) == server.cmd_str({"GET", "rlock:lock:{baton}:fence"}));
+  // The token is written back to a majority (a member that answered late may have a later
+  // token of its own: the next holder's, drawn from a majority, is later still).
+  size_t at_token = 0;
+  for (const t::RedisServer* m : server.members()) {
+    if (m->cmd_str({"GET", "rlock:lock:{baton}:fence"}) == std::to_string(held(a).fence))
+      ++at_token;
+  }
+  CHECK(at_token >= server.members().size() / 2 + 1);
   // The lease left when the claim's reply was made: the grant's 30 s, less the
   // millisecond that may have passed since the release.
   CHECK(held(a).lease <= Millis(30'000));
@@ -95,13 +95,15 @@ TEST_CASE_FIXTURE(Baton, "waiters get the lock in arrival order") {
   auto w2 = start_waiter(server, "w2");
   REQUIRE(queued(server, 2));
   lock.release("holder");
+  // On a majority: a quorum member whose claim or release came late may hand itself to
+  // the next waiter (a minority; see on_majority).
   CHECK(acquired(w1.get()));
-  CHECK(server.cmd_str({"HGET", kKey, "w1"}) == "1");
-  CHECK(server.cmd_int({"ZCARD", kQueue}) == 1);
+  CHECK(server.on_majority({"HEXISTS", kKey, "w1"}) == 1);
+  CHECK(server.on_majority({"ZCARD", kQueue}) == 1);
   lock.release("w1");
   CHECK(acquired(w2.get()));
-  CHECK(server.cmd_str({"HGET", kKey, "w2"}) == "1");
-  CHECK(server.cmd_int({"EXISTS", kQueue}) == 0);
+  CHECK(server.on_majority({"HEXISTS", kKey, "w2"}) == 1);
+  CHECK(server.on_majority({"EXISTS", kQueue}) == 0);
 }
 
 TEST_CASE("a waiter that died is skipped: the lock is never handed to the dead") {
@@ -144,12 +146,12 @@ TEST_CASE_FIXTURE(Baton, "two waits by one owner get a grant each, one after the
   lock.release("holder");
   auto a = first.get();
   CHECK(acquired(a));
-  CHECK(server.cmd_int({"ZCARD", kQueue}) == 1);  // the second still waits its turn
+  CHECK(server.on_majority({"ZCARD", kQueue}) == 1);  // the second still waits its turn
   CHECK(lock.release("shared").remaining == 0);
   auto b = second.get();
   CHECK(acquired(b));
   CHECK(held(b).fence > held(a).fence);
-  CHECK(server.cmd_str({"HGET", kKey, "shared"}) == "1");
+  CHECK(server.on_majority({"HGET", kKey, "shared"}) == 1);  // its own hold, not a re-entry
 }
 
 TEST_CASE_FIXTURE(Baton, "a release with a malformed neighbour key changes nothing") {

@@ -35,9 +35,10 @@ struct Members {
     }
     return n;
   }
-  // Every member has the lock's scripts: a grant that a fresh member answers NOSCRIPT after
-  // a majority granted is not sent again (it took nothing there), so a test that needs
-  // every member to hold loads them first, and then waits: rlock returns at a majority.
+  // Every member has the lock's scripts: a grant that a fresh member answers NOSCRIPT later
+  // than the drain's patience after a majority granted is not sent again (it took nothing
+  // there), so a test that needs every member to hold loads them first, and then waits:
+  // rlock returns at a majority.
   void cache_lock_scripts() const {
     for (const auto& s : servers) {
       for (const redis::Script* script :
@@ -520,6 +521,17 @@ TEST_CASE("quorum: a member that lost its script cache answers NOSCRIPT, and the
   for (const auto& s : q.servers) s.cmd({"SCRIPT", "FLUSH"});
   CHECK(on(q, {"unlock", "S", "--owner", "a"}).status == 0);
   CHECK(q.holding("S", "a") == 0);
+}
+
+TEST_CASE("quorum: a member without the scripts that answers after the majority still grants") {
+  // Fresh members: all three answer NOSCRIPT. The third is paused, so its NOSCRIPT comes
+  // after the other two granted: it gets the script's source before rlock exits, and holds
+  // too (else the next waiter would take it there, and the holder would have a bare
+  // majority).
+  Members q;
+  q.servers[2].cmd({"CLIENT", "PAUSE", "30", "ALL"});
+  CHECK(on(q, {"lock", "L", "--owner", "a"}).status == 0);
+  CHECK(poll_until([&] { return q.holding("L", "a") == 3; }, 5s));
 }
 
 TEST_CASE("quorum: members with a password: from the URL or RLOCK_PASSWORD; a wrong one is 69") {
