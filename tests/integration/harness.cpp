@@ -593,11 +593,21 @@ std::vector<const RedisServer*> RedisServer::members() const {
   return out;
 }
 
+namespace {
+long long integer_reply(const std::string& s) {
+  size_t used = 0;
+  long long v = std::stoll(s, &used);
+  if (used != s.size()) throw RedisError("not an integer reply: " + s);
+  return v;
+}
+}  // namespace
+
 long long RedisServer::on_majority(const std::vector<std::string>& argv) const {
   std::vector<long long> values;
   for (const RedisServer* m : members()) {
     // A member that missed a write answers nil where the others answer a number (HGET).
-    values.push_back(m->cmd_str(argv).empty() ? 0 : m->cmd_int(argv));
+    const std::string reply = m->cmd_str(argv);
+    values.push_back(reply.empty() ? 0 : integer_reply(reply));
   }
   std::sort(values.rbegin(), values.rend());
   return values[values.size() / 2];
@@ -651,11 +661,7 @@ std::string RedisServer::cmd_str(const std::vector<std::string>& argv, int db) c
 }
 
 long long RedisServer::cmd_int(const std::vector<std::string>& argv, int db) const {
-  auto s = cmd_str(argv, db);
-  size_t used = 0;
-  long long v = std::stoll(s, &used);
-  if (used != s.size()) throw RedisError("not an integer reply: " + s);
-  return v;
+  return integer_reply(cmd_str(argv, db));
 }
 
 // On a quorum (RLOCK_TEST_TOPOLOGY=quorum) these act on every member: the deployment, as a
