@@ -2,15 +2,30 @@
 -- restart without persistence): sent in the same write ahead of every request that takes
 -- or renews something on a quorum (redis/quorum.cpp).
 -- KEYS[1] the longest lease any rlock asked this member for (ms, no TTL), KEYS[2] when
--- rlock first wrote to this data set (server ms, no TTL: gone with the data)
+-- rlock first wrote to this data set (server ms, no TTL: gone with the data), KEYS[3] the
+-- server's start as INFO gave it when rlock first found this key missing (server ms, no
+-- TTL). The start is kept so that INFO, which formats a page of text, runs once a data set
+-- and not on every request: every member runs this check with every acquisition, and INFO
+-- was its costliest part. A restart that loses the data loses the start too, and the next
+-- request measures it again. A restart that keeps the data (persistence) keeps the earlier
+-- start, so the member looks as if its data began in that earlier run: it counts once that
+-- start is longer ago than the longest lease (at once, unless the earlier run was short),
+-- where its real start would have counted it at once. Later than need be, never sooner.
 -- ARGV[1] the lease this request asks for (ms)
 -- Reply: {uptime_ms, first_write_ms, longest_lease_ms, now_ms}: the longest lease as it was
 -- before this request (the longest a hold granted so far can have).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local longest = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+-- (GETs, not an MGET: the rights rlock(1) documents have no MGET.)
+local kept = {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}
+local longest = tonumber(kept[1] or '0') or 0
 if tonumber(ARGV[1]) > longest then redis.call('SET', KEYS[1], ARGV[1]) end
-redis.call('SET', KEYS[2], string.format('%.0f', now), 'NX')
-local since = tonumber(redis.call('GET', KEYS[2])) or now
-local uptime = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
-return {uptime * 1000, since, longest, now}
+if not kept[2] then redis.call('SET', KEYS[2], string.format('%.0f', now)) end
+local since = tonumber(kept[2]) or now
+local started = tonumber(kept[3])
+if not started then
+  local uptime = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
+  started = now - uptime * 1000
+  if not kept[3] then redis.call('SET', KEYS[3], string.format('%.0f', started)) end
+end
+return {math.max(now - started, 0), since, longest, now}

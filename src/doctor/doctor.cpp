@@ -519,9 +519,10 @@ redis::MemberAge member_age(redis::Topology& t, const Fields& server_info) {
   };
   age.longest_lease = read(redis::kLongestLeaseKey);
   age.first_write = read(redis::kFirstWriteKey);
-  age.uptime = number(server_info, "uptime_in_seconds", 0) * 1000;
   redis::Reply time = t.command({"TIME"});
   age.now = std::stoll(time.at(0).str()) * 1000 + std::stoll(time.at(1).str()) / 1000;
+  age.uptime = redis::member_uptime(t.command({"GET", redis::kStartedKey}).str(),
+                                    number(server_info, "uptime_in_seconds", 0) * 1000, age.now);
   return age;
 }
 

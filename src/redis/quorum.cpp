@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 
 #include "redis/errors.hpp"
 #include "redis/quorum_rule.hpp"
@@ -158,6 +159,14 @@ Millis not_counted_for(const MemberAge& m, long long longest, long long first_us
   long long surely_up = m.uptime - 1000;
   if (longest <= 0 || surely_up >= longest || !began_here || !joined_late) return Millis(0);
   return Millis(longest - surely_up);
+}
+
+long long member_uptime(std::string_view started, long long info_uptime_ms, long long now_ms) {
+  long long at = 0;
+  auto [end, ec] = std::from_chars(started.data(), started.data() + started.size(), at);
+  if (started.empty() || ec != std::errc() || end != started.data() + started.size())
+    return info_uptime_ms;
+  return std::max(now_ms - at, 0LL);
 }
 
 UsageError refused_on_quorum(std::string_view what) {
@@ -588,7 +597,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   Commands request;
   if (checked)
     request.push_back(
-        eval(scripts::quorum_member, {kLongestLeaseKey, kFirstWriteKey}, {lease_arg}));
+        eval(scripts::quorum_member, {kLongestLeaseKey, kFirstWriteKey, kStartedKey}, {lease_arg}));
   request.push_back(eval(script, keys, sent_args));
   for (size_t i = 0; i < members_.size(); ++i) {
     if (members_[i].conn) commands[i] = request;

@@ -24,7 +24,7 @@ class Topology;
 
 // What lua/quorum_member.lua reports of one member (its own clock, ms).
 struct MemberAge {
-  long long uptime = 0;         // INFO's uptime (whole seconds)
+  long long uptime = 0;         // since the start rlock keeps (kStartedKey), or INFO's
   long long first_write = 0;    // when rlock first wrote to its data set (0: never)
   long long longest_lease = 0;  // the longest lease it was asked for (0: none)
   long long now = 0;
@@ -32,6 +32,13 @@ struct MemberAge {
 // Where the quorum keeps them (on each member, outside every prefix, no expiry).
 inline constexpr std::string_view kLongestLeaseKey = "rlock:quorum:longest-lease";
 inline constexpr std::string_view kFirstWriteKey = "rlock:quorum:first-write";
+// The server's start (its ms) as INFO gave it when rlock first found this key missing:
+// lua/quorum_member.lua says why it is kept.
+inline constexpr std::string_view kStartedKey = "rlock:quorum:started";
+
+// A member's uptime as the restart rule reads it: since `started` (kStartedKey's value,
+// empty when absent) where it is kept, else INFO's `uptime_in_seconds` (ms).
+long long member_uptime(std::string_view started, long long info_uptime_ms, long long now_ms);
 
 // The one-line refusal of `what` (a script or command without a majority rule) on a quorum.
 UsageError refused_on_quorum(std::string_view what);

@@ -309,6 +309,18 @@ TEST_CASE("quorum: the fence never goes backwards across quorums {X,Y}, {Y,Z}, {
   // The plain maximum of X and Z's own counters would have gone back below f1.
 }
 
+// The levels of doctor's `restart` findings, member by member ("ok ok warn ").
+std::string restart_levels(const RunResult& doctor) {
+  INFO("stdout: " << doctor.out << " stderr: " << doctor.err);
+  const json report = parse_json(doctor.out);
+  std::string levels;
+  for (const auto& f : report.at("findings")) {
+    if (f.at("check").get<std::string>() == "restart")
+      levels += f.at("level").get<std::string>() + " ";
+  }
+  return levels;
+}
+
 TEST_CASE("quorum: a member restarted empty does not count until the longest lease has passed") {
   Members q;
   CHECK(fence_of(on(q, {"lock", "P", "--owner", "a", "--lease", "3s"})) > 0);
@@ -321,15 +333,7 @@ TEST_CASE("quorum: a member restarted empty does not count until the longest lea
   q.servers[2].restart();  // its data, the hold among them, is gone
   // doctor says which member does not count, and for how long.
   auto doctor = on(q, {"doctor"});
-  std::vector<std::string> restart;
-  const json report = parse_json(doctor.out);
-  for (const auto& f : report.at("findings")) {
-    if (f.at("check").get<std::string>() == "restart")
-      restart.push_back(f.at("level").get<std::string>());
-  }
-  std::string levels;
-  for (const auto& l : restart) levels += l + " ";
-  CHECK(levels == "ok ok warn ");
+  CHECK(restart_levels(doctor) == "ok ok warn ");
   CHECK(doctor.out.find("not counted towards a majority for another") != std::string::npos);
   q.servers[0].freeze();
   // Z would make a second majority with Y... if it counted.
@@ -349,6 +353,55 @@ TEST_CASE("quorum: a member restarted empty does not count until the longest lea
       10s, 200ms));
   CHECK(ms_between(restarted) >= 2900);
   q.servers[0].thaw();
+}
+
+// INFO formats a page of text: a member's check asks it once a data set and keeps the start
+// (rlock:quorum:started), and the restart rule, in a lock and in doctor, reads a kept start
+// as the server's: a restart that kept the data keeps the earlier start.
+TEST_CASE("quorum: a member's check asks INFO once a data set and reads the start it kept") {
+  Members q;
+  REQUIRE(on(q, {"lock", "A", "--owner", "a"}).status == 0);  // a lease of 30 s
+  CHECK(poll_until([&] { return q.holding("A", "a") == 3; }, 5s));
+  for (auto& s : q.servers) {
+    const long long now = server_us(s) / 1000;
+    const std::string info = s.cmd_str({"INFO", "server"});
+    const auto at = info.find("uptime_in_seconds:") + std::string("uptime_in_seconds:").size();
+    const long long started = std::stoll(s.cmd_str({"GET", "rlock:quorum:started"}));
+    CHECK(started <= now - std::stoll(info.substr(at)) * 1000);
+    CHECK(started > now - (std::stoll(info.substr(at)) + 2) * 1000);
+    s.cmd({"CONFIG", "RESETSTAT"});
+  }
+  REQUIRE(on(q, {"lock", "B", "--owner", "a"}).status == 0);
+  // (Awaited without INFO, which would count itself.)
+  CHECK(poll_until([&] { return q.holding("B", "a") == 3; }, 5s));
+  for (auto& s : q.servers) {
+    const std::string stats = s.cmd_str({"INFO", "commandstats"});
+    CHECK(stats.find("cmdstat_evalsha:calls=2,") != std::string::npos);
+    CHECK(stats.find("cmdstat_info:") == std::string::npos);
+  }
+
+  // The quorum in use for an hour; the third member's data kept through a restart a second
+  // ago, in a run that began after the others' first use: its kept start says so.
+  for (auto& s : q.servers) {
+    const long long now = server_us(s) / 1000;
+    s.cmd({"SET", "rlock:quorum:first-write", std::to_string(now - 3'600'000)});
+    s.cmd({"SET", "rlock:quorum:started", std::to_string(now - 7'200'000)});
+  }
+  const long long now = server_us(q.servers[2]) / 1000;
+  q.servers[2].cmd({"SET", "rlock:quorum:first-write", std::to_string(now - 500)});
+  q.servers[2].cmd({"SET", "rlock:quorum:started", std::to_string(now - 1000)});
+  CHECK(restart_levels(on(q, {"doctor"})) == "ok ok warn ");
+  q.servers[0].freeze();
+  auto r = on(q, {"lock", "C", "--owner", "b", "--timeout", "500ms"});
+  CHECK(r.status == 69);
+  CHECK(r.err.find("not counted until their data is older than the longest lease") !=
+        std::string::npos);
+  // A start an hour ago: the earlier run outlived every lease.
+  q.servers[2].cmd({"SET", "rlock:quorum:started", std::to_string(now - 3'600'000)});
+  r = on(q, {"lock", "C", "--owner", "b", "--timeout", "500ms"});
+  CHECK(r.status == 0);
+  q.servers[0].thaw();
+  CHECK(restart_levels(on(q, {"doctor"})) == "ok ok ok ");
 }
 
 // A quorum is meant to outlive a member: doctor reports the one that is down as a finding
