@@ -355,9 +355,11 @@ void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) 
   std::string hold_id = kind == HoldKind::kExec ? held.hold_id : std::string();
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
+  // The owner as the layout stores it (Redisson's field), and Redisson's channel told when
+  // the lock is free, as by release().
   clean_up(topology_, redis::scripts::lock_release, keys(request_key, reply_key),
-           {owner, channel_, "0", hold_id, millis_arg(kClaimWindow), "release", "",
-            kind_name(kind, held.mode), reply_record_ttl_arg(topology_)});
+           {layout_.owner_field(owner), channel_, "0", hold_id, millis_arg(kClaimWindow), "release",
+            "", kind_name(kind, held.mode), reply_record_ttl_arg(topology_), foreign_channel_});
 }
 
 std::vector<Holder> Lock::force_release() {

@@ -173,6 +173,31 @@ TEST_CASE("redisson layout: Redisson's scripts run verbatim exclude, renew and w
   }
 }
 
+// All or none in Redisson's layout too: a request for several names that fails gives back
+// the hold it took under the owner's Redisson field (not the raw owner, which is not in the
+// hash), and Redisson's waiters hear the lock is free.
+TEST_CASE("redisson layout: a several-name request that fails gives back what it took") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, in_layout({"lock", "B", "--owner", "other"})).status == 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"lock", "A", "B", "--owner", "me", "-n"},
+        std::vector<std::string>{"lock", "A", "B", "--owner", "me", "--wait", "300ms"},
+        std::vector<std::string>{"exec", "-n", "A", "B", "--", "true"}}) {
+    CAPTURE(args[1]);
+    auto r = rlock(redis, in_layout(args));
+    CHECK(r.status == 75);
+    CHECK(line_count(r.err) == 1);
+    CHECK(redis.cmd_int({"EXISTS", "A"}) == 0);
+    CHECK(rlock(redis, in_layout({"exec", "-n", "A", "--", "true"})).status == 0);
+  }
+  // The give-back announces the free lock on Redisson's channel (rlock's own channel is
+  // sharded: SPUBLISH), as an unlock does.
+  redis.cmd({"CONFIG", "RESETSTAT"});
+  REQUIRE(rlock(redis, in_layout({"lock", "A", "B", "--owner", "me", "-n"})).status == 75);
+  const std::string stats = redis.cmd_str({"INFO", "commandstats"});
+  CHECK(stats.find("cmdstat_publish:") != std::string::npos);
+}
+
 TEST_CASE("redisson layout: other primitives, shared holds and names with braces are refused") {
   RedisServer redis;
   const std::vector<std::vector<std::string>> refused = {{"sem", "status", "x"},
