@@ -608,15 +608,21 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       commands, until,
       [&](const Answers& r) -> std::optional<Deadline> {
         Tally t = tally(read_answers(*rule, r, checked));
-        size_t yes = rule->kind == QuorumRule::Kind::kRelease ? t.yes : t.yes_counting;
+        const bool release = rule->kind == QuorumRule::Kind::kRelease;
+        // A member not counted yet (the restart rule) decides nothing: its answer neither
+        // makes a majority nor rules one out, and ending on it would report a busy lock as
+        // fewer than a majority answering (exit 69, a wait given up) while a member that
+        // counts had not answered yet.
+        size_t yes = release ? t.yes : t.yes_counting;
+        size_t no = release ? t.answered - t.yes : t.counting - t.yes_counting;
         if (rule->kind == QuorumRule::Kind::kUnion ? t.answered >= need
-                                                   : yes >= need || t.answered - yes > n - need)
+                                                   : yes >= need || no > n - need)
           return SteadyClock::now();
         // A grant split between the members that answered: the others decide it, and are
         // waited for only a while (twice what the answers took, at least kSplitPatience),
         // not the whole --timeout a stopped member would take. Undecided, it is given back
         // by its id on every member (a later grant too), and a wait tries again.
-        if (rule->kind == QuorumRule::Kind::kGrant && t.answered >= need) {
+        if (rule->kind == QuorumRule::Kind::kGrant && t.counting >= need) {
           if (!split_until)
             split_until = SteadyClock::now() + std::max(kSplitPatience, 2 * since(start));
           return split_until;
@@ -637,7 +643,9 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       if (answered[i] && !counts[i])
         young += (young.empty() ? "" : ", ") + endpoints_[i].describe();
     }
-    std::string line = what + " (" + describe_missing(answered) + ")";
+    // (Every member may have answered: those not counted yet are named below.)
+    const std::string missing = describe_missing(answered);
+    std::string line = what + (missing.empty() ? "" : " (" + missing + ")");
     if (!young.empty()) {
       line += "; not counted until their data is older than the longest lease: " + young;
     }

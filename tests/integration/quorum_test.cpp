@@ -355,6 +355,27 @@ TEST_CASE("quorum: a member restarted empty does not count until the longest lea
   q.servers[0].thaw();
 }
 
+// A member not counted yet decides nothing: a busy lock answered by it and by one counted
+// member is still busy once the other counted member answers, not "fewer than a majority
+// answered" (exit 69, which also ends a --wait).
+TEST_CASE("quorum: a busy lock is busy (75) while a member is not counted yet") {
+  Members q;
+  REQUIRE(on(q, {"lock", "warm", "--owner", "a"}).status == 0);  // a 30 s lease remembered
+  for (auto& s : q.servers) {
+    s.cmd({"SET", "rlock:quorum:first-write", std::to_string(server_us(s) / 1000 - 3'600'000)});
+  }
+  q.servers[2].restart();  // not counted for 30 s
+  REQUIRE(on(q, {"lock", "L", "--owner", "holder"}).status == 0);
+  for (int i = 0; i < 3; ++i) {
+    // The second counted member answers last.
+    q.servers[1].cmd({"CLIENT", "PAUSE", "300", "ALL"});
+    auto r = on(q, {"lock", "L", "--owner", "other", "-n", "--timeout", "5s"});
+    INFO("stdout: " << r.out << " stderr: " << r.err);
+    CHECK(r.status == 75);
+    CHECK(parse_json(r.out).at("holders").at(0).at("owner") == "holder");
+  }
+}
+
 // INFO formats a page of text: a member's check asks it once a data set and keeps the start
 // (rlock:quorum:started), and the restart rule, in a lock and in doctor, reads a kept start
 // as the server's: a restart that kept the data keeps the earlier start.
