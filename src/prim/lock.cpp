@@ -142,7 +142,12 @@ class LockWait : public Waitable {
   }
 
   std::vector<std::string> channels() const override {
-    return {lock_.channel_, lock_.layout_.grant_channel(lock_.name_, id_)};
+    std::vector<std::string> out = {lock_.channel_, lock_.layout_.grant_channel(lock_.name_, id_)};
+    // Redisson announces a release with PUBLISH (classic_channels) or, in its sharded mode
+    // on a Redis 7 cluster, with SPUBLISH, which only a sharded subscription hears. (Its
+    // `{NAME}` tag puts it in the slot of rlock's own channels.)
+    if (!lock_.foreign_channel_.empty()) out.push_back(lock_.foreign_channel_);
+    return out;
   }
 
   std::vector<std::string> classic_channels() const override {

@@ -198,6 +198,39 @@ TEST_CASE("redisson layout: a several-name request that fails gives back what it
   CHECK(stats.find("cmdstat_publish:") != std::string::npos);
 }
 
+// Redisson's sharded mode (a Redis 7 cluster) sends its unlock message with SPUBLISH: a
+// waiting rlock hears it there too, not only a classic PUBLISH, and does not sleep until
+// the lease it was told runs out.
+TEST_CASE("redisson layout: a Redisson release announced with SPUBLISH wakes rlock's waiter") {
+  RedisServer redis;
+  const std::string java = "0f0e0d0c-0b0a-4908-8706-050403020100:7";
+  const std::string channel = "redisson_lock__channel:{sharded}";
+  REQUIRE(redisson_eval(redis, "redisson_try_lock.lua", {"sharded"}, {"20000", java}).out == "\n");
+  auto job =
+      spawn_rlock(redis, in_layout({"exec", "--wait", "30s", "sharded", "--", "date", "+%s%3N"}));
+  REQUIRE(poll_until(
+      [&] {
+        return redis.cmd({"PUBSUB", "SHARDNUMSUB", channel}).at(1) == "1";
+      },
+      10s));
+  const std::string unlock = read_file(kPeerDir + "/redisson_unlock.lua");
+  std::string sharded;  // Redisson's unlock script with its sharded mode's publish command
+  for (size_t at = 0, next; at < unlock.size(); at = next + 7) {
+    next = unlock.find("publish", at);
+    sharded += unlock.substr(at, next == std::string::npos ? next : next - at);
+    if (next == std::string::npos) break;
+    sharded += "spublish";
+  }
+  const long long released = epoch_ms();
+  CHECK(run({"redis-cli", "-p", std::to_string(redis.port()), "EVAL", sharded, "2", "sharded",
+             channel, "0", "30000", java})
+            .out == "1\n");
+  REQUIRE(job.wait(deadline(20s)).value_or(kStillRunning) == 0);
+  const long long to_rlock = std::stoll(job.out()) - released;
+  MESSAGE("Redisson's unlock with SPUBLISH -> rlock exec's job starts: " << to_rlock << " ms");
+  CHECK(to_rlock < 5000);  // the lease it was told: 20 s
+}
+
 TEST_CASE("redisson layout: other primitives, shared holds and names with braces are refused") {
   RedisServer redis;
   const std::vector<std::vector<std::string>> refused = {{"sem", "status", "x"},
