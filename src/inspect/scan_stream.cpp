@@ -9,6 +9,7 @@
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "util/error.hpp"
+#include "util/one_line.hpp"
 
 namespace rlock::inspect {
 namespace {
@@ -201,17 +202,38 @@ void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
                  const std::function<void(const std::vector<Shown>&)>& emit) {
   const size_t members = topology.quorum_members().size();
   std::vector<std::pair<size_t, Shown>> all;
-  size_t member = 0;
+  size_t member = 0, answered = 0;
+  std::string missing;
+  // A quorum outlives a member, and so does its listing: a member that does not answer
+  // (down, frozen past --timeout) is named on stderr and agrees with nobody; fewer than a
+  // majority answering leaves nothing to say about a majority (exit 69).
   topology.for_each_master([&](redis::Topology& node) {
-    std::string name = node.server_name();
-    scan_node(node, layout, name_glob, types, [&](const std::vector<Shown>& batch) {
-      for (const Shown& shown : batch) {
-        all.emplace_back(member, shown);
-        all.back().second.decoded.json["member"] = name;
-      }
-    });
+    std::vector<std::pair<size_t, Shown>> listed;
+    try {
+      std::string name = node.server_name();
+      scan_node(node, layout, name_glob, types, [&](const std::vector<Shown>& batch) {
+        for (const Shown& shown : batch) {
+          listed.emplace_back(member, shown);
+          listed.back().second.decoded.json["member"] = name;
+        }
+      });
+      all.insert(all.end(), std::make_move_iterator(listed.begin()),
+                 std::make_move_iterator(listed.end()));
+      ++answered;
+    } catch (const UnavailableError& e) {
+      missing += (missing.empty() ? "" : "; ") + std::string(e.what());
+    }
     ++member;
   });
+  if (answered <= members / 2) {
+    throw UnavailableError("fewer than a majority of the " + std::to_string(members) +
+                           " quorum members answered (" + missing + ")");
+  }
+  if (!missing.empty()) {
+    print_diagnostic("inspect lists " + std::to_string(answered) + " of the " +
+                     std::to_string(members) + " quorum members; not answering (counted as " +
+                     "not agreeing): " + missing);
+  }
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     if (a.second.name != b.second.name) return a.second.name < b.second.name;
     return a.second.type->type() < b.second.type->type();
@@ -227,8 +249,8 @@ void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
     for (size_t k = i; k < j; ++k) holders.push_back(holders_of(all[k].second.decoded.json));
     for (size_t k = i; k < j; ++k) {
       size_t agree = std::count(holders.begin(), holders.end(), holders[k - i]);
-      // Members without the object agree with an empty holder list.
-      if (holders[k - i].empty()) agree += members - (j - i);
+      // Members that answered without the object agree with an empty holder list.
+      if (holders[k - i].empty()) agree += answered - (j - i);
       all[k].second.decoded.json["majority"] = agree > members / 2;
       out.push_back(std::move(all[k].second));
     }

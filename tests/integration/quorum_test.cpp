@@ -650,5 +650,34 @@ TEST_CASE("quorum: inspect lists each member's view and whether a majority agree
   CHECK(listing() == std::vector<std::string>{x + " alice minority"});
 }
 
+// A quorum outlives a member, and so does inspect: the members that answer are listed, the
+// one that does not is named on stderr and agrees with nobody (a lock two members hold is a
+// majority, one that only the answering member lacks is not "nobody" by a majority).
+TEST_CASE("quorum: inspect lists the members that answer and names one that does not") {
+  Members q;
+  q.cache_lock_scripts();
+  REQUIRE(on(q, {"lock", "I", "--owner", "alice"}).status == 0);
+  REQUIRE(poll_until([&] { return q.holding("I", "alice") == 3; }, 5s));
+  q.servers[1].cmd({"DEL", lock_key("I")});
+  const std::string down = "127.0.0.1:" + std::to_string(q.servers[2].port());
+  q.servers[2].stop();
+  auto r = on(q, {"inspect", "I"});
+  INFO("stdout: " << r.out << " stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("inspect lists 2 of the 3 quorum members") != std::string::npos);
+  CHECK(r.err.find(down) != std::string::npos);
+  const json listed = parse_json(r.out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].at("member") == "127.0.0.1:" + std::to_string(q.servers[0].port()));
+  CHECK(listed[0].at("majority") == false);  // alice on 1 of 3, nobody on 1, one unknown
+  q.servers[1].freeze();
+  r = on(q, {"inspect", "I", "--timeout", "500ms"});
+  CHECK(r.status == 69);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("fewer than a majority of the 3 quorum members answered") != std::string::npos);
+  q.servers[1].thaw();
+}
+
 }  // namespace
 }  // namespace rlock::test
