@@ -229,11 +229,14 @@ void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
     throw UnavailableError("fewer than a majority of the " + std::to_string(members) +
                            " quorum members answered (" + missing + ")");
   }
-  if (!missing.empty()) {
+  // Once per change: `inspect --watch` lists again and again.
+  static std::string reported;
+  if (!missing.empty() && missing != reported) {
     print_diagnostic("inspect lists " + std::to_string(answered) + " of the " +
                      std::to_string(members) + " quorum members; not answering (counted as " +
                      "not agreeing): " + missing);
   }
+  reported = missing;
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     if (a.second.name != b.second.name) return a.second.name < b.second.name;
     return a.second.type->type() < b.second.type->type();
