@@ -623,12 +623,17 @@ TEST_CASE("quorum: members with a password: from the URL or RLOCK_PASSWORD; a wr
   CHECK(r.err.find("wrong") == std::string::npos);  // no password in a message
 }
 
+// `owner` holds `name` on every member (rlock returns at a majority: a late member's grant,
+// if it ran after a test's DEL, would put its hold back).
+void hold_everywhere(const Members& q, const std::string& name, const std::string& owner) {
+  q.cache_lock_scripts();
+  REQUIRE(on(q, {"lock", name, "--owner", owner}).status == 0);
+  REQUIRE(poll_until([&] { return q.holding(name, owner) == 3; }, 5s));
+}
+
 TEST_CASE("quorum: inspect lists each member's view and whether a majority agrees") {
   Members q;
-  q.cache_lock_scripts();
-  CHECK(on(q, {"lock", "I", "--owner", "alice"}).status == 0);
-  // The third member's grant, if it runs after the DEL, would put its hold back.
-  REQUIRE(poll_until([&] { return q.holding("I", "alice") == 3; }, 5s));
+  hold_everywhere(q, "I", "alice");
   q.servers[2].cmd({"DEL", lock_key("I")});
   auto listing = [&] {
     auto r = on(q, {"inspect", "I"});
@@ -655,9 +660,7 @@ TEST_CASE("quorum: inspect lists each member's view and whether a majority agree
 // majority, one that only the answering member lacks is not "nobody" by a majority).
 TEST_CASE("quorum: inspect lists the members that answer and names one that does not") {
   Members q;
-  q.cache_lock_scripts();
-  REQUIRE(on(q, {"lock", "I", "--owner", "alice"}).status == 0);
-  REQUIRE(poll_until([&] { return q.holding("I", "alice") == 3; }, 5s));
+  hold_everywhere(q, "I", "alice");
   q.servers[1].cmd({"DEL", lock_key("I")});
   const std::string down = "127.0.0.1:" + std::to_string(q.servers[2].port());
   q.servers[2].stop();
