@@ -376,6 +376,30 @@ TEST_CASE("quorum: a busy lock is busy (75) while a member is not counted yet") 
   }
 }
 
+// A refusal leaves nothing behind: a member that finds the lock free (it missed the
+// holder's grant) and answers after the busy majority grants it to the refused request;
+// that grant is waited for and given back, or given back by the request's id.
+TEST_CASE("quorum: a refused lock leaves no grant on a member that answered late") {
+  Members q;
+  q.cache_lock_scripts();
+  q.servers[2].cmd({"CLIENT", "PAUSE", "500", "ALL"});  // misses the holder's grant
+  REQUIRE(on(q, {"lock", "L", "--owner", "holder", "--lease", "60s"}).status == 0);
+  // rlock returned at the majority and reset its connections: the paused member never
+  // runs the grant.
+  q.servers[2].cmd({"CLIENT", "UNPAUSE"});
+  REQUIRE(q.servers[2].cmd_int({"EXISTS", lock_key("L")}) == 0);
+  for (int i = 0; i < 30; ++i) {
+    CAPTURE(i);
+    auto r = on(q, {"lock", "L", "--owner", "late", "-n"});
+    REQUIRE(r.status == 75);
+    CHECK_FALSE(poll_until(
+        [&] {
+          return q.servers[2].cmd_int({"HEXISTS", lock_key("L"), "late"}) == 1;
+        },
+        200ms));
+  }
+}
+
 // INFO formats a page of text: a member's check asks it once a data set and keeps the start
 // (rlock:quorum:started), and the restart rule, in a lock and in doctor, reads a kept start
 // as the server's: a restart that kept the data keeps the earlier start.
