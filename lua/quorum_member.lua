@@ -18,11 +18,16 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- (GETs, not an MGET: the rights rlock(1) documents have no MGET.)
 local kept = {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}
-local longest = tonumber(kept[1] or '0') or 0
+-- Only digits are a value (not Lua's "1e3" or "0x10"): doctor reads these keys too, and
+-- both must see the same figures.
+local function ms(v)
+  if v and string.match(v, '^%d+$') then return tonumber(v) end
+end
+local longest = ms(kept[1]) or 0
 if tonumber(ARGV[1]) > longest then redis.call('SET', KEYS[1], ARGV[1]) end
 if not kept[2] then redis.call('SET', KEYS[2], string.format('%.0f', now)) end
-local since = tonumber(kept[2]) or now
-local started = tonumber(kept[3])
+local since = ms(kept[2]) or now
+local started = ms(kept[3])
 if not started then
   local uptime = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0
   started = now - uptime * 1000

@@ -1,6 +1,7 @@
 #include "doctor/doctor.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -513,9 +514,12 @@ std::string_view level_name(Level level) {
 // `server_info` its INFO server section.
 redis::MemberAge member_age(redis::Topology& t, const Fields& server_info) {
   redis::MemberAge age;
+  // As lua/quorum_member.lua reads them: digits only, anything else is none (0).
   auto read = [&](std::string_view key) {
     std::string v = t.command({"GET", key}).str();
-    return v.empty() ? 0 : std::stoll(v);
+    long long out = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    return v.empty() || v[0] == '-' || ec != std::errc() || end != v.data() + v.size() ? 0 : out;
   };
   age.longest_lease = read(redis::kLongestLeaseKey);
   age.first_write = read(redis::kFirstWriteKey);

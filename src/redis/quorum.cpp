@@ -164,7 +164,8 @@ Millis not_counted_for(const MemberAge& m, long long longest, long long first_us
 long long member_uptime(std::string_view started, long long info_uptime_ms, long long now_ms) {
   long long at = 0;
   auto [end, ec] = std::from_chars(started.data(), started.data() + started.size(), at);
-  if (started.empty() || ec != std::errc() || end != started.data() + started.size())
+  if (started.empty() || started[0] == '-' || ec != std::errc() ||
+      end != started.data() + started.size())
     return info_uptime_ms;
   return std::max(now_ms - at, 0LL);
 }
