@@ -441,17 +441,20 @@ TEST_CASE("quorum: a member's check asks INFO once a data set and reads the star
   CHECK(r.status == 69);
   CHECK(r.err.find("not counted until their data is older than the longest lease") !=
         std::string::npos);
-  // Only digits are a start (not Lua's "1e3", a start in 1970): INFO's uptime, seconds
-  // here, is read instead, by lock and doctor alike; a value that is no number at all
-  // does not stop doctor.
+  // Only digits are a start (not Lua's "1e3", a start in 1970): INFO's uptime is read
+  // instead, by lock and doctor alike (shorter than the hour-long lease remembered here);
+  // a value that is no number at all does not stop doctor.
+  // (Its data set began now: after its real start, however young the server is.)
+  q.servers[2].cmd(
+      {"SET", "rlock:quorum:first-write", std::to_string(server_us(q.servers[2]) / 1000)});
   q.servers[2].cmd({"SET", "rlock:quorum:started", "1e3"});
+  q.servers[2].cmd({"SET", "rlock:quorum:longest-lease", "3600000"});
   q.servers[1].cmd({"SET", "rlock:quorum:longest-lease", "abc"});
   CHECK(on(q, {"lock", "C", "--owner", "b", "--timeout", "500ms"}).status == 69);
-  q.servers[1].cmd({"SET", "rlock:quorum:longest-lease", "30000"});
   q.servers[0].thaw();
   q.servers[1].cmd({"SET", "rlock:quorum:longest-lease", "abc"});
   CHECK(restart_levels(on(q, {"doctor"})) == "ok ok warn ");
-  q.servers[1].cmd({"SET", "rlock:quorum:longest-lease", "30000"});
+  for (auto& s : q.servers) s.cmd({"SET", "rlock:quorum:longest-lease", "30000"});
   q.servers[0].freeze();
   // A start an hour ago: the earlier run outlived every lease.
   q.servers[2].cmd({"SET", "rlock:quorum:started", std::to_string(now - 3'600'000)});
