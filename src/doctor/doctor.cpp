@@ -1,7 +1,6 @@
 #include "doctor/doctor.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -516,10 +515,7 @@ redis::MemberAge member_age(redis::Topology& t, const Fields& server_info) {
   redis::MemberAge age;
   // As lua/quorum_member.lua reads them: digits only, anything else is none (0).
   auto read = [&](std::string_view key) {
-    std::string v = t.command({"GET", key}).str();
-    long long out = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-    return v.empty() || v[0] == '-' || ec != std::errc() || end != v.data() + v.size() ? 0 : out;
+    return redis::kept_ms(t.command({"GET", key}).str()).value_or(0);
   };
   age.longest_lease = read(redis::kLongestLeaseKey);
   age.first_write = read(redis::kFirstWriteKey);

@@ -161,13 +161,17 @@ Millis not_counted_for(const MemberAge& m, long long longest, long long first_us
   return Millis(longest - surely_up);
 }
 
+std::optional<long long> kept_ms(std::string_view value) {
+  long long out = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (value.empty() || value[0] == '-' || ec != std::errc() || end != value.data() + value.size())
+    return std::nullopt;
+  return out;
+}
+
 long long member_uptime(std::string_view started, long long info_uptime_ms, long long now_ms) {
-  long long at = 0;
-  auto [end, ec] = std::from_chars(started.data(), started.data() + started.size(), at);
-  if (started.empty() || started[0] == '-' || ec != std::errc() ||
-      end != started.data() + started.size())
-    return info_uptime_ms;
-  return std::max(now_ms - at, 0LL);
+  std::optional<long long> at = kept_ms(started);
+  return at ? std::max(now_ms - *at, 0LL) : info_uptime_ms;
 }
 
 UsageError refused_on_quorum(std::string_view what) {
@@ -622,11 +626,12 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
         // nobody hears of would stay there for the whole lease (a busy `lock -n` left one
         // on a free member in about a quarter of its runs). Answered, it is given back;
         // unanswered, everything is given back by the request's id (see below).
-        if (grant && yes < need && no > n - need && t.answered < n) {
+        auto patience = [&] {
           if (!split_until)
             split_until = SteadyClock::now() + std::max(kSplitPatience, 2 * since(start));
           return split_until;
-        }
+        };
+        if (grant && yes < need && no > n - need && t.answered < n) return patience();
         if (rule->kind == QuorumRule::Kind::kUnion ? t.answered >= need
                                                    : yes >= need || no > n - need)
           return SteadyClock::now();
@@ -634,11 +639,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
         // waited for only a while (twice what the answers took, at least kSplitPatience),
         // not the whole --timeout a stopped member would take. Undecided, it is given back
         // by its id on every member (a later grant too), and a wait tries again.
-        if (grant && t.counting >= need) {
-          if (!split_until)
-            split_until = SteadyClock::now() + std::max(kSplitPatience, 2 * since(start));
-          return split_until;
-        }
+        if (grant && t.counting >= need) return patience();
         return std::nullopt;
       },
       retry);

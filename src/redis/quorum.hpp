@@ -39,6 +39,8 @@ inline constexpr std::string_view kStartedKey = "rlock:quorum:started";
 // A member's uptime as the restart rule reads it: since `started` (kStartedKey's value,
 // empty when absent) where it is kept, else INFO's `uptime_in_seconds` (ms).
 long long member_uptime(std::string_view started, long long info_uptime_ms, long long now_ms);
+// A kept figure as lua/quorum_member.lua reads it: digits only, anything else is none.
+std::optional<long long> kept_ms(std::string_view value);
 
 // The one-line refusal of `what` (a script or command without a majority rule) on a quorum.
 UsageError refused_on_quorum(std::string_view what);
