@@ -12,11 +12,12 @@ namespace {
 // one or two can fail (Redis away for a moment) before a lease could run out.
 Millis renew_every(Millis lease) { return std::max(lease / 4, Millis(1)); }
 
-// Renews what `members` holds; false when one is lost (it is dropped from `members`: a
-// lock that is no longer ours is not given back) or was not confirmed by its deadline.
+// Renews the first `count` locks `members` holds; false when one is lost (it is dropped
+// from `members`: a lock that is no longer ours is not given back) or was not confirmed by
+// its deadline.
 template <typename Members>
-bool renew_held(Members& members) {
-  for (auto m = members.begin(); m != members.end(); ++m) {
+bool renew_held(Members& members, size_t count) {
+  for (auto m = members.begin(); m != members.begin() + static_cast<std::ptrdiff_t>(count); ++m) {
     try {
       if (m->hold->renew() == Hold::Renewed::kLost) {
         members.erase(m);
@@ -73,14 +74,20 @@ MultiLock::Outcome MultiLock::acquire(const std::string& owner, Millis lease, De
 bool MultiLock::take_all(const std::string& owner, Millis lease, Deadline until,
                          const HooksFor& hooks, HoldKind kind, LockMode mode,
                          std::vector<Member>& members, std::optional<Refused>& refused) {
+  bool waited = false;
+  SteadyClock::time_point first_held;
   for (size_t index : order_) {
     bool lost = false;
     WaitHooks h = hooks(names_[index]);
     if (!members.empty()) {
       h.tick_every = renew_every(lease);
       h.on_tick = [&members, &lost] {
-        lost = !renew_held(members);
+        lost = !renew_held(members, members.size());
         return !lost;
+      };
+      h.on_wait = [&waited, shown = std::move(h.on_wait)](const Waitable::Step& busy, Millis left) {
+        waited = true;
+        if (shown) shown(busy, left);
       };
     }
     Acquisition a;
@@ -98,6 +105,16 @@ bool MultiLock::take_all(const std::string& owner, Millis lease, Deadline until,
     }
     const auto& held = std::get<Held>(a);
     members.push_back({index, held, locks_[index]->hold(owner, lease, held, kind)});
+    if (members.size() == 1) first_held = SteadyClock::now();
+  }
+  // An earlier lock may have been lost after its last renewal while a later one was waited
+  // for (forced, deleted, or run out while this process was stopped): nothing is reported
+  // or run on it before it is renewed once more, when a wait came between or its renewal
+  // is due. Lost: everything is given back and the whole starts again.
+  if (members.size() > 1 && (waited || SteadyClock::now() - first_held >= renew_every(lease)) &&
+      !renew_held(members, members.size() - 1)) {
+    give_back(owner, members, kind);
+    return false;
   }
   return true;
 }

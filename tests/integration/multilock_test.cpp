@@ -226,6 +226,49 @@ TEST_CASE("multilock: a waiter renews what it holds while it waits for the next 
   CHECK_FALSE(held(redis, "b"));
 }
 
+TEST_CASE("multilock: an earlier lock lost during the later wait is taken again first") {
+  // Forced and taken by carol while the request waits for b: when b comes, nothing is
+  // reported or run on a (its last renewal still showed it held); b goes back and the
+  // request queues for a again.
+  const std::vector<std::string> cases[] = {
+      {"lock", "--wait", "20s", "--owner", kAlice, "a", "b"},
+      {"exec", "--wait", "20s", "--owner", kAlice, "a", "b", "--", "echo", "ran"},
+  };
+  for (const auto& args : cases) {
+    CAPTURE(args[0]);
+    RedisServer redis;
+    REQUIRE(rlock(redis, {"lock", "b", "--owner", kBob}).status == 0);
+    auto waiter = spawn_rlock(redis, args);
+    REQUIRE(queued_on(redis, "b", 1));
+    REQUIRE(held(redis, "a"));
+    REQUIRE(rlock(redis, {"unlock", "--force", "a"}).status == 0);
+    auto carol = rlock(redis, {"lock", "a", "--owner", "carol"});
+    REQUIRE(carol.status == 0);
+    const long long carol_fence = parse_json(carol.out)["fence"];
+    REQUIRE(rlock(redis, {"unlock", "b", "--owner", kBob}).status == 0);
+
+    REQUIRE(queued_on(redis, "a", 1));
+    CHECK(waiter.running());
+    CHECK(waiter.out().empty());
+    CHECK(hash_of(redis, lock_key("a")) == json::object({{"carol", "1"}}));
+    CHECK_FALSE(held(redis, "b"));
+
+    REQUIRE(rlock(redis, {"unlock", "a", "--owner", "carol"}).status == 0);
+    CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+    INFO("stderr: " << waiter.err());
+    if (args[0] == "lock") {
+      auto locks = parse_json(waiter.out())["locks"];
+      CHECK(locks[0]["name"] == "a");
+      CHECK(locks[0]["fence"].get<long long>() > carol_fence);
+      CHECK(hash_of(redis, lock_key("a")) == json::object({{kAlice, "1"}}));
+      CHECK(hash_of(redis, lock_key("b")) == json::object({{kAlice, "1"}}));
+    } else {
+      CHECK(waiter.out() == "ran\n");
+      CHECK_FALSE(held(redis, "a"));
+    }
+  }
+}
+
 TEST_CASE("multilock: a stop signal while waiting for the later lock gives back the earlier") {
   RedisServer redis;
   REQUIRE(rlock(redis, {"lock", "b", "--owner", kBob}).status == 0);
