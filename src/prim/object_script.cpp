@@ -28,7 +28,7 @@ redis::Reply run_object_script(redis::Topology& topology, const redis::Script& s
       std::string type = msg.substr(type_start, type_end - type_start);
       std::string key = type_end == std::string::npos ? "?" : msg.substr(type_end + 1);
       throw DataError("key '" + key + "' holds a " + type + ", not a " + kind +
-                      "; rlock will not overwrite it (delete it or use another --prefix)");
+                      "; rlock will not overwrite it (delete it, or use another name or --prefix)");
     }
     if (e.code() == "MALFORMED") {
       throw DataError("key '" + msg.substr(msg.find(' ') + 1) + "' of this " + kind +

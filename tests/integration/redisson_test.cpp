@@ -198,6 +198,19 @@ TEST_CASE("redisson layout: a several-name request that fails gives back what it
   CHECK(stats.find("cmdstat_publish:") != std::string::npos);
 }
 
+// Redisson's lock hash lives under the bare name, which no --prefix moves: the refusal of
+// a key of another type there points at another name too.
+TEST_CASE("redisson layout: a key of another type under the name is refused, untouched") {
+  RedisServer redis;
+  redis.cmd({"SET", "taken", "x"});
+  auto r = rlock(redis, in_layout({"lock", "taken", "--owner", "me"}));
+  CHECK(r.status == 65);
+  CHECK(r.err ==
+        "rlock: key 'taken' holds a string, not a lock; rlock will not overwrite it "
+        "(delete it, or use another name or --prefix)\n");
+  CHECK(redis.cmd_str({"GET", "taken"}) == "x");
+}
+
 // Redisson's sharded mode (a Redis 7 cluster) sends its unlock message with SPUBLISH: a
 // waiting rlock hears it there too, not only a classic PUBLISH, and does not sleep until
 // the lease it was told runs out.
