@@ -115,6 +115,11 @@ Router::Next ClusterRouter::after_error(std::string_view key, const ReplyError& 
 }
 
 void ClusterRouter::drop_broken() {
+  // A seed that broke (stopped, frozen: it accepts and never answers) is not asked again
+  // before the others: the retry goes to the next one, which answers or redirects.
+  auto seed_conn = nodes_.find(seed_endpoint(seed_).describe());
+  if (seed_conn != nodes_.end() && seed_conn->second.broken())
+    seed_ = (seed_ + 1) % target_.seeds.size();
   for (auto it = nodes_.begin(); it != nodes_.end();) {
     it = it->second.broken() ? nodes_.erase(it) : std::next(it);
   }

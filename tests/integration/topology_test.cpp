@@ -3,6 +3,7 @@
 // pub/sub, inspect over every master, a Sentinel failover under an exec and its waiter.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -94,6 +95,34 @@ TEST_CASE("cluster: a plain redis:// URL of one node is used as the seed, with a
   CHECK(r.status == 0);
   CHECK(r.err.find("is a node of a Redis Cluster (it answered MOVED): using it as the "
                    "cluster's seed") != std::string::npos);
+}
+
+TEST_CASE("cluster: a frozen first seed hands over to the next one") {
+  // A frozen node accepts connections and answers nothing: the retry after the first
+  // try's patience (half of --timeout) goes to the next seed, not to the same node again.
+  ClusterSetup cluster({.masters = 3, .replicas_per_master = 0});
+  for (size_t i = 0; i < cluster.size(); ++i)
+    cluster.node(i).cmd({"CONFIG", "SET", "cluster-require-full-coverage", "no"});
+  RedisServer& first = cluster.node(0);
+  auto name_where = [&](bool on_first) {
+    for (int i = 0;; ++i) {
+      std::string n = "s" + std::to_string(i);
+      if ((cluster.slot_owner_ports()[redis::key_slot(lock_key(n))] == first.port()) == on_first)
+        return n;
+    }
+  };
+  const std::string elsewhere = name_where(false), on_first = name_where(true);
+  first.freeze();
+  const auto start = std::chrono::steady_clock::now();
+  RunResult r = on(cluster.url(), {"--timeout", "4s", "lock", elsewhere, "--owner", "o"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(took < 4s);
+  // A name the frozen node serves stays unavailable: its owner does not answer.
+  r = on(cluster.url(), {"--timeout", "2s", "lock", on_first, "--owner", "o"});
+  CHECK(r.status == 69);
+  first.thaw();
 }
 
 TEST_CASE("cluster: inspect shows each lock of every master once") {
