@@ -13,6 +13,10 @@ constexpr Millis kRetryInterval{250};
 // A renewal gets at least this long to answer (or lease/3 if shorter), even close to the
 // stop point: a too-short timeout turns a little latency into a lost lock.
 constexpr Millis kRenewalTimeoutFloor{500};
+// Otherwise it gives up this long before the stop point, so that rlock looks at the job
+// before the guardian stops it: a job that ended while the renewal waited for a server that
+// does not answer ran under the hold all along, and keeps its own exit status.
+constexpr Millis kLookBeforeStop{100};
 
 }  // namespace
 
@@ -39,7 +43,8 @@ Watchdog::State Watchdog::tick() {
   }
   if (now < next_due_) return State::kHeld;
   Millis floor = std::min(kRenewalTimeoutFloor, hold_->lease() / 3);
-  topology_.limit_timeout(std::max(millis_until(stop_at()), std::max(floor, Millis(1))));
+  topology_.limit_timeout(
+      std::max(millis_until(stop_at()) - kLookBeforeStop, std::max(floor, Millis(1))));
   try {
     if (hold_->renew() == prim::Hold::Renewed::kHeld) {
       next_due_ = now + renew_interval();

@@ -137,6 +137,23 @@ TEST_CASE("exec: Redis unreachable until the lease deadline stops the job with 7
   }
 }
 
+// A renewal waits for a frozen server until the stop point; the job ends in the meantime,
+// before the lease deadline: it ran under the hold all along, so rlock exits with the job's
+// status and says only that the release could not be confirmed.
+TEST_CASE("exec: a job that ends while a renewal waits for a frozen server keeps its status") {
+  RedisServer redis;
+  auto job = spawn_rlock(redis, {"exec", "--lease", "6s", "--kill-after", "2s", "E", "--", "sh",
+                                 "-c", "echo started; sleep 2.5; exit 3"});
+  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("started"));
+  redis.freeze();
+  auto status = job.wait(deadline(20s));
+  redis.thaw();
+  INFO("stderr: " << job.err());
+  CHECK(status.value_or(kStillRunning) == 3);
+  CHECK(job.err().find("could not release the lock") != std::string::npos);
+  CHECK(job.err().find("lock lost") == std::string::npos);
+}
+
 TEST_CASE("exec: a lost lock sends --on-lost, then KILL after --kill-after") {
   RedisServer redis;
   // The job traps USR1 (prints a line and keeps running), so only the KILL that follows
