@@ -247,16 +247,83 @@ void Quorum::connect(const std::vector<size_t>& which, size_t needed, Deadline u
   for (size_t k = 0; k < which.size(); ++k) {
     Member& m = members_[which[k]];
     m.conn.reset();
-    m.prelude.clear();
     m.in_flight.clear();
     m.cached.clear();
     m.failure = failures[k];
-    if (!opened[k]) continue;
-    // AUTH and SELECT go in the same write as the request (see exchange): a member that
-    // accepts connections but does not answer holds up no one.
-    m.conn.emplace(std::move(*opened[k]));
-    for (auto& cmd : Connection::login_commands(m.options.endpoint))
-      m.prelude.push_back(std::make_shared<const std::vector<std::string>>(std::move(cmd)));
+    if (opened[k]) m.conn.emplace(std::move(*opened[k]));
+  }
+  log_in(which, needed, until);
+}
+
+void Quorum::log_in(const std::vector<size_t>& which, size_t needed, Deadline until) {
+  std::vector<size_t> waiting, owed(members_.size(), 0);
+  size_t done = 0;
+  for (size_t i : which) {
+    Member& m = members_[i];
+    if (!m.conn) continue;
+    auto login = Connection::login_commands(m.options.endpoint);
+    if (login.empty()) {
+      ++done;
+      continue;
+    }
+    try {
+      m.conn->send(login);
+      owed[i] = login.size();
+      waiting.push_back(i);
+    } catch (const Error& e) {
+      drop(m, e.what());
+    }
+  }
+  const Deadline start = SteadyClock::now();
+  std::optional<Deadline> others_until;
+  while (!waiting.empty()) {
+    std::vector<size_t> still;
+    for (size_t i : waiting) {
+      Member& m = members_[i];
+      try {
+        while (owed[i] > 0) {
+          ReplyPtr r = m.conn->buffered_reply("from a quorum member");
+          if (!r) break;
+          if (r->type == REDIS_REPLY_ERROR) {
+            drop(m, "refused the connection: " + std::string(r->str, r->len));
+            break;
+          }
+          --owed[i];
+        }
+      } catch (const Error& e) {
+        drop(m, e.what());
+      }
+      if (!m.conn) continue;
+      if (owed[i] == 0) {
+        ++done;
+      } else {
+        still.push_back(i);
+      }
+    }
+    waiting = std::move(still);
+    if (done >= needed && !others_until)
+      others_until = SteadyClock::now() + std::max(kOpenPatience, 2 * since(start));
+    const Deadline wake = others_until ? std::min(until, *others_until) : until;
+    if (waiting.empty()) break;
+    if (SteadyClock::now() >= wake) {
+      for (size_t i : waiting) drop(members_[i], "did not answer AUTH or SELECT in time");
+      break;
+    }
+    std::vector<pollfd> fds;
+    for (size_t i : waiting) fds.push_back({members_[i].conn->fd(), POLLIN, 0});
+    const Millis left = std::max(millis_until(wake), Millis(1));
+    if (poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30))) <
+            0 &&
+        errno != EINTR)
+      break;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      try {
+        members_[waiting[k]].conn->read_available("from a quorum member");
+      } catch (const Error& e) {
+        drop(members_[waiting[k]], e.what());
+      }
+    }
   }
 }
 
@@ -275,14 +342,9 @@ void Quorum::send_commands(Member& m, const Commands& commands) {
 }
 
 void Quorum::write(Member& m, const Commands& request, bool sourced) {
-  Commands all = std::move(m.prelude);
-  m.prelude.clear();
-  const size_t prelude = all.size();
   const Commands sent = sources_for(m, request, sourced);
-  all.insert(all.end(), sent.begin(), sent.end());
-  send_commands(m, all);
-  for (size_t k = 0; k < all.size(); ++k)
-    m.in_flight.push_back({all[k], round_, k < prelude, settle_});
+  send_commands(m, sent);
+  for (const Command& cmd : sent) m.in_flight.push_back({cmd, round_, settle_});
 }
 
 bool Quorum::settle_late(Member& m, const Sent& sent, const redisReply* r) {
@@ -415,14 +477,6 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
           Sent sent = std::move(m.in_flight.front());
           m.in_flight.pop_front();
           if (settle_late(m, sent, r.get())) continue;
-          if (sent.prelude) {
-            if (r->type == REDIS_REPLY_ERROR) {
-              drop(m, "refused the connection: " + std::string(r->str, r->len));
-              pending[i] = false;
-              break;
-            }
-            continue;
-          }
           got[i].push_back(std::move(r));
           if (got[i].size() == commands[i].size() && !sourced[i] && noscript(got[i])) {
             // A member that has not cached a script (restarted, SCRIPT FLUSH) ran nothing

@@ -100,7 +100,6 @@ class Quorum {
   struct Sent {
     Command cmd;
     unsigned long round = 0;  // the exchange it belongs to (see round_)
-    bool prelude = false;     // AUTH or SELECT of a new connection
     Millis settle{0};         // how long its reply is waited for on the way out (see drain)
   };
   struct Member {
@@ -108,16 +107,14 @@ class Quorum {
     std::optional<Connection> conn;
     std::deque<Sent> in_flight;    // in the order written
     std::string failure;           // why it did not answer the last request
-    Commands prelude;              // AUTH, SELECT not sent yet
     std::set<std::string> cached;  // SHA1s this connection's server is known to have
   };
   // Writes `commands` to m's connection in one write (no record in m.in_flight).
   static void send_commands(Member& m, const Commands& commands);
   // Closes m's connection, forgetting what it owes; `why` is its failure.
   void drop(Member& m, const std::string& why);
-  // Writes `request` to m in one write, after the AUTH and SELECT a new connection still
-  // owes (m.prelude), and records them all in m.in_flight. `sourced`: every script goes
-  // with its source (see sources_for).
+  // Writes `request` to m in one write and records it in m.in_flight. `sourced`: every
+  // script goes with its source (see sources_for).
   void write(Member& m, const Commands& request, bool sourced = false);
   // `commands` with EVAL and the script's source for each EVALSHA that needs it: all of
   // them (`all`), or, for a request whose reply is waited for only on the way out
@@ -145,11 +142,15 @@ class Quorum {
       const std::function<std::optional<Deadline>(
           const std::vector<std::optional<std::vector<ReplyPtr>>>&)>& enough,
       Retry retry);
-  // Opens a connection to each member in `which` at once (AUTH and SELECT left in
-  // m.prelude; m.failure says why one did not open by `until`). Once `needed` opened, the
-  // others get twice the slowest open seen so far (at least kOpenPatience): a member that
-  // accepts and never finishes its TLS handshake holds up no one.
+  // Opens a connection to each member in `which` at once, AUTH and SELECT included
+  // (m.failure says why one did not open by `until`). Once `needed` opened, the others get
+  // twice the slowest open seen so far (at least kOpenPatience): a member that accepts and
+  // never finishes its TLS handshake, or never answers its AUTH, holds up no one.
   void connect(const std::vector<size_t>& which, size_t needed, Deadline until);
+  // AUTH and SELECT on the members of `which` that opened, at once, answered before any
+  // request is written: a request behind a SELECT the member refuses would run in database
+  // 0, behind a refused AUTH as the default user. The same patience as connect's.
+  void log_in(const std::vector<size_t>& which, size_t needed, Deadline until);
   static constexpr Millis kOpenPatience{50};
   // EVALSHA of `script` (a member that answers NOSCRIPT gets the request again with
   // sources_for: one more round trip, once per script and server start).

@@ -375,8 +375,13 @@ bool Topology::send_cleanup(const Script& script, const std::vector<std::string>
     commands.push_back(ep.user.empty() ? std::vector<std::string>{"AUTH", ep.password}
                                        : std::vector<std::string>{"AUTH", ep.user, ep.password});
   }
-  if (ep.db != 0) commands.push_back({"SELECT", std::to_string(ep.db)});
-  std::vector<std::string> eval = {"EVAL", script.source, std::to_string(keys.size())};
+  // The database is chosen inside the script: a SELECT the server refuses in the same
+  // write would leave the script to run in database 0, while one inside it ends the script
+  // before it writes anything.
+  std::string source = ep.db == 0 ? std::string(script.source)
+                                  : "redis.call('SELECT', '" + std::to_string(ep.db) + "')\n" +
+                                        std::string(script.source);
+  std::vector<std::string> eval = {"EVAL", std::move(source), std::to_string(keys.size())};
   eval.insert(eval.end(), keys.begin(), keys.end());
   eval.insert(eval.end(), args.begin(), args.end());
   commands.push_back(std::move(eval));

@@ -107,6 +107,14 @@ TEST_CASE("connection: password from URL, RLOCK_PASSWORD, --password-file; ACL u
   }
   CHECK(redis.cmd_int({"EXISTS", lock_key("db3")}, 3) == 1);
   CHECK(redis.cmd_int({"EXISTS", lock_key("db3")}, 0) == 0);
+  // A database the server refuses: 69, and nothing in database 0 (not even the clean-up's
+  // record of the request given up).
+  const long long in_db0 = redis.cmd_int({"DBSIZE"}, 0);
+  r = lock_as("db16", {"--url", with_port("redis://", redis.port(), "/16")},
+              {{"RLOCK_PASSWORD", "s3cret"}});
+  CHECK(r.status == 69);
+  CHECK(r.err.find("DB index is out of range") != std::string::npos);
+  CHECK(redis.cmd_int({"DBSIZE"}, 0) == in_db0);
 
   // A password file must be private to its owner.
   const std::string pw_file = dir / "password";

@@ -662,6 +662,18 @@ TEST_CASE("quorum: members with a password: from the URL or RLOCK_PASSWORD; a wr
   CHECK(r.err.find("wrong") == std::string::npos);  // no password in a message
 }
 
+// AUTH and SELECT are answered before a request goes out: a request behind a SELECT that
+// every member refuses would run in database 0.
+TEST_CASE("quorum: a database the members refuse is 69 and writes nothing to database 0") {
+  Members q;
+  auto r = rlock_raw({"--url", q.url() + "/16", "lock", "D", "--owner", "a", "--lease", "50s"}, {});
+  INFO(r.err);
+  CHECK(r.status == 69);
+  CHECK(one_line(r.err));
+  CHECK(r.err.find("DB index is out of range") != std::string::npos);
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"DBSIZE"}) == 0);
+}
+
 // `owner` holds `name` on every member (rlock returns at a majority: a late member's grant,
 // if it ran after a test's DEL, would put its hold back).
 void hold_everywhere(const Members& q, const std::string& name, const std::string& owner) {
