@@ -253,8 +253,12 @@ WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,
     w.give_up();
     return WaitOutcome::kInterrupted;
   } catch (const Error& e) {
-    // Whatever the request may have taken or been granted must not outlive it.
-    if (transient(e)) w.give_up();
+    // Whatever the request may have taken or been granted must not outlive it: after a
+    // lost connection, or on a quorum a refusal that only some members made (the others may
+    // have granted it). Elsewhere a refusal changed nothing, and a usage error was found
+    // before anything was sent.
+    if (transient(e) || (!topology.quorum_members().empty() && e.exit_code() != kExitUsage))
+      w.give_up();
     throw;
   }
 }

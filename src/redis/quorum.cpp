@@ -118,7 +118,7 @@ std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies,
 }
 
 struct Tally {
-  size_t answered = 0, counting = 0, yes = 0, yes_counting = 0;
+  size_t answered = 0, counting = 0, yes = 0, yes_counting = 0, errors_counting = 0;
   const redisReply* error = nullptr;
 };
 
@@ -131,6 +131,7 @@ Tally tally(const std::vector<Answer>& answers) {
     if (a.yes) ++t.yes;
     if (a.yes && a.counts) ++t.yes_counting;
     if (is_error(a.main) && !t.error) t.error = a.main;
+    if (is_error(a.main) && a.counts) ++t.errors_counting;
   }
   return t;
 }
@@ -764,7 +765,13 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
         }
       }
       if (t.counting < need) throw unavailable("fewer than a majority" + of_n + " answered");
-      if (t.error && t.yes == 0) throw ReplyError(std::string(t.error->str, t.error->len));
+      // An error from so many counting members that no majority can grant decides, even
+      // beside grants: a request inside an exec that holds the lock is refused as waiting
+      // for itself (SELF) by every member with the outer hold, and a member without it
+      // (down when the hold was taken) grants. Retried, it would be split for ever. What
+      // was granted is given back by the request's id (see prim::wait_for).
+      if (t.error && (t.yes == 0 || t.errors_counting > n - need))
+        throw ReplyError(std::string(t.error->str, t.error->len));
       size_t busy = first([](const Answer& a) {
         return !a.yes && a.main->type == REDIS_REPLY_ARRAY && a.main->elements >= 7;
       });
@@ -803,9 +810,19 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
     case QuorumRule::Kind::kRelease: {
       if (t.yes >= need) return Reply(take(replies, first([](const Answer& a) { return a.yes; })));
       if (t.answered < need) throw unavailable("fewer than a majority" + of_n + " answered");
-      size_t other = first([](const Answer& a) { return !a.yes && !is_error(a.main); });
+      auto not_held = [](const Answer& a) { return !a.yes && !is_error(a.main); };
+      const size_t other = first(not_held);
       if (other == n) throw ReplyError(std::string(t.error->str, t.error->len));
-      return Reply(take(replies, other));
+      // "Not held" only from a majority: a hold on a bare majority, released by one of it
+      // while the other does not answer, is neither released nor free as far as anyone
+      // can tell (the unanswered member may still hold it, or release it when it runs the
+      // request).
+      if (static_cast<size_t>(std::count_if(answers.begin(), answers.end(), [&](const Answer& a) {
+            return a.main && not_held(a);
+          })) >= need)
+        return Reply(take(replies, other));
+      throw unavailable("fewer than a majority" + of_n +
+                        " released the lock or said it is not held");
     }
     case QuorumRule::Kind::kUnion: {
       if (t.answered < need) throw unavailable("fewer than a majority" + of_n + " answered");

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 
 #include "harness.hpp"
@@ -533,6 +535,52 @@ TEST_CASE("quorum: two execs sharing an owner never run together, a member froze
     CHECK(first.wait(deadline(10s)).has_value());
     if (frozen) q.servers[2].thaw();
   }
+}
+
+// Member 2 lost the outer hold (a DEL: data lost on a minority): it grants the nested
+// request, which the other two refuse as waiting for itself. Refused (65) at once, not
+// split and tried again until --wait runs out, and member 2's grant is given back.
+TEST_CASE("quorum: a nested exec is refused at once while a member lacks the outer hold") {
+  Members q;
+  q.cache_lock_scripts();
+  TempDir dir;
+  const std::string go = dir / "go";
+  const std::string inner = rlock_binary() + " --url " + q.url() + " exec --wait 20s N -- true";
+  Spawned outer(std::vector<std::string>{
+      rlock_binary(), "--url", q.url(), "exec", "--owner", "outer", "N", "--", "sh", "-c",
+      "echo started; while [ ! -e " + go + " ]; do sleep 0.05; done; " + inner +
+          "; echo \"inner $?\""});
+  REQUIRE(outer.read_line(deadline(10s)) == std::optional<std::string>("started"));
+  REQUIRE(poll_until([&] { return q.holding("N", "outer") == 3; }, 5s));
+  q.servers[2].cmd({"DEL", lock_key("N")});
+  std::ofstream(go).put('\n');
+  const auto asked = Clock::now();
+  auto line = outer.read_line(deadline(30s));
+  const auto answered = Clock::now();
+  INFO("stderr: " << outer.err());
+  CHECK(line == std::optional<std::string>("inner 65"));
+  CHECK(ms_between(asked, answered) < 5000);
+  CHECK(q.servers[2].cmd_int({"EXISTS", lock_key("N")}) == 0);
+  CHECK(outer.wait(deadline(10s)).value_or(kStillRunning) == 0);
+}
+
+// A hold on a bare majority (member 0 lost it) whose other holder is frozen: the release
+// on member 2 and member 0's "not held" decide nothing, so unlock says it could not tell
+// (69), not that the lock was not held (75); member 1 releases once it runs again.
+TEST_CASE("quorum: an unlock that a holding member does not answer is 69, not 'not held'") {
+  Members q;
+  REQUIRE(on(q, {"lock", "L", "--owner", "o", "--lease", "60s"}).status == 0);
+  REQUIRE(poll_until([&] { return q.holding("L", "o") == 3; }, 5s));
+  q.servers[0].cmd({"DEL", lock_key("L")});
+  q.servers[1].freeze();
+  auto r = on(q, {"--timeout", "2s", "unlock", "L", "--owner", "o"});
+  q.servers[1].thaw();
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 69);
+  CHECK(one_line(r.err));
+  CHECK(r.err.find("fewer than a majority of the 3 quorum members released the lock or said it "
+                   "is not held") != std::string::npos);
+  CHECK(poll_until([&] { return q.holding("L", "o") == 0; }, 5s));
 }
 
 TEST_CASE("quorum: exec stops its job (76) when two of three members stop answering") {
