@@ -317,13 +317,17 @@ void Quorum::log_in(const std::vector<size_t>& which, size_t needed, Deadline un
             0 &&
         errno != EINTR)
       break;
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (!fds[k].revents) continue;
-      try {
-        members_[waiting[k]].conn->read_available("from a quorum member");
-      } catch (const Error& e) {
-        drop(members_[waiting[k]], e.what());
-      }
+    read_ready(fds, waiting);
+  }
+}
+
+void Quorum::read_ready(const std::vector<pollfd>& fds, const std::vector<size_t>& which) {
+  for (size_t k = 0; k < fds.size(); ++k) {
+    if (!fds[k].revents) continue;
+    try {
+      members_[which[k]].conn->read_available("from a quorum member");
+    } catch (const Error& e) {
+      drop(members_[which[k]], e.what());
     }
   }
 }
@@ -403,14 +407,7 @@ void Quorum::drain() noexcept {
     const Millis left = millis_until(start + std::min(timeout_, longest));
     if (fds.empty() || left.count() <= 0) return;
     if (poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0 && errno != EINTR) return;
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (!fds[k].revents) continue;
-      try {
-        members_[which[k]].conn->read_available("from a quorum member");
-      } catch (const Error& e) {
-        drop(members_[which[k]], e.what());
-      }
-    }
+    read_ready(fds, which);
   }
 }
 

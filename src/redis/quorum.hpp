@@ -1,5 +1,7 @@
 #pragma once
 
+#include <poll.h>
+
 #include <deque>
 #include <map>
 #include <memory>
@@ -113,6 +115,9 @@ class Quorum {
   static void send_commands(Member& m, const Commands& commands);
   // Closes m's connection, forgetting what it owes; `why` is its failure.
   void drop(Member& m, const std::string& why);
+  // Reads what each member of `which` whose pollfd in `fds` (the same order) is ready has
+  // sent; a member whose connection failed is dropped.
+  void read_ready(const std::vector<pollfd>& fds, const std::vector<size_t>& which);
   // Writes `request` to m in one write and records it in m.in_flight. `sourced`: every
   // script goes with its source (see sources_for).
   void write(Member& m, const Commands& request, bool sourced = false);
