@@ -43,6 +43,14 @@ class SentinelResolver {
   // UnavailableError when no sentinel answers.
   Endpoint named_master();
 
+  // The connect and command timeouts of the questions and connections from now on (its
+  // endpoint is ignored): a renewal near its stop point has less time than the request
+  // that made this resolver.
+  void set_timeouts(const ConnectOptions& options) {
+    options_.connect_timeout = options.connect_timeout;
+    options_.command_timeout = options.command_timeout;
+  }
+
   // The master's address as the last successful pass found it (for messages).
   const Endpoint& master() const { return master_; }
   const Target& target() const { return target_; }

@@ -36,7 +36,11 @@ bool SentinelRouter::still_serves(const Endpoint& server) {
 Connection& SentinelRouter::connection_for(std::string_view, const ConnectOptions& options) {
   if (conn_ && !conn_->broken() && still_master()) return *conn_;
   conn_.reset();
-  if (!resolver_) resolver_.emplace(target_, options);
+  if (resolver_) {
+    resolver_->set_timeouts(options);
+  } else {
+    resolver_.emplace(target_, options);
+  }
   // A failover takes the sentinels about a second to agree on: keep asking that long.
   conn_.emplace(resolver_->connect_master(SteadyClock::now() + options.command_timeout));
   conn_->set_timeout(options.command_timeout);
