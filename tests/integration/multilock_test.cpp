@@ -269,6 +269,32 @@ TEST_CASE("multilock: an earlier lock lost during the later wait is taken again 
   }
 }
 
+TEST_CASE("multilock: a waiter stopped past the earlier lock's lease takes it again first") {
+  // SIGSTOP while it waits for b: a's lease runs out and carol takes a; b comes free while
+  // the waiter is stopped. Continued, it must not report a: it queues for a again.
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "b", "--owner", kBob}).status == 0);
+  auto waiter =
+      spawn_rlock(redis, {"lock", "--wait", "30s", "--lease", "2s", "--owner", kAlice, "a", "b"});
+  REQUIRE(queued_on(redis, "b", 1));
+  REQUIRE(held(redis, "a"));
+  waiter.kill(SIGSTOP);
+  REQUIRE(poll_until([&] { return !held(redis, "a"); }, 10s));
+  REQUIRE(rlock(redis, {"lock", "a", "--owner", "carol"}).status == 0);
+  REQUIRE(rlock(redis, {"unlock", "b", "--owner", kBob}).status == 0);
+  waiter.kill(SIGCONT);
+
+  REQUIRE(queued_on(redis, "a", 1));
+  CHECK(waiter.running());
+  CHECK(waiter.out().empty());
+  CHECK(hash_of(redis, lock_key("a")) == json::object({{"carol", "1"}}));
+  REQUIRE(rlock(redis, {"unlock", "a", "--owner", "carol"}).status == 0);
+  CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  INFO("stderr: " << waiter.err());
+  CHECK(hash_of(redis, lock_key("a")) == json::object({{kAlice, "1"}}));
+  CHECK(hash_of(redis, lock_key("b")) == json::object({{kAlice, "1"}}));
+}
+
 TEST_CASE("multilock: a stop signal while waiting for the later lock gives back the earlier") {
   RedisServer redis;
   REQUIRE(rlock(redis, {"lock", "b", "--owner", kBob}).status == 0);
