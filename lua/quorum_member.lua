@@ -14,6 +14,23 @@
 -- ARGV[1] the lease this request asks for (ms)
 -- Reply: {uptime_ms, first_write_ms, longest_lease_ms, now_ms}: the longest lease as it was
 -- before this request (the longest a hold granted so far can have).
+-- Every command below, checked against the caller's ACL first (Redis 7), so that a refusal
+-- comes before this check writes and names what to grant (rlock(1), ACL): these keys are
+-- outside every prefix, and INFO is not among the rights a single server needs.
+local acl = redis.acl_check_cmd
+if acl then
+  local needs = {{'TIME'}, {'INFO', 'server'}}
+  for i = 1, 3 do
+    table.insert(needs, {'GET', KEYS[i]})
+    table.insert(needs, {'SET', KEYS[i], '0'})
+  end
+  for _, argv in ipairs(needs) do
+    if not acl(unpack(argv)) then
+      local on = argv[1] == 'INFO' and '' or (argv[2] and ' on ' .. argv[2] or '')
+      return redis.error_reply('NOPERM rlock needs ' .. argv[1] .. on .. ' for the quorum restart rule')
+    end
+  end
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- (GETs, not an MGET: the rights rlock(1) documents have no MGET.)

@@ -69,6 +69,7 @@ struct Answer {
   bool counts = false;               // answered, and its data is not younger than a lease
   bool yes = false;                  // granted, renewed, released (see QuorumRule)
   long long longest_lease = 0;       // quorum_member.lua's, 0 without the check
+  bool check_refused = false;        // `main` is the check's ACL refusal
 };
 
 bool votes_yes(const QuorumRule& rule, const redisReply* r) {
@@ -108,6 +109,13 @@ std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies,
     out[i].counts = true;
     if (checked) {
       const redisReply* c = replies[i]->front().get();
+      // An ACL refusal of the check is the member's answer: a user without the rights the
+      // quorum's keys need is a configuration to fix (exit 77), not a young member.
+      if (is_error(c) && std::string_view(c->str, c->len).rfind("NOPERM", 0) == 0) {
+        out[i].main = c;
+        out[i].check_refused = true;
+        continue;
+      }
       MemberAge age{int_at(c, 0), int_at(c, 1), int_at(c, 2), int_at(c, 3)};
       if (is_error(c) || not_counted_for(age, longest, first_use).count() > 0)
         out[i].counts = false;
@@ -120,6 +128,7 @@ std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies,
 struct Tally {
   size_t answered = 0, counting = 0, yes = 0, yes_counting = 0, errors_counting = 0;
   const redisReply* error = nullptr;
+  bool error_in_check = false;
 };
 
 Tally tally(const std::vector<Answer>& answers) {
@@ -130,10 +139,23 @@ Tally tally(const std::vector<Answer>& answers) {
     if (a.counts) ++t.counting;
     if (a.yes) ++t.yes;
     if (a.yes && a.counts) ++t.yes_counting;
-    if (is_error(a.main) && !t.error) t.error = a.main;
+    if (is_error(a.main) && !t.error) {
+      t.error = a.main;
+      t.error_in_check = a.check_refused;
+    }
     if (is_error(a.main) && a.counts) ++t.errors_counting;
   }
   return t;
+}
+
+// The error that decides, as rlock reports it. Redis refuses a script whose declared keys
+// the ACL user may not touch before it runs: from the member check, those are the restart
+// rule's keys, which no --prefix moves.
+std::string error_line(const Tally& t) {
+  std::string line(t.error->str, t.error->len);
+  if (t.error_in_check && line.find("rlock needs") == std::string::npos)
+    line += " (the quorum's own keys rlock:quorum:*, the same whatever --prefix)";
+  return line;
 }
 
 bool is_noscript(const redisReply* r) {
@@ -767,8 +789,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       // for itself (SELF) by every member with the outer hold, and a member without it
       // (down when the hold was taken) grants. Retried, it would be split for ever. What
       // was granted is given back by the request's id (see prim::wait_for).
-      if (t.error && (t.yes == 0 || t.errors_counting > n - need))
-        throw ReplyError(std::string(t.error->str, t.error->len));
+      if (t.error && (t.yes == 0 || t.errors_counting > n - need)) throw ReplyError(error_line(t));
       size_t busy = first([](const Answer& a) {
         return !a.yes && a.main->type == REDIS_REPLY_ARRAY && a.main->elements >= 7;
       });
@@ -800,7 +821,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
           r->integer = 0;
           return Reply(std::move(r));
         }
-        throw ReplyError(std::string(t.error->str, t.error->len));
+        throw ReplyError(error_line(t));
       }
       throw unavailable("fewer than a majority" + of_n + " renewed the hold or said it is gone");
     }
@@ -809,7 +830,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       if (t.answered < need) throw unavailable("fewer than a majority" + of_n + " answered");
       auto not_held = [](const Answer& a) { return !a.yes && !is_error(a.main); };
       const size_t other = first(not_held);
-      if (other == n) throw ReplyError(std::string(t.error->str, t.error->len));
+      if (other == n) throw ReplyError(error_line(t));
       // "Not held" only from a majority: a hold on a bare majority, released by one of it
       // while the other does not answer, is neither released nor free as far as anyone
       // can tell (the unanswered member may still hold it, or release it when it runs the
@@ -823,7 +844,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
     }
     case QuorumRule::Kind::kUnion: {
       if (t.answered < need) throw unavailable("fewer than a majority" + of_n + " answered");
-      if (t.error) throw ReplyError(std::string(t.error->str, t.error->len));
+      if (t.error) throw ReplyError(error_line(t));
       size_t longest = first([](const Answer&) { return true; });
       for (size_t i = 0; i < n; ++i) {
         if (answers[i].main && answers[i].main->elements > answers[longest].main->elements)

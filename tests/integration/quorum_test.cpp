@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 
+#include "documented_acl.hpp"
 #include "harness.hpp"
 #include "redis/script.hpp"
 
@@ -722,6 +724,50 @@ TEST_CASE("quorum: a database the members refuse is 69 and writes nothing to dat
   CHECK(one_line(r.err));
   CHECK(r.err.find("DB index is out of range") != std::string::npos);
   for (const auto& s : q.servers) CHECK(s.cmd_int({"DBSIZE"}) == 0);
+}
+
+// The restart rule's keys (rlock:quorum:*, outside every prefix) and INFO are what a quorum
+// needs beyond rlock(1)'s ACL: without them a lock is refused as the ACL's doing (77, the
+// right named), not as members too young to count, and no member keeps a grant.
+TEST_CASE("quorum: an ACL user without the restart rule's rights is 77 naming the right") {
+  Members q;
+  auto set_user = [&](const std::string& rules) {
+    std::istringstream words(rules);
+    std::vector<std::string> cmd = {"ACL", "SETUSER"};
+    for (std::string w; words >> w;) cmd.push_back(w);
+    for (const auto& s : q.servers) s.cmd(cmd);
+  };
+  const std::string documented = documented_acl_user().substr(std::string("user ").size());
+  std::string url = q.url();
+  url.replace(0, std::string("redis-quorum://").size(), "redis-quorum://rl:rlpw@");
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--url", url});
+    return rlock_raw(args, {});
+  };
+  auto refused = [&](const RunResult& r, const std::string& right, const std::string& name) {
+    INFO("stdout: " << r.out << " stderr: " << r.err);
+    CHECK(r.status == 77);
+    CHECK(one_line(r.err));
+    CHECK(r.err.find("NOPERM " + right) != std::string::npos);
+    CHECK(q.holding(name, "a") == 0);
+  };
+  q.cache_lock_scripts();  // a late member's grant would come after the check below
+
+  set_user(documented);  // no +info
+  refused(run({"lock", "A", "--owner", "a"}), "rlock needs INFO", "A");
+  refused(run({"exec", "--owner", "a", "A", "--", "true"}), "rlock needs INFO", "A");
+
+  set_user("rl +info resetkeys ~app:* resetchannels &app:*");  // another prefix only
+  auto r = run({"--prefix", "app:", "lock", "A", "--owner", "a"});
+  refused(r, "", "A");  // Redis's own refusal of the script's keys, named by rlock
+  CHECK(r.err.find("rlock:quorum:*") != std::string::npos);
+
+  set_user("rl ~rlock:quorum:*");
+  r = run({"--prefix", "app:", "lock", "A", "--owner", "a"});
+  INFO(r.err);
+  CHECK(r.status == 0);
+  for (const auto& s : q.servers) CHECK(s.cmd_int({"DBSIZE"}) > 0);
+  CHECK(run({"--prefix", "app:", "unlock", "A", "--owner", "a"}).status == 0);
 }
 
 // `owner` holds `name` on every member (rlock returns at a majority: a late member's grant,
