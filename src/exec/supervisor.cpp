@@ -100,7 +100,10 @@ class Run {
       case Guardian::News::kNone:
         return;
       case Guardian::News::kStopping:
-        if (!lost_) {
+        // Renewals that failed say why none reached it; rlock was not the slow one then.
+        if (!lost_ && !watchdog_.last_error().empty()) {
+          lose("lock lost: " + watchdog_.unreachable_reason(), false);
+        } else if (!lost_) {
           lose(
               "lock lost: the guardian began stopping the job, as no renewal reached it "
               "before the job's stop point (rlock was stopped, paused or too slow)",

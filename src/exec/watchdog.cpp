@@ -38,7 +38,7 @@ Watchdog::State Watchdog::tick() {
     lost_reason_ = last_error_.empty()
                        ? "no renewal was confirmed before the job had to be stopped (rlock was "
                          "paused, stopped or suspended)"
-                       : "redis stayed unreachable until the job had to be stopped: " + last_error_;
+                       : unreachable_reason();
     return State::kLost;
   }
   if (now < next_due_) return State::kHeld;
@@ -56,7 +56,7 @@ Watchdog::State Watchdog::tick() {
   } catch (const Error& e) {
     last_error_ = e.what();
     if (SteadyClock::now() >= stop_at()) {
-      lost_reason_ = "redis stayed unreachable until the job had to be stopped: " + last_error_;
+      lost_reason_ = unreachable_reason();
       return State::kLost;
     }
     lost_reason_ = e.what();

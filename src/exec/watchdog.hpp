@@ -45,6 +45,12 @@ class Watchdog {
   bool confirm();
   // Why the hold was lost, for the one-line message.
   const std::string& lost_reason() const { return lost_reason_; }
+  // Why the last renewal failed ("" once one succeeds).
+  const std::string& last_error() const { return last_error_; }
+  // The line for a hold lost to renewals that failed up to the stop point.
+  std::string unreachable_reason() const {
+    return "redis stayed unreachable until the job had to be stopped: " + last_error_;
+  }
 
   // Tells the hold how the job ended, before release() (see prim::Hold::job_ended).
   void job_ended(int exit_code) { hold_->job_ended(exit_code); }

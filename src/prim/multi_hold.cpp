@@ -23,6 +23,7 @@ Hold::Renewed MultiHold::renew() {
   // deadlines move on, and the earliest one says how long the whole is certainly ours.
   std::exception_ptr unanswered;
   for (auto& m : members_) {
+    m.unanswered = false;
     try {
       if (m.hold->renew() == Renewed::kLost) {
         lost_ = &m;
@@ -30,8 +31,11 @@ Hold::Renewed MultiHold::renew() {
         update_deadline();
         return Renewed::kLost;
       }
-    } catch (const Error&) {
-      if (!unanswered) unanswered = std::current_exception();
+    } catch (const Error& e) {
+      m.unanswered = true;
+      if (!unanswered)
+        unanswered =
+            std::make_exception_ptr(Error(e.exit_code(), "lock '" + m.name + "': " + e.what()));
     }
   }
   update_deadline();
@@ -59,9 +63,8 @@ Hold::Released MultiHold::release(Millis keep) {
 }
 
 void MultiHold::give_back_rest() noexcept {
-  if (!lost_) return;
   for (auto m = members_.rbegin(); m != members_.rend(); ++m) {
-    if (&*m == lost_) continue;
+    if (&*m == lost_ || (!lost_ && m->unanswered)) continue;
     try {
       m->hold->release(Millis(0));
     } catch (const std::exception&) {  // it expires with its lease

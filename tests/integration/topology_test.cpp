@@ -3,7 +3,9 @@
 // pub/sub, inspect over every master, a Sentinel failover under an exec and its waiter.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -123,6 +125,41 @@ TEST_CASE("cluster: a frozen first seed hands over to the next one") {
   r = on(cluster.url(), {"--timeout", "2s", "lock", on_first, "--owner", "o"});
   CHECK(r.status == 69);
   first.thaw();
+}
+
+TEST_CASE("cluster: exec of three names, one master frozen: 76 naming it, the others given back") {
+  // The frozen master's lock expires with its lease; the two on masters that answer are
+  // released once the job is dead, not left blocking the next job for a whole lease.
+  ClusterSetup cluster({.masters = 3, .replicas_per_master = 0});
+  for (size_t i = 0; i < cluster.size(); ++i)
+    cluster.node(i).cmd({"CONFIG", "SET", "cluster-require-full-coverage", "no"});
+  std::vector<std::string> names;  // one on each master, in sorted (taking) order
+  std::set<int> used;
+  for (int i = 0; names.size() < 3; ++i) {
+    std::string n = "m" + std::to_string(i);
+    if (used.insert(cluster.slot_owner_ports()[redis::key_slot(lock_key(n))]).second)
+      names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  std::map<std::string, RedisServer*> owners;  // asked before a node is frozen
+  for (const auto& n : names)
+    owners[n] = &cluster.node_on_port(cluster.slot_owner_ports()[redis::key_slot(lock_key(n))]);
+  auto owner = [&](const std::string& n) -> RedisServer& { return *owners.at(n); };
+  auto job = spawn_on(cluster.url(), {"exec", "--lease", "6s", names[0], names[1], names[2], "--",
+                                      "sh", "-c", "echo $$; exec sleep 60"});
+  auto line = job.read_line(deadline(10s));
+  REQUIRE(line.has_value());
+  PidGuard child(static_cast<pid_t>(std::stol(*line)));
+  owner(names[1]).freeze();
+  auto status = job.wait(deadline(20s));
+  INFO("stderr: " << job.err());
+  CHECK(status.value_or(kStillRunning) == 76);
+  CHECK(child.wait_gone(2s));
+  CHECK(job.err().find("redis stayed unreachable") != std::string::npos);
+  CHECK(job.err().find("lock '" + names[1] + "'") != std::string::npos);
+  CHECK(owner(names[0]).cmd_int({"EXISTS", lock_key(names[0])}) == 0);
+  CHECK(owner(names[2]).cmd_int({"EXISTS", lock_key(names[2])}) == 0);
+  owner(names[1]).thaw();
 }
 
 TEST_CASE("cluster: inspect shows each lock of every master once") {
