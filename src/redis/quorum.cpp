@@ -438,6 +438,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     const std::function<std::optional<Deadline>(const Answers&)>& enough, Retry retry) {
   const size_t n = members_.size();
   ++round_;
+  sent_at_.assign(n, SteadyClock::now());
   std::optional<Deadline> decide_by;  // enough's: when to stop waiting for the others
   bool noscript_seen = false;
   Answers out(n);
@@ -456,6 +457,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     resend_at[i] = last ? until : SteadyClock::now() + std::max(left / 2, Millis(1));
     m.conn->set_timeout(left);
     got[i].clear();
+    sent_at_[i] = SteadyClock::now();
     write(m, commands[i], sourced[i]);
     pending[i] = true;
   };
@@ -638,6 +640,12 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
   }
 }
 
+long long Quorum::sent_late(size_t i, Deadline start) const {
+  // A lease the member reported when it ran a repeat began at the latest when that repeat
+  // was sent: counted from `start`, that much more of it is left.
+  return std::max<long long>(std::chrono::duration_cast<Millis>(sent_at_[i] - start).count(), 0);
+}
+
 Reply Quorum::run(const Script& script, const std::vector<std::string_view>& keys,
                   const std::vector<std::string_view>& args, Deadline until, Retry retry) {
   const QuorumRule* rule = find_quorum_rule(script.quorum);
@@ -749,9 +757,10 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   switch (rule->kind) {
     case QuorumRule::Kind::kGrant: {
       // The lease in force is what a majority has at least (a re-entry keeps a longer one).
-      std::vector<long long> pttls;
-      for (const Answer& a : answers) {
-        if (a.yes && a.counts) pttls.push_back(int_at(a.main, 3));
+      std::vector<long long> pttls;  // as left at `start`
+      for (size_t i = 0; i < n; ++i) {
+        const Answer& a = answers[i];
+        if (a.yes && a.counts) pttls.push_back(int_at(a.main, 3) + sent_late(i, start));
       }
       std::sort(pttls.rbegin(), pttls.rend());
       const long long in_force = pttls.size() >= need ? pttls[need - 1] : 0;
@@ -802,9 +811,10 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       return Reply(std::move(r));
     }
     case QuorumRule::Kind::kRenew: {
-      std::vector<long long> left;
-      for (const Answer& a : answers) {
-        if (a.yes && a.counts) left.push_back(a.main->integer);
+      std::vector<long long> left;  // as left at `start`
+      for (size_t i = 0; i < n; ++i) {
+        const Answer& a = answers[i];
+        if (a.yes && a.counts) left.push_back(a.main->integer + sent_late(i, start));
       }
       std::sort(left.rbegin(), left.rend());
       if (left.size() >= need) {

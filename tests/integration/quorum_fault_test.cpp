@@ -142,6 +142,26 @@ TEST_CASE("quorum lost reply: replies stuck in dead flows to a majority are aske
   CHECK(q.counts("D", "a") == kNowhere);
 }
 
+// A member that ran the first try reports, to the repeat, the lease left then: counted from
+// the repeat's send, not again from the first one (that made a 3 s lease asked again at
+// 1.5 s look expired: "busy", 75, for a lock nobody else held).
+TEST_CASE("quorum lost reply: a grant repeated after half of --timeout keeps its validity") {
+  LossyQuorum q;
+  warm_up(q);
+  q.lose("{V}", Loss::kStalledReply, {0, 1, 2});
+  auto r = on(q, {"--timeout", "3s", "lock", "V", "--owner", "a", "--lease", "3s"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.status == 0);
+  const json out = parse_json(r.out);
+  CHECK(out.at("acquired") == true);
+  CHECK(q.counts("V", "a") == kOnce);
+  // Taken by the first try, at the start: the lease in force is counted from there, and the
+  // validity is what is left of it after the repeat (1.5 s later) and the drift.
+  CHECK(out.at("lease_ms").get<long long>() >= 2900);
+  CHECK(out.at("validity_ms").get<long long>() >= 1000);
+  CHECK(out.at("validity_ms").get<long long>() <= 1500);
+}
+
 TEST_CASE("quorum lost reply: exec's renewal lost on a majority is sent again; the job goes on") {
   LossyQuorum q;
   warm_up(q);
