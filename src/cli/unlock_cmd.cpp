@@ -54,27 +54,31 @@ int unlock_several(const UnlockFlags& f, const std::string& owner, const Console
   auto mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
   Json each = Json::array();
   std::vector<std::string> refused, unlocked;
+  int code = kExitNotNow;  // a name that failed (not merely not held) decides: its error's
+  bool failed = false;
   for (const auto& name : f.names) {
     prim::Lock lock(topology, *layout, name);
-    if (f.force) {
-      each.push_back(force_unlock(lock));
-      continue;
-    }
     std::string why;
-    Json one = unlock_one(lock, owner, mode, why);
-    if (why.empty()) {
-      each.push_back(std::move(one));
-      unlocked.push_back(name);
-    } else {
-      refused.push_back(std::move(why));
+    try {
+      Json one = f.force ? force_unlock(lock) : unlock_one(lock, owner, mode, why);
+      if (why.empty()) {
+        each.push_back(std::move(one));
+        unlocked.push_back(name);
+      }
+    } catch (const Error& e) {
+      // The names before it may have been unlocked already: they are reported all the same.
+      why = "lock '" + name + "': " + e.what();
+      if (!failed) code = e.exit_code();
+      failed = true;
     }
+    if (!why.empty()) refused.push_back(std::move(why));
   }
   console.result({{"locks", each}});
   if (refused.empty()) return 0;
   std::string line;
   for (const auto& r : refused) line += (line.empty() ? "" : "; ") + r;
   if (!unlocked.empty()) line += " (unlocked all the same: " + quoted_names(unlocked) + ")";
-  throw Error(kExitNotNow, line);
+  throw Error(code, line);
 }
 
 }  // namespace
@@ -95,7 +99,8 @@ Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_
 reached 0. By a non-holder it changes nothing, names the holder and exits 75.
 --force prints {"name","forced":true,"holders"} with whoever held it.
 Several NAMEs: each is unlocked (or forced) on its own, and it prints {"locks":[...]} with
-the object of each one unlocked; one not unlocked is named on stderr (75).
+the object of each one unlocked; one not unlocked is named on stderr (75, or the exit
+code of its error: 65 for a key of another type, 69 when its server did not answer).
 
 Examples:
   rlock unlock deploy-prod --owner ci-42

@@ -121,6 +121,31 @@ TEST_CASE("multilock: a key of another type fails the request and leaves nothing
   CHECK_FALSE(held(redis, "a"));
 }
 
+TEST_CASE("multilock: unlock of a held name beside a key of another type reports the release") {
+  // Each name is unlocked on its own: the one that fails does not hide, or stop, the others.
+  RedisServer redis;
+  redis.cmd({"SET", lock_key("b"), "not a lock"});
+  const std::vector<std::vector<std::string>> forms = {
+      {"unlock", "a", "b", "--owner", kAlice},
+      {"unlock", "b", "a", "--owner", kAlice},
+      {"unlock", "--force", "b", "a"},
+  };
+  for (const auto& form : forms) {
+    CAPTURE(form);
+    REQUIRE(rlock(redis, {"lock", "a", "--owner", kAlice}).status == 0);
+    auto r = rlock(redis, form);
+    INFO("stdout: " << r.out << " stderr: " << r.err);
+    CHECK(r.status == 65);
+    CHECK(line_count(r.err) == 1);
+    CHECK(r.err.find("lock 'b'") != std::string::npos);
+    CHECK(r.err.find("(unlocked all the same: 'a')") != std::string::npos);
+    const json locks = parse_json(r.out).at("locks");
+    REQUIRE(locks.size() == 1);
+    CHECK(locks[0].at("name") == "a");
+    CHECK_FALSE(held(redis, "a"));
+  }
+}
+
 TEST_CASE("multilock: the job gets the first name's fence as before and every fence") {
   RedisServer redis;
   REQUIRE(rlock(redis, {"lock", "a", "--owner", kAlice}).status == 0);  // a's fence moves on
