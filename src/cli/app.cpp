@@ -272,9 +272,10 @@ int run(int argc, char** argv) {
   app.footer(
       "Durations: 250ms, 30s, 5m, 2h, 1d, compounds such as 1h30m, a bare number of seconds;\n"
       "at most 36500d. --wait inf waits forever.\n\n"
-      "TLS: rediss://, rediss-sentinel:// and rediss-cluster:// URLs verify the server's\n"
-      "certificate and name; the --tls-* options are also RLOCK_TLS_CA_CERT, RLOCK_TLS_CA_DIR,\n"
-      "RLOCK_TLS_CERT, RLOCK_TLS_KEY, RLOCK_TLS_INSECURE and the config file's tls_* keys.\n\n"
+      "TLS: rediss://, rediss-sentinel://, rediss-cluster:// and rediss-quorum:// URLs verify\n"
+      "the server's certificate and name; the --tls-* options are also RLOCK_TLS_CA_CERT,\n"
+      "RLOCK_TLS_CA_DIR, RLOCK_TLS_CERT, RLOCK_TLS_KEY, RLOCK_TLS_INSECURE and the config\n"
+      "file's tls_* keys.\n\n"
       "While a command waits with stderr on a terminal (and without -q), one status line\n"
       "shows who holds it, the place in the queue and the time left, redrawn in place and\n"
       "erased before the result, a notice or the job.\n\n"

@@ -203,8 +203,8 @@ std::shared_ptr<const redis::TlsContext> resolve_tls(const GlobalFlags& f,
     if (!f.tls_ca_cert.empty() || !f.tls_ca_dir.empty() || !f.tls_cert.empty() ||
         !f.tls_key.empty() || f.tls_insecure) {
       throw UsageError(
-          "--tls-* options apply to rediss://, rediss-sentinel:// and "
-          "rediss-cluster:// URLs only");
+          "--tls-* options apply to rediss://, rediss-sentinel://, rediss-cluster:// and "
+          "rediss-quorum:// URLs only");
     }
     return nullptr;
   }

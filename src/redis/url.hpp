@@ -49,8 +49,8 @@ struct Target {
   // empty: the sentinels are sent no AUTH.
   std::string sentinel_user;
   std::string sentinel_password;
-  // rediss://, rediss-sentinel://, rediss-cluster://: every connection (sentinels, masters,
-  // cluster nodes) over TLS.
+  // rediss://, rediss-sentinel://, rediss-cluster://, rediss-quorum://: every connection
+  // (sentinels, masters, cluster nodes, quorum members) over TLS.
   bool tls = false;
 
   // `redis-sentinel://h1:26379,h2:26379/NAME` or `redis-cluster://h1:7000,...`, or the

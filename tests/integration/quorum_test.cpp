@@ -103,6 +103,11 @@ TEST_CASE("quorum: malformed URLs and primitives without majority semantics: one
     CHECK(r.err.find(k.says) != std::string::npos);
     CHECK(one_line(r.err));
   }
+  auto tls =
+      on(q, {"--tls-insecure", "lock", "L"});  // the plain scheme: the line names its TLS one
+  CHECK(tls.status == 64);
+  CHECK(tls.err.find("rediss-quorum://") != std::string::npos);
+  CHECK(one_line(tls.err));
   std::vector<std::vector<std::string>> refused = {
       {"sem", "exec", "--permits", "2", "s", "--", "true"},
       {"latch", "set", "c", "1"},
