@@ -88,7 +88,8 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
   sub->footer("Prints one JSON array, one object per line, each with a \"type\" field:\n" + shapes +
               R"(An object that cannot be read as its type has an "error" field. Objects stream in
 SCAN order (sorted within each SCAN batch) in bounded memory; --format table prints
-fixed-width columns TYPE NAME HOLDERS/COUNT TTL FENCE WAITERS; --format prometheus the
+fixed-width columns TYPE NAME HOLDERS/COUNT TTL FENCE WAITERS (and MEMBER on a quorum: the
+member, majority or minority); --format prometheus the
 Prometheus text format (0.0.4) for node_exporter's textfile collector: gauges
 rlock_lock_{held,holders,waiters,lease_remaining_seconds,oldest_waiter_age_seconds},
 rlock_semaphore_{permits_in_use,capacity,waiters}, rlock_latch_count,
@@ -146,14 +147,14 @@ Examples:
     }
     if (settings.format == Format::kTable) {
       bool header = false;  // printed with the first batch: a failure to connect prints nothing
+      const bool quorum = !topology.quorum_members().empty();
       inspect::scan_objects(topology, *layout, *pattern, selected, [&](const auto& shown) {
-        std::string text = header ? "" : inspect::table_header();
+        std::string text = header ? "" : inspect::table_header(quorum);
         header = true;
-        for (const auto& s : shown)
-          text += inspect::table_row(s.type->type(), s.name, s.decoded.cells);
+        for (const auto& s : shown) text += inspect::table_row(s.type->type(), s.name, s.decoded);
         console.result_text(text);
       });
-      if (!header) console.result_text(inspect::table_header());
+      if (!header) console.result_text(inspect::table_header(quorum));
       return 0;
     }
     JsonArrayWriter out(console);

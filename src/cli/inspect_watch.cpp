@@ -123,8 +123,10 @@ class Screen {
 
   void listed(const Objects& objects) {
     rows_.clear();
+    quorum_ = false;
     for (const auto& o : objects) {
-      rows_.push_back(without_newline(inspect::table_row(o.type->type(), o.name, o.decoded.cells)));
+      quorum_ = quorum_ || o.decoded.json.contains("member");
+      rows_.push_back(without_newline(inspect::table_row(o.type->type(), o.name, o.decoded)));
     }
     listed_at_ = local_time();
     status_ = std::to_string(objects.size()) + (objects.size() == 1 ? " object" : " objects") +
@@ -140,7 +142,7 @@ class Screen {
 
   std::string frame() const {
     std::string header = title_ + ": " + status_ + "; q to quit" + why_;
-    return screen_frame({header, without_newline(inspect::table_header())}, rows_,
+    return screen_frame({header, without_newline(inspect::table_header(quorum_))}, rows_,
                         terminal_size(STDOUT_FILENO));
   }
 
@@ -150,6 +152,7 @@ class Screen {
   std::string listed_at_;
   std::string why_;
   std::vector<std::string> rows_;
+  bool quorum_ = false;  // the rows have a MEMBER column
 };
 
 int watch_screen(inspect::Watch& watch, exec::SignalFd& signals, Objects objects,

@@ -803,6 +803,14 @@ TEST_CASE("quorum: inspect lists each member's view and whether a majority agree
   const std::string x = "127.0.0.1:" + std::to_string(q.servers[0].port());
   const std::string y = "127.0.0.1:" + std::to_string(q.servers[1].port());
   CHECK(listing() == std::vector<std::string>{x + " alice majority", y + " alice majority"});
+  // The table says the same in its last column, MEMBER: no row reads as a second holder.
+  auto table = on(q, {"--format", "table", "inspect", "I"});
+  REQUIRE(table.status == 0);
+  std::istringstream lines(table.out);
+  std::vector<std::string> ends;
+  for (std::string line; std::getline(lines, line);)
+    ends.push_back(line.substr(line.rfind("  ") + 2));
+  CHECK(ends == std::vector<std::string>{"MEMBER", x + " majority", y + " majority"});
   q.servers[1].cmd({"DEL", lock_key("I")});
   CHECK(listing() == std::vector<std::string>{x + " alice minority"});
 }
