@@ -607,12 +607,18 @@ std::vector<Finding> examine(redis::Topology& topology, const std::string& prefi
   std::vector<std::pair<std::string, redis::MemberAge>> ages;
   std::vector<std::pair<std::string, std::string>> run_ids;  // member -> INFO's run_id
   const bool quorum = !topology.quorum_members().empty();
-  size_t answered = 0;
+  size_t answered = 0, member = 0;
+  const std::vector<std::string> silent = topology.silent_quorum_members();
   topology.for_each_master([&](redis::Topology& t) {
     if (!quorum) return examine_server(topology, t, prefix, out);
     // A quorum is meant to outlive a member: one that does not answer is a finding about
-    // that member, and the others are still examined.
+    // that member, and the others are still examined (those that did not answer the PING
+    // sent to all at once are not waited for again, one after another).
     const std::string server = t.options().endpoint.describe();  // no I/O
+    if (!silent[member++].empty()) {
+      out.push_back({server, "reachable", Level::kFail, silent[member - 1]});
+      return;
+    }
     try {
       const Fields server_info = info(t, "server");
       ages.emplace_back(server, member_age(t, server_info));

@@ -207,8 +207,15 @@ void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
   // A quorum outlives a member, and so does its listing: a member that does not answer
   // (down, frozen past --timeout) is named on stderr and agrees with nobody; fewer than a
   // majority answering leaves nothing to say about a majority (exit 69).
+  const std::vector<std::string> silent = topology.silent_quorum_members();
   topology.for_each_master([&](redis::Topology& node) {
     std::vector<std::pair<size_t, Shown>> listed;
+    if (!silent[member].empty()) {  // not waited for again, member after member
+      missing += (missing.empty() ? "" : "; ") + node.options().endpoint.describe() + ": " +
+                 silent[member];
+      ++member;
+      return;
+    }
     try {
       std::string name = node.server_name();
       scan_node(node, layout, name_glob, types, [&](const std::vector<Shown>& batch) {

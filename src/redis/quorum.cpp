@@ -866,6 +866,39 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   throw UsageError("unknown quorum rule");
 }
 
+std::vector<std::string> Quorum::silent_members(Deadline until) {
+  std::vector<size_t> closed;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i].conn || members_[i].conn->broken()) closed.push_back(i);
+  }
+  if (!closed.empty()) connect(closed, 0, until);
+  settle_ = Millis(0);  // a PING still owed holds up nothing on the way out
+  const Command ping =
+      std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"PING"});
+  std::vector<Commands> commands(members_.size());
+  size_t asked = 0;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i].conn) continue;
+    commands[i] = {ping};
+    ++asked;
+  }
+  Answers replies = exchange(
+      commands, until,
+      [&](const Answers& r) -> std::optional<Deadline> {
+        if (static_cast<size_t>(std::count_if(
+                r.begin(), r.end(), [](const auto& a) { return a.has_value(); })) == asked)
+          return SteadyClock::now();
+        return std::nullopt;
+      },
+      Retry::kNever);
+  std::vector<std::string> out(members_.size());
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (replies[i]) continue;
+    out[i] = members_[i].failure.empty() ? "did not answer" : members_[i].failure;
+  }
+  return out;
+}
+
 Subscriber Quorum::subscribe(const std::vector<std::string>& channels,
                              const std::vector<std::string>& classic) {
   if (!classic.empty()) throw refused_on_quorum("another client's channels");

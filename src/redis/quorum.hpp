@@ -88,6 +88,11 @@ class Quorum {
   bool send_cleanup(const Script& script, const std::vector<std::string>& keys,
                     const std::vector<std::string>& args, Millis patience) noexcept;
 
+  // Which members answer a PING by `until`, asked all at once: for each, "" or why not.
+  // Inspect and doctor look at the members one by one, and would wait for each that does
+  // not answer in turn.
+  std::vector<std::string> silent_members(Deadline until);
+
   // One standalone topology per member (inspect and doctor look at each).
   std::vector<std::unique_ptr<Topology>>& member_topologies() { return topologies_; }
   const std::vector<Endpoint>& members() const { return endpoints_; }

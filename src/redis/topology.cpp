@@ -47,6 +47,11 @@ std::vector<Endpoint> Topology::quorum_members() const {
   return quorum_ ? quorum_->members() : std::vector<Endpoint>{};
 }
 
+std::vector<std::string> Topology::silent_quorum_members() {
+  if (!quorum_) return {};
+  return quorum_->silent_members(SteadyClock::now() + request_timeout());
+}
+
 bool Topology::replicated() const { return replicated_ || router_->cluster(); }
 
 std::string Topology::server_name() {

@@ -151,6 +151,9 @@ class Topology {
   Millis drift(Millis lease) const { return quorum_ ? Quorum::drift(lease) : Millis(0); }
   // The members of a quorum (redis-quorum://); empty elsewhere.
   std::vector<Endpoint> quorum_members() const;
+  // On a quorum, which members answer within the request timeout, asked all at once: for
+  // each member "" or why not (Quorum::silent_members); empty elsewhere.
+  std::vector<std::string> silent_quorum_members();
   // host:port of the server that requests without a key go to (each master's, inside
   // for_each_master). May connect (Sentinel asks the sentinels).
   std::string server_name();

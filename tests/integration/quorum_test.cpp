@@ -842,5 +842,38 @@ TEST_CASE("quorum: inspect lists the members that answer and names one that does
   q.servers[1].thaw();
 }
 
+// Members are looked at one by one, but asked whether they answer all at once: two frozen
+// members cost one --timeout, not one each.
+TEST_CASE("quorum: inspect and doctor wait one --timeout for two frozen members, not two") {
+  Members q(5);
+  q.cache_lock_scripts();
+  REQUIRE(on(q, {"lock", "I", "--owner", "alice"}).status == 0);
+  REQUIRE(poll_until([&] { return q.holding("I", "alice") == 5; }, 5s));
+  q.servers[1].freeze();
+  q.servers[3].freeze();
+  const auto start = Clock::now();
+  auto r = on(q, {"--timeout", "2s", "inspect", "I"});
+  const auto inspect_ms = ms_between(start);
+  INFO("inspect: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("inspect lists 3 of the 5 quorum members") != std::string::npos);
+  CHECK(parse_json(r.out).size() == 3);
+  CHECK(inspect_ms < 3500);
+  const auto doctor_start = Clock::now();
+  auto d = on(q, {"--timeout", "2s", "doctor"});
+  const auto doctor_ms = ms_between(doctor_start);
+  INFO("doctor: " << d.out << d.err);
+  CHECK(d.status == 1);
+  int unreachable = 0;
+  const json doc = parse_json(d.out);
+  for (const auto& f : doc.at("findings"))
+    unreachable += f.at("check") == "reachable" && f.at("level") == "fail";
+  CHECK(unreachable == 2);
+  CHECK(doctor_ms < 3500);
+  q.servers[1].thaw();
+  q.servers[3].thaw();
+}
+
 }  // namespace
 }  // namespace rlock::test
