@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -43,7 +44,13 @@ class Run {
         leftovers_(std::move(leftovers)),
         told_(watchdog.lease_deadline()),
         on_terminal_(job.took_terminal ||
-                     (isatty(STDIN_FILENO) && tcgetsid(STDIN_FILENO) == getsid(0))) {}
+                     (isatty(STDIN_FILENO) && tcgetsid(STDIN_FILENO) == getsid(0))),
+        pidfd_(static_cast<int>(syscall(SYS_pidfd_open, job.pid, 0))) {}
+  ~Run() {
+    if (pidfd_ >= 0) close(pidfd_);
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
 
   // Loops until the leader has exited and nothing of the job is left.
   void loop() {
@@ -57,12 +64,15 @@ class Run {
         signal_job(SIGKILL);
         killed_ = true;
       }
-      if (!lost_) renew();
+      // Once nothing of the job is left, there is nothing to renew for: the release follows.
+      if (!lost_ && (leader_alive() || leftovers_.any())) renew();
     }
   }
 
   bool lost() const { return lost_; }
   int status() const { return status_.value_or(0); }
+  // When rlock saw the leader end (at the latest).
+  Deadline ended_at() const { return ended_at_; }
 
  private:
   bool leader_alive() const { return !status_; }
@@ -146,8 +156,12 @@ class Run {
         continue;
       }
       status_ = st;
+      ended_at_ = SteadyClock::now();
     }
-    if (pid < 0 && errno == ECHILD && leader_alive()) status_ = 0;  // reaped by someone else
+    if (pid < 0 && errno == ECHILD && leader_alive()) {
+      status_ = 0;  // reaped by someone else
+      ended_at_ = SteadyClock::now();
+    }
   }
 
   // The job was stopped by the terminal (^Z, or it read the terminal from the
@@ -175,7 +189,13 @@ class Run {
   }
 
   void renew() {
-    switch (watchdog_.tick()) {
+    // While the leader runs, its end cuts a renewal's wait short (a frozen server would
+    // keep rlock from seeing it until the stop point, and report a job that ended under
+    // the hold as lost); the next turn of the loop reaps it.
+    const bool leader = leader_alive();
+    const Watchdog::State state = watchdog_.tick(leader ? pidfd_ : -1);
+    if (leader) reap_children();
+    switch (state) {
       case Watchdog::State::kHeld:
         if (watchdog_.lease_deadline() != told_) {
           told_ = watchdog_.lease_deadline();
@@ -237,6 +257,7 @@ class Run {
   const SuperviseOptions& o_;
   const JobCgroup* cgroup_;
   std::optional<int> status_;
+  Deadline ended_at_ = Deadline::max();
   bool lost_ = false;
   bool draining_ = false;
   bool killed_ = false;
@@ -249,6 +270,7 @@ class Run {
   // rlock runs on its session's controlling terminal, so a shell may be doing job control:
   // a job stopped by the terminal (^Z, or reading it from the background) stops rlock too.
   const bool on_terminal_;
+  const int pidfd_;  // the leader's (pidfd_open), or -1 where the kernel has none
 };
 
 // The job would start after its stop point (rlock was paused between the grant and now).
@@ -330,9 +352,20 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   auto held_for = std::chrono::duration_cast<Millis>(SteadyClock::now() - options.acquired_at);
   std::string why;
   watchdog.job_ended(exit_code_of(run.status()));
+  const Deadline lease_end = watchdog.lease_deadline();
   auto released = watchdog.release(std::max(options.min_hold - held_for, Millis(0)), &why);
   guardian.finish();
   if (released == Watchdog::Released::kNotHeld) {
+    // A release that a stalled server answered only after the lease ran out finds it
+    // expired: the job had ended within the lease, under the hold, as one that ended while
+    // a renewal waited.
+    if (run.ended_at() < lease_end && SteadyClock::now() >= lease_end) {
+      if (options.warn) {
+        options.warn("the release was answered only after the lease had run out (" + why +
+                     "); the command had ended within it");
+      }
+      return exit_code_of(run.status());
+    }
     if (options.warn) options.warn("lock lost before the command ended: " + why);
     return kExitLockLost;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/stop_policy.hpp"
+#include "redis/wait_interrupt.hpp"
 #include "util/error.hpp"
 
 namespace rlock::exec {
@@ -32,7 +33,7 @@ void Watchdog::stop_before_deadline(Millis lead) {
 
 Millis Watchdog::renew_interval() const { return exec::renew_interval(hold_->lease(), stop_lead_); }
 
-Watchdog::State Watchdog::tick() {
+Watchdog::State Watchdog::tick(int job_fd) {
   Deadline now = SteadyClock::now();
   if (now >= stop_at()) {
     lost_reason_ = last_error_.empty()
@@ -46,6 +47,7 @@ Watchdog::State Watchdog::tick() {
   topology_.limit_timeout(
       std::max(millis_until(stop_at()) - kLookBeforeStop, std::max(floor, Millis(1))));
   try {
+    redis::WaitInterrupt cut(job_fd);
     if (hold_->renew() == prim::Hold::Renewed::kHeld) {
       next_due_ = now + renew_interval();
       last_error_.clear();
@@ -53,6 +55,8 @@ Watchdog::State Watchdog::tick() {
     }
     lost_reason_ = hold_->lost_reason();
     return State::kLost;
+  } catch (const redis::InterruptedError&) {
+    return State::kHeld;  // the job ended: its end is handled first (next_due_ is unchanged)
   } catch (const Error& e) {
     last_error_ = e.what();
     if (SteadyClock::now() >= stop_at()) {

@@ -37,7 +37,9 @@ class Watchdog {
   // Renews if due. kUnreachable means still before the stop point: it will retry. kLost
   // once the stop point has passed without a confirmed renewal (Redis unreachable, or
   // rlock itself was stopped or suspended), or when a renewal says the hold is gone.
-  State tick();
+  // `job_fd` (the job's pidfd, or -1): its readiness cuts a renewal's wait short, so that
+  // a job that ended meanwhile is seen before the stop point; the renewal is due again.
+  State tick(int job_fd = -1);
   // Renews at once, for an acquisition whose reply came too late to start the job on it
   // (a stalled server answers late, but the hold's lease started when the server took it):
   // the renewal's send time gives a fresh deadline. True when the hold is confirmed with

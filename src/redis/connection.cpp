@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "redis/errors.hpp"
+#include "redis/wait_interrupt.hpp"
 
 namespace rlock::redis {
 
@@ -120,10 +121,15 @@ void Connection::append(const Argv& argv) {
 
 void Connection::await_fd(short events, Deadline until, std::string_view during) {
   while (true) {
-    pollfd p{fd(), events, 0};
+    pollfd p[2] = {{fd(), events, 0}, {WaitInterrupt::fd(), POLLIN, 0}};
     long long left = std::max<long long>(millis_until(until).count(), 0);
-    int rc = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
-    if (rc > 0) return;
+    int rc = poll(p, p[1].fd >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
+    if (rc > 0 && p[0].revents) return;
+    if (rc > 0) {
+      broken_ = true;  // a reply may still come: this connection is out of step
+      throw InterruptedError("the wait for redis at " + options_.endpoint.describe() + " " +
+                             std::string(during) + " was cut short");
+    }
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) fail({IoStatus::kFailed, 0, std::strerror(errno)}, during);
     broken_ = true;

@@ -10,6 +10,7 @@
 #include "redis/errors.hpp"
 #include "redis/quorum_rule.hpp"
 #include "redis/topology.hpp"
+#include "redis/wait_interrupt.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 
@@ -539,10 +540,15 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
       break;
     }
     const Millis left = std::max(millis_until(wake), Millis(0));
+    const int cut = WaitInterrupt::fd();
+    if (cut >= 0) fds.push_back({cut, POLLIN, 0});
     int rc =
         poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
     if (rc < 0 && errno != EINTR) break;
-    for (size_t k = 0; k < fds.size(); ++k) {
+    // (The replies still owed are skipped by the next exchange, as after a timeout.)
+    if (rc > 0 && cut >= 0 && fds.back().revents)
+      throw InterruptedError("the wait for the quorum members was cut short");
+    for (size_t k = 0; k < which.size(); ++k) {
       const size_t i = which[k];
       try {
         if (rc > 0 && fds[k].revents) {

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "harness.hpp"
 
@@ -151,6 +152,40 @@ TEST_CASE("exec: a job that ends while a renewal waits for a frozen server keeps
   INFO("stderr: " << job.err());
   CHECK(status.value_or(kStillRunning) == 3);
   CHECK(job.err().find("could not release the lock") != std::string::npos);
+  CHECK(job.err().find("lock lost") == std::string::npos);
+}
+
+// With a 2 s lease the renewal is due about 0.4 s before the stop point, and its wait for
+// a frozen server would outlast the job and the stop point (a renewal is given at least
+// 500 ms): the job's end cuts that wait short.
+TEST_CASE("exec: a short lease's job that ends during a renewal's wait keeps its status") {
+  RedisServer redis;
+  auto job = spawn_rlock(
+      redis, {"exec", "--lease", "2s", "E", "--", "sh", "-c", "echo started; sleep 0.5; exit 3"});
+  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("started"));
+  redis.freeze();
+  auto status = job.wait(deadline(20s));
+  redis.thaw();
+  INFO("stderr: " << job.err());
+  CHECK(status.value_or(kStillRunning) == 3);
+  CHECK(job.err().find("could not release the lock") != std::string::npos);
+  CHECK(job.err().find("lock lost") == std::string::npos);
+}
+
+// The job ends at once; the release waits for a frozen server that thaws only after the
+// lease ran out, and finds the lock expired: not lost before the command ended.
+TEST_CASE("exec: a release answered after the lease ran out keeps the job's status") {
+  RedisServer redis;
+  auto job = spawn_rlock(redis, {"exec", "--lease", "3s", "--timeout", "8s", "E", "--", "sh", "-c",
+                                 "echo started; sleep 0.3; exit 3"});
+  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("started"));
+  redis.freeze();                   // before the job ends, within its lease
+  std::this_thread::sleep_for(4s);  // the fault: frozen past the lease (3 s), within --timeout
+  redis.thaw();
+  auto status = job.wait(deadline(20s));
+  INFO("stderr: " << job.err());
+  CHECK(status.value_or(kStillRunning) == 3);
+  CHECK(job.err().find("answered only after the lease had run out") != std::string::npos);
   CHECK(job.err().find("lock lost") == std::string::npos);
 }
 
