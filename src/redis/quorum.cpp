@@ -696,6 +696,26 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
     if (members_[i].conn) commands[i] = request;
   }
   const size_t n = members_.size(), need = majority();
+  std::vector<bool> reached(n);
+  for (size_t i = 0; i < n; ++i) reached[i] = members_[i].conn.has_value();
+  if (static_cast<size_t>(std::count(reached.begin(), reached.end(), true)) < need) {
+    // Fewer than a majority connected and logged in (the others refused, or did not answer
+    // AUTH or SELECT by the deadline): nothing can be decided, and the members that did
+    // are not waited for with no time left (they would be named as not answering). What
+    // gives something back still goes to them, answered on the way out (see drain).
+    const bool gives_back =
+        rule->kind == QuorumRule::Kind::kRelease || rule->kind == QuorumRule::Kind::kUnion;
+    for (size_t i = 0; i < n && gives_back; ++i) {
+      if (!reached[i]) continue;
+      try {
+        write(members_[i], commands[i]);
+      } catch (const Error& e) {
+        drop(members_[i], e.what());
+      }
+    }
+    throw UnavailableError("fewer than a majority of the " + std::to_string(n) +
+                           " quorum members could be reached (" + describe_missing(reached) + ")");
+  }
   std::optional<Deadline> split_until;
   Answers replies = exchange(
       commands, until,

@@ -719,6 +719,26 @@ TEST_CASE("quorum: members with a password: from the URL or RLOCK_PASSWORD; a wr
   CHECK(r.err.find("wrong") == std::string::npos);  // no password in a message
 }
 
+// Two members frozen under AUTH: the line names them, not the member that logged in and
+// was then left no time to answer.
+TEST_CASE("quorum: members frozen under AUTH are named, the one that answered is not") {
+  Members q(3, "s3cret");
+  q.servers[1].freeze();
+  q.servers[2].freeze();
+  auto r = on(q, {"--timeout", "2s", "lock", "P", "--owner", "a"});
+  q.servers[1].thaw();
+  q.servers[2].thaw();
+  INFO(r.err);
+  CHECK(r.status == 69);
+  CHECK(one_line(r.err));
+  for (int i : {1, 2}) {
+    CHECK(r.err.find("127.0.0.1:" + std::to_string(q.servers[i].port()) +
+                     ": did not answer AUTH or SELECT in time") != std::string::npos);
+  }
+  CHECK(r.err.find("127.0.0.1:" + std::to_string(q.servers[0].port())) == std::string::npos);
+  CHECK(q.servers[0].cmd_int({"EXISTS", lock_key("P")}) == 0);  // nothing taken on a minority
+}
+
 // AUTH and SELECT are answered before a request goes out: a request behind a SELECT that
 // every member refuses would run in database 0.
 TEST_CASE("quorum: a database the members refuse is 69 and writes nothing to database 0") {
