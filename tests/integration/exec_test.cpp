@@ -140,36 +140,30 @@ TEST_CASE("exec: Redis unreachable until the lease deadline stops the job with 7
 
 // A renewal waits for a frozen server until the stop point; the job ends in the meantime,
 // before the lease deadline: it ran under the hold all along, so rlock exits with the job's
-// status and says only that the release could not be confirmed.
+// status and says only that the release could not be confirmed. With a 2 s lease the
+// renewal is due about 0.4 s before the stop point, and its wait (at least 500 ms) would
+// outlast the job and the stop point: the job's end cuts that wait short.
 TEST_CASE("exec: a job that ends while a renewal waits for a frozen server keeps its status") {
-  RedisServer redis;
-  auto job = spawn_rlock(redis, {"exec", "--lease", "6s", "--kill-after", "2s", "E", "--", "sh",
-                                 "-c", "echo started; sleep 2.5; exit 3"});
-  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("started"));
-  redis.freeze();
-  auto status = job.wait(deadline(20s));
-  redis.thaw();
-  INFO("stderr: " << job.err());
-  CHECK(status.value_or(kStillRunning) == 3);
-  CHECK(job.err().find("could not release the lock") != std::string::npos);
-  CHECK(job.err().find("lock lost") == std::string::npos);
-}
-
-// With a 2 s lease the renewal is due about 0.4 s before the stop point, and its wait for
-// a frozen server would outlast the job and the stop point (a renewal is given at least
-// 500 ms): the job's end cuts that wait short.
-TEST_CASE("exec: a short lease's job that ends during a renewal's wait keeps its status") {
-  RedisServer redis;
-  auto job = spawn_rlock(
-      redis, {"exec", "--lease", "2s", "E", "--", "sh", "-c", "echo started; sleep 0.5; exit 3"});
-  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("started"));
-  redis.freeze();
-  auto status = job.wait(deadline(20s));
-  redis.thaw();
-  INFO("stderr: " << job.err());
-  CHECK(status.value_or(kStillRunning) == 3);
-  CHECK(job.err().find("could not release the lock") != std::string::npos);
-  CHECK(job.err().find("lock lost") == std::string::npos);
+  const std::vector<std::vector<std::string>> cases = {
+      {"--lease", "6s", "--kill-after", "2s", "E", "--", "sh", "-c",
+       "echo started; sleep 2.5; exit 3"},
+      {"--lease", "2s", "E", "--", "sh", "-c", "echo started; sleep 0.5; exit 3"},
+  };
+  for (const auto& args : cases) {
+    CAPTURE(args[1]);
+    RedisServer redis;
+    std::vector<std::string> argv = {"exec"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto job = spawn_rlock(redis, argv);
+    REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("started"));
+    redis.freeze();
+    auto status = job.wait(deadline(20s));
+    redis.thaw();
+    INFO("stderr: " << job.err());
+    CHECK(status.value_or(kStillRunning) == 3);
+    CHECK(job.err().find("could not release the lock") != std::string::npos);
+    CHECK(job.err().find("lock lost") == std::string::npos);
+  }
 }
 
 // The job ends at once; the release waits for a frozen server that thaws only after the
