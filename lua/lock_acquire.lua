@@ -133,7 +133,7 @@ local readers, soonest = purge_readers(now.ms)
 local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
 local exec_hold = redis.call('GET', KEYS[6])
 -- The caller's own shared hold (for "lock" and "exec": its owner's `lock --shared` hold).
-local mine = reader_live(rid_key, now.ms)
+local mine, mine_expiry = reader_live(rid_key, now.ms)
 
 -- A shared hold for this request: the claim of a reservation (which already counts it), a
 -- new hold or a re-entry (one more level). Its own lease starts now; never shortened.
@@ -164,7 +164,8 @@ if shared then
   if reserved() then return take_shared(true, true) end
   if req == '1' and mine then
     remember('1')  -- a write, so that a WAIT behind this repeat covers the first run too
-    return {1, mine, last_fence(), lease, 0}
+    -- The lease left, as the exclusive repeat's PTTL: a quorum counts it from this repeat.
+    return {1, mine, last_fence(), mine_expiry - now.ms, 0}
   end
 else
   if req == '1' and count >= 1 and (kind ~= 'exec' or exec_hold == rid) then

@@ -110,14 +110,15 @@ class Run {
       case Guardian::News::kNone:
         return;
       case Guardian::News::kStopping:
-        // Renewals that failed say why none reached it; rlock was not the slow one then.
-        if (!lost_ && !watchdog_.last_error().empty()) {
-          lose("lock lost: " + watchdog_.unreachable_reason(), false);
-        } else if (!lost_) {
-          lose(
-              "lock lost: the guardian began stopping the job, as no renewal reached it "
-              "before the job's stop point (rlock was stopped, paused or too slow)",
-              false);
+        // A renewal that failed says more than rlock's own slowness (which it may also be).
+        if (!lost_) {
+          const std::string& failed = watchdog_.last_error();
+          lose(std::string("lock lost: the guardian began stopping the job, as no renewal "
+                           "reached it before the job's stop point (") +
+                   (failed.empty() ? "rlock was stopped, paused or too slow"
+                                   : "the last renewal failed: " + failed) +
+                   ")",
+               false);
         }
         return;
       case Guardian::News::kGone:
@@ -354,19 +355,21 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   watchdog.job_ended(exit_code_of(run.status()));
   const Deadline lease_end = watchdog.lease_deadline();
   auto released = watchdog.release(std::max(options.min_hold - held_for, Millis(0)), &why);
+  const Deadline released_at = SteadyClock::now();
   guardian.finish();
   if (released == Watchdog::Released::kNotHeld) {
-    // A release that a stalled server answered only after the lease ran out finds it
-    // expired: the job had ended within the lease, under the hold, as one that ended while
-    // a renewal waited.
-    if (run.ended_at() < lease_end && SteadyClock::now() >= lease_end) {
-      if (options.warn) {
-        options.warn("the release was answered only after the lease had run out (" + why +
-                     "); the command had ended within it");
-      }
-      return exit_code_of(run.status());
+    // A release that a stalled server answered only after the lease ran out may find it
+    // merely expired after the command ended, or taken away before (a failover, --force):
+    // nothing tells which, so the line says what is known, and the status stays 76.
+    if (options.warn) {
+      options.warn(run.ended_at() < lease_end && released_at >= lease_end
+                       ? "lock lost or expired: the release was answered only after the lease "
+                         "had run out (" +
+                             why +
+                             "); the command had ended within the lease, but whether the lock "
+                             "was taken away before then cannot be told"
+                       : "lock lost before the command ended: " + why);
     }
-    if (options.warn) options.warn("lock lost before the command ended: " + why);
     return kExitLockLost;
   }
   if (released == Watchdog::Released::kUnreachable && options.warn) {

@@ -56,7 +56,10 @@ Watchdog::State Watchdog::tick(int job_fd) {
     lost_reason_ = hold_->lost_reason();
     return State::kLost;
   } catch (const redis::InterruptedError&) {
-    return State::kHeld;  // the job ended: its end is handled first (next_due_ is unchanged)
+    // The job ended: its end is handled first. Should it not be reaped (a tracer holds the
+    // zombie), the renewal comes again after a pause, not in a loop.
+    next_due_ = std::min(SteadyClock::now() + kRetryInterval, stop_at());
+    return State::kHeld;
   } catch (const Error& e) {
     last_error_ = e.what();
     if (SteadyClock::now() >= stop_at()) {

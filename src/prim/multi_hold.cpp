@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "redis/wait_interrupt.hpp"
 #include "util/error.hpp"
 
 namespace rlock::prim {
@@ -31,6 +32,8 @@ Hold::Renewed MultiHold::renew() {
         update_deadline();
         return Renewed::kLost;
       }
+    } catch (const redis::InterruptedError&) {
+      throw;  // the job ended: its end comes first (exec/watchdog.cpp)
     } catch (const Error& e) {
       m.unanswered = true;
       if (!unanswered)

@@ -115,6 +115,8 @@ std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies,
       if (is_error(c) && std::string_view(c->str, c->len).rfind("NOPERM", 0) == 0) {
         out[i].main = c;
         out[i].check_refused = true;
+        // A renewal's own script ran beside the refused check: that member may still hold.
+        out[i].counts = rule.kind == QuorumRule::Kind::kGrant;
         continue;
       }
       MemberAge age{int_at(c, 0), int_at(c, 1), int_at(c, 2), int_at(c, 3)};
@@ -154,7 +156,7 @@ Tally tally(const std::vector<Answer>& answers) {
 // rule's keys, which no --prefix moves.
 std::string error_line(const Tally& t) {
   std::string line(t.error->str, t.error->len);
-  if (t.error_in_check && line.find("rlock needs") == std::string::npos)
+  if (t.error_in_check && line.find("keys") != std::string::npos)
     line += " (the quorum's own keys rlock:quorum:*, the same whatever --prefix)";
   return line;
 }
@@ -440,6 +442,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
   const size_t n = members_.size();
   ++round_;
   sent_at_.assign(n, SteadyClock::now());
+  first_sent_at_.assign(n, SteadyClock::now());
   std::optional<Deadline> decide_by;  // enough's: when to stop waiting for the others
   bool noscript_seen = false;
   Answers out(n);
@@ -459,6 +462,7 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     m.conn->set_timeout(left);
     got[i].clear();
     sent_at_[i] = SteadyClock::now();
+    if (tries[i] == 1) first_sent_at_[i] = sent_at_[i];
     write(m, commands[i], sourced[i]);
     pending[i] = true;
   };
@@ -646,10 +650,10 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
   }
 }
 
-long long Quorum::sent_late(size_t i, Deadline start) const {
+long long Quorum::repeated_after(size_t i) const {
   // A lease the member reported when it ran a repeat began at the latest when that repeat
-  // was sent: counted from `start`, that much more of it is left.
-  return std::max<long long>(std::chrono::duration_cast<Millis>(sent_at_[i] - start).count(), 0);
+  // was sent: counted from the first send, that much more of it is left.
+  return std::chrono::duration_cast<Millis>(sent_at_[i] - first_sent_at_[i]).count();
 }
 
 Reply Quorum::run(const Script& script, const std::vector<std::string_view>& keys,
@@ -783,10 +787,10 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   switch (rule->kind) {
     case QuorumRule::Kind::kGrant: {
       // The lease in force is what a majority has at least (a re-entry keeps a longer one).
-      std::vector<long long> pttls;  // as left at `start`
+      std::vector<long long> pttls;  // as left at the first send
       for (size_t i = 0; i < n; ++i) {
         const Answer& a = answers[i];
-        if (a.yes && a.counts) pttls.push_back(int_at(a.main, 3) + sent_late(i, start));
+        if (a.yes && a.counts) pttls.push_back(int_at(a.main, 3) + repeated_after(i));
       }
       std::sort(pttls.rbegin(), pttls.rend());
       const long long in_force = pttls.size() >= need ? pttls[need - 1] : 0;
@@ -837,10 +841,10 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       return Reply(std::move(r));
     }
     case QuorumRule::Kind::kRenew: {
-      std::vector<long long> left;  // as left at `start`
+      std::vector<long long> left;  // as left at the first send
       for (size_t i = 0; i < n; ++i) {
         const Answer& a = answers[i];
-        if (a.yes && a.counts) left.push_back(a.main->integer + sent_late(i, start));
+        if (a.yes && a.counts) left.push_back(a.main->integer + repeated_after(i));
       }
       std::sort(left.rbegin(), left.rend());
       if (left.size() >= need) {
@@ -897,7 +901,9 @@ std::vector<std::string> Quorum::silent_members(Deadline until) {
   for (size_t i = 0; i < members_.size(); ++i) {
     if (!members_[i].conn || members_[i].conn->broken()) closed.push_back(i);
   }
-  if (!closed.empty()) connect(closed, 0, until);
+  // Every member is waited for up to `until` (not the connects' patience for the rest once
+  // enough opened): a slow member is not a silent one.
+  if (!closed.empty()) connect(closed, closed.size(), until);
   settle_ = Millis(0);  // a PING still owed holds up nothing on the way out
   const Command ping =
       std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"PING"});
