@@ -155,7 +155,10 @@ TEST_CASE("cluster: exec of three names, one master frozen: 76 naming it, the ot
   INFO("stderr: " << job.err());
   CHECK(status.value_or(kStillRunning) == 76);
   CHECK(child.wait_gone(2s));
-  CHECK(job.err().find("redis stayed unreachable") != std::string::npos);
+  // (The line is the watchdog's or the guardian's, whichever came first at the stop point:
+  // either names the lock and its server's failure, not rlock's slowness.)
+  CHECK(job.err().find("did not answer") != std::string::npos);
+  CHECK(job.err().find("too slow") == std::string::npos);
   CHECK(job.err().find("lock '" + names[1] + "'") != std::string::npos);
   CHECK(owner(names[0]).cmd_int({"EXISTS", lock_key(names[0])}) == 0);
   CHECK(owner(names[2]).cmd_int({"EXISTS", lock_key(names[2])}) == 0);
