@@ -54,8 +54,7 @@ int unlock_several(const UnlockFlags& f, const std::string& owner, const Console
   auto mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
   Json each = Json::array();
   std::vector<std::string> refused, unlocked;
-  int code = kExitNotNow;  // a name that failed (not merely not held) decides: its error's
-  bool failed = false;
+  int failed = 0;  // the exit code of the first name that failed (not merely not held)
   for (const auto& name : f.names) {
     prim::Lock lock(topology, *layout, name);
     std::string why;
@@ -68,8 +67,7 @@ int unlock_several(const UnlockFlags& f, const std::string& owner, const Console
     } catch (const Error& e) {
       // The names before it may have been unlocked already: they are reported all the same.
       why = "lock '" + name + "': " + e.what();
-      if (!failed) code = e.exit_code();
-      failed = true;
+      if (!failed) failed = e.exit_code();
     }
     if (!why.empty()) refused.push_back(std::move(why));
   }
@@ -78,7 +76,7 @@ int unlock_several(const UnlockFlags& f, const std::string& owner, const Console
   std::string line;
   for (const auto& r : refused) line += (line.empty() ? "" : "; ") + r;
   if (!unlocked.empty()) line += " (unlocked all the same: " + quoted_names(unlocked) + ")";
-  throw Error(code, line);
+  throw Error(failed ? failed : kExitNotNow, line);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <exception>
 
-#include "redis/wait_interrupt.hpp"
 #include "util/error.hpp"
 
 namespace rlock::prim {
@@ -32,8 +31,6 @@ Hold::Renewed MultiHold::renew() {
         update_deadline();
         return Renewed::kLost;
       }
-    } catch (const redis::InterruptedError&) {
-      throw;  // the job ended: its end comes first (exec/watchdog.cpp)
     } catch (const Error& e) {
       m.unanswered = true;
       if (!unanswered)

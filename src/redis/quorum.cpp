@@ -441,8 +441,8 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     const std::function<std::optional<Deadline>(const Answers&)>& enough, Retry retry) {
   const size_t n = members_.size();
   ++round_;
-  sent_at_.assign(n, SteadyClock::now());
-  first_sent_at_.assign(n, SteadyClock::now());
+  repeated_after_.assign(n, Millis(0));
+  std::vector<Deadline> first_sent(n);
   std::optional<Deadline> decide_by;  // enough's: when to stop waiting for the others
   bool noscript_seen = false;
   Answers out(n);
@@ -461,8 +461,11 @@ std::vector<std::optional<std::vector<ReplyPtr>>> Quorum::exchange(
     resend_at[i] = last ? until : SteadyClock::now() + std::max(left / 2, Millis(1));
     m.conn->set_timeout(left);
     got[i].clear();
-    sent_at_[i] = SteadyClock::now();
-    if (tries[i] == 1) first_sent_at_[i] = sent_at_[i];
+    // A lease the member reports to a repeat began at the latest when the repeat was
+    // sent: counted from the first send, that much more of it is left.
+    const Deadline now = SteadyClock::now();
+    if (tries[i] == 1) first_sent[i] = now;
+    repeated_after_[i] = std::chrono::duration_cast<Millis>(now - first_sent[i]);
     write(m, commands[i], sourced[i]);
     pending[i] = true;
   };
@@ -650,12 +653,6 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
   }
 }
 
-long long Quorum::repeated_after(size_t i) const {
-  // A lease the member reported when it ran a repeat began at the latest when that repeat
-  // was sent: counted from the first send, that much more of it is left.
-  return std::chrono::duration_cast<Millis>(sent_at_[i] - first_sent_at_[i]).count();
-}
-
 Reply Quorum::run(const Script& script, const std::vector<std::string_view>& keys,
                   const std::vector<std::string_view>& args, Deadline until, Retry retry) {
   const QuorumRule* rule = find_quorum_rule(script.quorum);
@@ -790,7 +787,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       std::vector<long long> pttls;  // as left at the first send
       for (size_t i = 0; i < n; ++i) {
         const Answer& a = answers[i];
-        if (a.yes && a.counts) pttls.push_back(int_at(a.main, 3) + repeated_after(i));
+        if (a.yes && a.counts) pttls.push_back(int_at(a.main, 3) + repeated_after_[i].count());
       }
       std::sort(pttls.rbegin(), pttls.rend());
       const long long in_force = pttls.size() >= need ? pttls[need - 1] : 0;
@@ -844,7 +841,7 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       std::vector<long long> left;  // as left at the first send
       for (size_t i = 0; i < n; ++i) {
         const Answer& a = answers[i];
-        if (a.yes && a.counts) left.push_back(a.main->integer + repeated_after(i));
+        if (a.yes && a.counts) left.push_back(a.main->integer + repeated_after_[i].count());
       }
       std::sort(left.rbegin(), left.rend());
       if (left.size() >= need) {

@@ -172,9 +172,6 @@ class Quorum {
                         const std::vector<bool>& at_token, const std::vector<bool>& answered,
                         Deadline until);
   std::string describe_missing(const std::vector<bool>& answered) const;
-  // How much later than its first send member i's last request of the last exchange was
-  // written (ms): 0 unless it was repeated.
-  long long repeated_after(size_t i) const;
 
   std::vector<Member> members_;
   std::map<std::string, const char*> sources_;  // SHA1 -> source of the scripts sent
@@ -183,9 +180,10 @@ class Quorum {
   ConnectOptions options_;
   Millis timeout_;
   unsigned long round_ = 0;  // exchanges so far: replies of an earlier one are late
-  // When each member's request of the last exchange was written (the last try's: a member
-  // that ran an earlier try reports its lease as left when the repeat ran).
-  std::vector<Deadline> sent_at_, first_sent_at_;
+  // How much later than its first send each member's last request of the last exchange
+  // was written: 0 unless it was repeated (a member that ran an earlier try reports its
+  // lease as left when the repeat ran).
+  std::vector<Millis> repeated_after_;
   Millis settle_{0};        // what write() records as Sent::settle
   Millis slowest_open_{0};  // the longest a member's connection took to open
 };

@@ -4,7 +4,6 @@
 #include <thread>
 
 #include "redis/errors.hpp"
-#include "redis/wait_interrupt.hpp"
 #include "util/error.hpp"
 
 namespace rlock::redis {
@@ -66,8 +65,6 @@ Connection SentinelResolver::connect_master() {
     Endpoint candidate;
     try {
       candidate = ask(sentinels[i], options_);
-    } catch (const InterruptedError&) {
-      throw;  // the job ended: its end comes first (exec/watchdog.cpp)
     } catch (const Error& e) {
       note(who + ": " + e.what());
       continue;
@@ -85,8 +82,6 @@ Connection SentinelResolver::connect_master() {
       std::rotate(sentinels.begin(), sentinels.begin() + static_cast<long>(i),
                   sentinels.begin() + static_cast<long>(i) + 1);
       return conn;
-    } catch (const InterruptedError&) {
-      throw;  // the job ended: its end comes first (exec/watchdog.cpp)
     } catch (const Error& e) {
       note(who + " named " + candidate.describe() + ": " + e.what());
     }
@@ -109,8 +104,6 @@ Endpoint SentinelResolver::named_master() {
       std::rotate(sentinels.begin(), sentinels.begin() + static_cast<long>(i),
                   sentinels.begin() + static_cast<long>(i) + 1);
       return named;
-    } catch (const InterruptedError&) {
-      throw;  // the job ended: its end comes first (exec/watchdog.cpp)
     } catch (const Error& e) {
       if (!failures.empty()) failures += "; ";
       failures += "sentinel " + sentinels[i].describe() + ": " + e.what();

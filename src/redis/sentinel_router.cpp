@@ -1,7 +1,5 @@
 #include "redis/sentinel_router.hpp"
 
-#include "redis/wait_interrupt.hpp"
-
 namespace rlock::redis {
 namespace {
 
@@ -19,8 +17,6 @@ bool SentinelRouter::still_master() {
   if (SteadyClock::now() - confirmed_at_ < kConfirmedFor) return true;
   try {
     if (resolver_->named_master().describe() != conn_->options().endpoint.describe()) return false;
-  } catch (const InterruptedError&) {
-    throw;  // the job ended: its end comes first (exec/watchdog.cpp)
   } catch (const Error&) {
     // No sentinel answers: the master keeps serving as long as it answers itself.
   }
@@ -32,8 +28,6 @@ bool SentinelRouter::still_serves(const Endpoint& server) {
   if (!resolver_) return true;
   try {
     return resolver_->named_master().describe() == server.describe();
-  } catch (const InterruptedError&) {
-    throw;  // the job ended: its end comes first (exec/watchdog.cpp)
   } catch (const Error&) {
     return true;  // no sentinel answers: nothing says it changed
   }
@@ -60,8 +54,6 @@ Endpoint SentinelRouter::endpoint_for(std::string_view key, const ConnectOptions
     try {
       Connection& conn = connection_for(key, options);  // asks a sentinel when due
       if (role_of(conn) == Role::kMaster) return conn.options().endpoint;
-    } catch (const InterruptedError&) {
-      throw;  // the job ended: its end comes first (exec/watchdog.cpp)
     } catch (const Error&) {
       // Broken or refused: ask the sentinels below.
     }
@@ -96,4 +88,3 @@ std::vector<Endpoint> SentinelRouter::masters(const ConnectOptions& options) {
 }
 
 }  // namespace rlock::redis
-#include "redis/wait_interrupt.hpp"

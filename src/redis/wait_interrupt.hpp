@@ -1,8 +1,7 @@
 #pragma once
 
+#include <stdexcept>
 #include <string>
-
-#include "util/error.hpp"
 
 namespace rlock::redis {
 
@@ -25,8 +24,11 @@ class WaitInterrupt {
 };
 
 // A wait for Redis that WaitInterrupt's descriptor cut short: the request may have run.
-struct InterruptedError : Error {
-  explicit InterruptedError(const std::string& m) : Error(kExitUnavailable, m) {}
+// Not an Error: no code that handles a server's failure (the sentinels asked in turn, a
+// MultiLock's members renewed all the same) takes it for one; only the scope's owner
+// catches it.
+struct InterruptedError : std::runtime_error {
+  explicit InterruptedError(const std::string& m) : std::runtime_error(m) {}
 };
 
 }  // namespace rlock::redis
