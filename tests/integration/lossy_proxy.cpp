@@ -62,21 +62,50 @@ void LossyProxy::lose(const std::string& marker, Loss loss, int times) {
   times_ = times;
 }
 
+void LossyProxy::cut(Cut how) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    cut_ = how;
+  }
+  (void)!::write(stop_write_.get(), "c", 1);  // the loop looks again at once
+}
+
 void LossyProxy::loop() {
   std::vector<Flow> flows;
+  std::vector<Fd> stalled;  // accepted while stalled: held open, never read
   char buf[65536];
   while (true) {
+    Cut cut;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      cut = cut_;
+    }
+    if (cut == Cut::kDrop) flows.clear();
+    if (cut != Cut::kStall) stalled.clear();
     std::vector<pollfd> fds = {{stop_read_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
-    for (auto& f : flows) {
-      fds.push_back({f.client.get(), POLLIN, 0});
-      fds.push_back({f.server.get(), POLLIN, 0});
+    if (cut == Cut::kNone) {
+      for (auto& f : flows) {
+        fds.push_back({f.client.get(), POLLIN, 0});
+        fds.push_back({f.server.get(), POLLIN, 0});
+      }
     }
     if (::poll(fds.data(), fds.size(), -1) < 0) continue;
-    if (fds[0].revents) return;
+    if (fds[0].revents) {
+      char what = 0;
+      if (::read(stop_read_.get(), &what, 1) != 1 || what == 'x') return;
+      continue;
+    }
     if (fds[1].revents & POLLIN) {
       int c = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-      if (c >= 0) flows.push_back({Fd(c), connect_to(upstream_port_), std::nullopt});
+      if (c >= 0 && cut == Cut::kNone) {
+        flows.push_back({Fd(c), connect_to(upstream_port_), std::nullopt});
+      } else if (c >= 0 && cut == Cut::kStall) {
+        stalled.emplace_back(c);
+      } else if (c >= 0) {
+        ::close(c);
+      }
     }
+    if (cut != Cut::kNone) continue;
     std::vector<bool> dead(flows.size(), false);
     for (size_t i = 0; i < flows.size(); ++i) {
       Flow& f = flows[i];

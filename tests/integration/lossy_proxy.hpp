@@ -32,6 +32,13 @@ class LossyProxy {
   // The next `times` requests (reads from a client) whose bytes contain `marker` suffer
   // `loss`; everything else passes through.
   void lose(const std::string& marker, Loss loss, int times = 1);
+  // Everything through the proxy from now on, open connections and new ones: kDrop closes
+  // them at once (a firewall that rejects), kStall accepts them and forwards nothing either
+  // way (a blackhole: the client can only time out), kNone forwards again (new connections;
+  // the stalled ones are closed).
+  enum class Cut { kNone, kDrop, kStall };
+  void cut(Cut how);
+
   // How many losses have happened so far.
   int losses() const { return losses_.load(); }
 
@@ -46,6 +53,7 @@ class LossyProxy {
   std::string marker_;
   Loss loss_ = Loss::kReply;
   int times_ = 0;
+  Cut cut_ = Cut::kNone;
   std::atomic<int> losses_{0};
   std::thread thread_;
 };
