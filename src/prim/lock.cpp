@@ -63,11 +63,14 @@ class LockWait : public Waitable {
                 claim = millis_arg(kClaimWindow);
     redis::Acks acks;
     acks.about = "lock '" + lock_.name_ + "'";
-    auto reply = run_object_script(
-        lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
-        {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_, claim, arrival_,
-         ancestry_, std::to_string(seen_fence_), lock_.foreign_channel_},
-        kKind, redis::Retry::kIdempotent, &acks);
+    const std::string seen_fence = std::to_string(seen_fence_);
+    const std::vector<std::string_view> args = {
+        owner_,         lease_ms, mode_word(mode), wait_ms,   id_,        kind_,
+        lock_.channel_, claim,    arrival_,        ancestry_, seen_fence, lock_.foreign_channel_};
+    const auto resend = resent_args(args, 2, mode);
+    auto reply =
+        run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
+                          args, kKind, redis::Retry::kIdempotent, &acks, &resend);
     long long status = reply.at(0).integer();
     if (status == -2) {
       // Granted by fewer than a majority of a quorum's members (or too late): what it took

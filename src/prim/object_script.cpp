@@ -10,15 +10,16 @@ namespace rlock::prim {
 redis::Reply run_object_script(redis::Topology& topology, const redis::Script& script,
                                const std::vector<std::string_view>& keys,
                                const std::vector<std::string_view>& args,
-                               std::string_view object_kind, redis::Retry retry,
-                               redis::Acks* acks) {
+                               std::string_view object_kind, redis::Retry retry, redis::Acks* acks,
+                               const std::vector<std::string_view>* resend_args) {
   try {
     if (acks) {
-      redis::Synced synced = topology.run_synced(script, keys, args, retry, acks->about);
+      redis::Synced synced =
+          topology.run_synced(script, keys, args, retry, acks->about, resend_args);
       *acks = synced.acks;
       return std::move(synced.reply);
     }
-    return topology.run(script, keys, args, retry);
+    return topology.run(script, keys, args, retry, std::nullopt, resend_args);
   } catch (const redis::ReplyError& e) {
     const std::string& msg = e.reply();
     std::string kind(object_kind);

@@ -13,13 +13,14 @@ namespace rlock::prim {
 // error replies into DataError (exit 65) naming the key and `object_kind` ("lock", ...).
 // With `acks`, the script is a write that takes or renews something: it is sent with
 // Topology::run_synced (for acks->about) and `acks` receives what the replicas said
-// (--sync-replicas).
+// (--sync-replicas). `resend_args`: see Topology::run.
 redis::Reply run_object_script(redis::Topology& topology, const redis::Script& script,
                                const std::vector<std::string_view>& keys,
                                const std::vector<std::string_view>& args,
                                std::string_view object_kind,
                                redis::Retry retry = redis::Retry::kNever,
-                               redis::Acks* acks = nullptr);
+                               redis::Acks* acks = nullptr,
+                               const std::vector<std::string_view>* resend_args = nullptr);
 
 // Throws ReplicationError (exit 69) when `acks` are short of --sync-replicas: one line
 // naming the object (acks.about: "lock 'x'"), the numbers, and `outcome` (what became of

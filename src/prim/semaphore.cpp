@@ -28,9 +28,14 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
 redis::Reply run_sem_script(redis::Topology& topology, const redis::Script& script,
                             const std::vector<std::string_view>& keys,
                             const std::vector<std::string>& args, const std::string& name,
-                            redis::Retry retry, redis::Acks* acks = nullptr) {
+                            redis::Retry retry, redis::Acks* acks = nullptr,
+                            std::optional<Waitable::Mode> mode = std::nullopt) {
   try {
-    return run_object_script(topology, script, keys, views(args), kKind, retry, acks);
+    const auto sent = views(args);
+    // A waiter's attempt (its mode word third) resent elsewhere goes as a claim.
+    const auto resend = mode ? resent_args(sent, 2, *mode) : sent;
+    return run_object_script(topology, script, keys, sent, kKind, retry, acks,
+                             mode ? &resend : nullptr);
   } catch (const redis::ReplyError& e) {
     if (e.code() != "CAPACITY") throw;
     std::string rest = e.reply().substr(e.reply().find(' ') + 1);
@@ -86,7 +91,7 @@ class PermitWait : public Waitable {
         {req_.owner, millis_arg(req_.lease), mode_word(mode), millis_arg(wait_left), id_,
          std::to_string(req_.count), std::to_string(req_.capacity), req_.resize ? "1" : "0",
          sem_.channel_, millis_arg(kClaimWindow), arrival_, ancestry_arg(sem_.ancestry_)},
-        sem_.name_, redis::Retry::kIdempotent, &acks);
+        sem_.name_, redis::Retry::kIdempotent, &acks, mode);
     long long status = reply.at(0).integer();
     if (status == 1) {
       // The wait gives back what this request took (give_up) on the way out.

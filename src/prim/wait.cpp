@@ -41,13 +41,13 @@ class Loop {
 
   WaitOutcome run() {
     next_tick_ = SteadyClock::now() + hooks_.tick_every;
-    Waitable::Step step = w_.attempt(Waitable::Mode::kTry, Millis(0));
+    Waitable::Step step = attempt(Waitable::Mode::kTry, Millis(0));
     if (step.acquired) return WaitOutcome::kAcquired;
     if (SteadyClock::now() >= until_) return WaitOutcome::kTimedOut;
     // Subscribe before queueing, so that no grant or release can be missed.
     longest_ttl_ = step.holder_ttl;
     sub_.emplace(topology_.subscribe(w_.channels(), w_.classic_channels()));
-    step = w_.attempt(Waitable::Mode::kWait, millis_until(until_));
+    step = attempt(Waitable::Mode::kWait, millis_until(until_));
     while (!step.acquired) {
       if (SteadyClock::now() >= until_) {
         return finish(SteadyClock::now() < claim_only_until_ ? Waitable::Mode::kClaim
@@ -127,13 +127,27 @@ class Loop {
     }
   }
 
+  // One attempt; one the topology resent on another connection (a failover, a lost
+  // connection) makes this wait a reconnected one from then on.
+  Waitable::Step attempt(Waitable::Mode mode, Millis wait_left) {
+    const unsigned long long resends = topology_.resends();
+    struct Judge {
+      Loop& loop;
+      unsigned long long before;
+      ~Judge() {
+        if (loop.topology_.resends() != before) loop.reconnected();
+      }
+    } judge{*this, resends};
+    return w_.attempt(mode, wait_left);
+  }
+
   // An attempt that survives Redis going away for a while: the request is idempotent (its
   // id makes a repeat of an executed attempt report what it took), so it is repeated.
   Waitable::Step attempt_resilient(Waitable::Mode mode) {
     Millis pause = kReconnectMin;
     while (true) {
       try {
-        return w_.attempt(mode, millis_until(until_));
+        return attempt(mode, millis_until(until_));
       } catch (const Error& e) {
         // A short acknowledgement (--sync-replicas) is an answer, not an outage.
         bool answered = dynamic_cast<const redis::ReplicationError*>(&e) != nullptr;
@@ -171,7 +185,7 @@ class Loop {
   }
 
   WaitOutcome finish(Waitable::Mode mode) {
-    return w_.attempt(mode, Millis(0)).acquired ? acquired() : WaitOutcome::kTimedOut;
+    return attempt(mode, Millis(0)).acquired ? acquired() : WaitOutcome::kTimedOut;
   }
 
   // The subscription is closed later (Topology::retire), off the way to the job's start.
@@ -234,6 +248,16 @@ void clean_up(redis::Topology& topology, const redis::Script& script,
   }
   topology.send_cleanup(script, std::vector<std::string>(keys.begin(), keys.end()), args,
                         std::max(millis_until(until), Millis(0)));
+}
+
+Waitable::Mode resend_mode(Waitable::Mode mode) {
+  return mode == Waitable::Mode::kTry ? mode : Waitable::Mode::kClaim;
+}
+
+std::vector<std::string_view> resent_args(std::vector<std::string_view> args, size_t at,
+                                          Waitable::Mode mode) {
+  args.at(at) = mode_word(resend_mode(mode));
+  return args;
 }
 
 std::string millis_arg(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }

@@ -49,6 +49,15 @@ class Waitable {
 // The word the primitives' scripts take for a mode ("try", "wait", "queued", "last").
 const char* mode_word(Waitable::Mode mode);
 
+// The mode an attempt goes out in when it is resent on another connection than its first
+// send's (Topology::run's resend_args): the server there may have lost the queue entry and
+// the hold before it (a failover, a restart), so a waiter's attempt is a reconnected
+// waiter's claim (Mode::kClaim); a try stays a try.
+Waitable::Mode resend_mode(Waitable::Mode mode);
+// `args` with the mode word at `at` replaced by resend_mode(mode)'s.
+std::vector<std::string_view> resent_args(std::vector<std::string_view> args, size_t at,
+                                          Waitable::Mode mode);
+
 // A duration as a script argument: whole milliseconds, never negative.
 std::string millis_arg(Millis d);
 

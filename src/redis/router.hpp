@@ -40,6 +40,13 @@ class Router {
   // pause (TRYAGAIN, CLUSTERDOWN: 50 ms doubling to 500 ms) and open connections.
   virtual Next after_error(std::string_view key, const ReplyError& e, Deadline until,
                            const ConnectOptions& options, int round) = 0;
+  // Called once a script's reply came from `conn`: whether the write it made counts, i.e.
+  // whether `conn`'s server was still the one to serve it after the write (Sentinel: a
+  // sentinel names it as the master). False: it no longer is (the request is resent
+  // where it now goes, as after a failover's refusal); throws UnavailableError when that
+  // cannot be known by `until`. Where servers do not fail over behind the client's back,
+  // true without a question.
+  virtual bool confirm_master(const Connection& /*conn*/, Deadline /*until*/) { return true; }
   // Closes connections an I/O error left broken (the next request opens new ones,
   // re-resolving where the topology does).
   virtual void drop_broken() = 0;

@@ -12,8 +12,6 @@ namespace {
 // Between passes during a failover: short against the sentinels' own pace (a failover
 // takes about a second), long enough not to hammer them.
 constexpr Millis kPassPause{100};
-// What a sentinel has to answer named_master() in.
-constexpr Millis kQuickAnswer{500};
 
 }  // namespace
 
@@ -53,24 +51,57 @@ Endpoint SentinelResolver::ask(const Endpoint& sentinel, const ConnectOptions& o
   return target_.endpoint.at(address.at(0).str(), static_cast<int>(port));
 }
 
-Connection SentinelResolver::connect_master() {
+namespace {
+
+// `options` with both timeouts at most `share` (and at least 1 ms).
+ConnectOptions within(ConnectOptions options, Millis share) {
+  share = std::max(share, Millis(1));
+  options.connect_timeout = std::min(options.connect_timeout, share);
+  options.command_timeout = std::min(options.command_timeout, share);
+  return options;
+}
+
+// An equal share of what is left until `until` for the `i`th of `n` to be asked.
+Millis share_of(Deadline until, size_t i, size_t n) {
+  return millis_until(until) / static_cast<long long>(n - i);
+}
+
+}  // namespace
+
+void SentinelResolver::prefer(size_t i) {
+  std::vector<Endpoint>& sentinels = target_.seeds;
+  std::rotate(sentinels.begin(), sentinels.begin() + static_cast<long>(i),
+              sentinels.begin() + static_cast<long>(i) + 1);
+}
+
+Connection SentinelResolver::connect_master_once(Deadline until) {
   std::string failures;
   auto note = [&failures](const std::string& what) {
     if (!failures.empty()) failures += "; ";
     failures += what;
   };
-  std::vector<Endpoint>& sentinels = target_.seeds;
+  std::vector<std::string> silent;  // addresses that did not answer ROLE in this pass
+  const std::vector<Endpoint>& sentinels = target_.seeds;
   for (size_t i = 0; i < sentinels.size(); ++i) {
     std::string who = "sentinel " + sentinels[i].describe();
+    if (millis_until(until).count() <= 0) {
+      note(who + ": not asked, no time left (--timeout)");
+      continue;
+    }
+    Deadline slot_end = SteadyClock::now() + share_of(until, i, sentinels.size());
     Endpoint candidate;
     try {
-      candidate = ask(sentinels[i], options_);
+      candidate = ask(sentinels[i], within(options_, millis_until(slot_end)));
     } catch (const Error& e) {
       note(who + ": " + e.what());
       continue;
     }
+    if (std::find(silent.begin(), silent.end(), candidate.describe()) != silent.end()) {
+      note(who + " named " + candidate.describe() + " too");
+      continue;
+    }
     try {
-      ConnectOptions o = options_;
+      ConnectOptions o = within(options_, millis_until(slot_end));
       o.endpoint = candidate;
       Connection conn = Connection::open(o);
       if (role_of(conn) != Role::kMaster) {
@@ -78,31 +109,25 @@ Connection SentinelResolver::connect_master() {
         continue;
       }
       master_ = candidate;
-      // Ask the one that knew first next time.
-      std::rotate(sentinels.begin(), sentinels.begin() + static_cast<long>(i),
-                  sentinels.begin() + static_cast<long>(i) + 1);
+      prefer(i);
       return conn;
     } catch (const Error& e) {
       note(who + " named " + candidate.describe() + ": " + e.what());
+      silent.push_back(candidate.describe());
     }
   }
   throw UnavailableError("no sentinel led to the master '" + target_.master_name +
                          "': " + failures);
 }
 
-Endpoint SentinelResolver::named_master() {
-  // A question on the way of a request (a renewal near its deadline): a sentinel that does
-  // not answer quickly is passed over.
-  ConnectOptions quick = options_;
-  quick.connect_timeout = std::min(quick.connect_timeout, kQuickAnswer);
-  quick.command_timeout = std::min(quick.command_timeout, kQuickAnswer);
+Endpoint SentinelResolver::named_master(Deadline until) {
   std::string failures;
-  std::vector<Endpoint>& sentinels = target_.seeds;
+  const std::vector<Endpoint>& sentinels = target_.seeds;
   for (size_t i = 0; i < sentinels.size(); ++i) {
     try {
-      Endpoint named = ask(sentinels[i], quick);
-      std::rotate(sentinels.begin(), sentinels.begin() + static_cast<long>(i),
-                  sentinels.begin() + static_cast<long>(i) + 1);
+      if (millis_until(until).count() <= 0) throw UnavailableError("not asked, no time left");
+      Endpoint named = ask(sentinels[i], within(options_, share_of(until, i, sentinels.size())));
+      prefer(i);
       return named;
     } catch (const Error& e) {
       if (!failures.empty()) failures += "; ";
@@ -115,7 +140,7 @@ Endpoint SentinelResolver::named_master() {
 Connection SentinelResolver::connect_master(Deadline until) {
   while (true) {
     try {
-      return connect_master();
+      return connect_master_once(until);
     } catch (const UnavailableError&) {
       if (SteadyClock::now() + kPassPause >= until) throw;
     }

@@ -28,24 +28,24 @@ class SentinelResolver {
   // database. `options` gives the connect and command timeouts (its endpoint is ignored).
   SentinelResolver(Target target, const ConnectOptions& options);
 
-  // One pass: asks each sentinel in turn (SENTINEL GET-MASTER-ADDR-BY-NAME), connects to
-  // the address it names and returns that connection once ROLE says master. Throws
-  // UnavailableError with one line saying what each sentinel answered when none led to a
-  // confirmed master.
-  Connection connect_master();
-  // Passes of connect_master() until one succeeds or `until` passes (a failover under way:
-  // the sentinels still name the old master, or the new one still says replica); throws the
-  // last pass's error then.
+  // Passes until one succeeds or `until` passes (a failover under way: the sentinels still
+  // name the old master, or the new one still says replica): each pass asks each sentinel
+  // in turn (SENTINEL GET-MASTER-ADDR-BY-NAME), connects to the address it names and
+  // returns that connection once ROLE says master. Everything, sentinels included, ends by
+  // `until`: each sentinel of a pass gets an equal share of what is left, so that a frozen
+  // one leaves time for the others, and an address that did not answer ROLE is not asked
+  // again within the pass. Throws UnavailableError with one line saying what each sentinel
+  // answered in the last pass.
   Connection connect_master(Deadline until);
 
   // The master's address as the sentinels name it now: the first answer of a sentinel,
-  // asked in turn (the one that answered last first), without connecting to it. Throws
-  // UnavailableError when no sentinel answers.
-  Endpoint named_master();
+  // asked in turn (the one that answered last first, each within an equal share of what is
+  // left until `until`), without connecting to it. Throws UnavailableError when no sentinel
+  // answers by then.
+  Endpoint named_master(Deadline until);
 
   // The connect and command timeouts of the questions and connections from now on (its
-  // endpoint is ignored): a renewal near its stop point has less time than the request
-  // that made this resolver.
+  // endpoint is ignored), each bounded by the deadline of the call that uses them.
   void set_timeouts(const ConnectOptions& options) {
     options_.connect_timeout = options.connect_timeout;
     options_.command_timeout = options.command_timeout;
@@ -59,6 +59,10 @@ class SentinelResolver {
   // The master's address according to one sentinel, asked within `options`' timeouts;
   // throws with what went wrong.
   Endpoint ask(const Endpoint& sentinel, const ConnectOptions& options);
+  // One pass of connect_master(until).
+  Connection connect_master_once(Deadline until);
+  // Puts the sentinel at `i` first: it is asked first next time.
+  void prefer(size_t i);
 
   Target target_;
   ConnectOptions options_;

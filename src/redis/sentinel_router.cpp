@@ -10,15 +10,21 @@ namespace {
 // alive there that the new master may never have got. A request within this long of the
 // connection's confirmation (an exec's acquisition right after connecting) is not delayed.
 constexpr Millis kConfirmedFor{100};
+// What the sentinels have to answer a question in that only steers a request or a
+// subscriber (still_master, still_serves): one that does not answer quickly is passed over.
+constexpr Millis kQuickAnswer{500};
 
 }  // namespace
 
 bool SentinelRouter::still_master() {
   if (SteadyClock::now() - confirmed_at_ < kConfirmedFor) return true;
   try {
-    if (resolver_->named_master().describe() != conn_->options().endpoint.describe()) return false;
+    Deadline until = SteadyClock::now() + std::min(kQuickAnswer, conn_->timeout());
+    if (resolver_->named_master(until).describe() != conn_->options().endpoint.describe())
+      return false;
   } catch (const Error&) {
-    // No sentinel answers: the master keeps serving as long as it answers itself.
+    // No sentinel answers: the request goes to the master it knows, and what it writes
+    // counts only once a sentinel confirms that server after the write (confirm_master).
   }
   confirmed_at_ = SteadyClock::now();
   return true;
@@ -27,10 +33,30 @@ bool SentinelRouter::still_master() {
 bool SentinelRouter::still_serves(const Endpoint& server) {
   if (!resolver_) return true;
   try {
-    return resolver_->named_master().describe() == server.describe();
+    return resolver_->named_master(SteadyClock::now() + kQuickAnswer).describe() ==
+           server.describe();
   } catch (const Error&) {
     return true;  // no sentinel answers: nothing says it changed
   }
+}
+
+bool SentinelRouter::confirm_master(const Connection& conn, Deadline until) {
+  const std::string server = conn.options().endpoint.describe();
+  Endpoint named;
+  try {
+    named = resolver_->named_master(until);
+  } catch (const Error& e) {
+    throw UnavailableError("redis at " + server +
+                           " answered, but no sentinel confirmed it as the master after the "
+                           "write, so it does not count (" +
+                           e.what() + ")");
+  }
+  if (named.describe() != server) {
+    if (conn_ && conn_->options().endpoint.describe() == server) conn_.reset();
+    return false;
+  }
+  confirmed_at_ = SteadyClock::now();
+  return true;
 }
 
 Connection& SentinelRouter::connection_for(std::string_view, const ConnectOptions& options) {
@@ -42,7 +68,8 @@ Connection& SentinelRouter::connection_for(std::string_view, const ConnectOption
     resolver_.emplace(target_, options);
   }
   // A failover takes the sentinels about a second to agree on: keep asking that long.
-  conn_.emplace(resolver_->connect_master(SteadyClock::now() + options.command_timeout));
+  conn_.emplace(
+      resolver_->connect_master(SteadyClock::now() + std::max(options.command_timeout, Millis(1))));
   conn_->set_timeout(options.command_timeout);
   confirmed_at_ = SteadyClock::now();
   master_ = conn_->options().endpoint;

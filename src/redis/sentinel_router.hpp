@@ -13,7 +13,8 @@ namespace rlock::redis {
 // of those replies was not executed, so it is resent to the new master within its timeout.
 // A connection is used without a question for kConfirmedFor (see sentinel_router.cpp) after
 // the sentinels named its server; past that, the next request asks a sentinel first, and
-// goes to the new master when the sentinels name another.
+// goes to the new master when the sentinels name another. That question only steers: a
+// script's reply counts once a sentinel named its server after it (confirm_master).
 class SentinelRouter : public Router {
  public:
   explicit SentinelRouter(Target target) : target_(std::move(target)) {}
@@ -33,6 +34,11 @@ class SentinelRouter : public Router {
   Millis recheck_every() const override { return Millis(1000); }
   // False when a sentinel names another master than `server`.
   bool still_serves(const Endpoint& server) override;
+  // Asks the sentinels (by `until`) whether `conn`'s server is still the master: false
+  // (and the connection dropped) when they name another; UnavailableError when none
+  // answers: a client cut off from the sentinels must not count a write on a master that
+  // may have been demoted meanwhile (it stays writable for about 10 s).
+  bool confirm_master(const Connection& conn, Deadline until) override;
 
  private:
   // False when the sentinels name another master than conn_'s (asked at most once per

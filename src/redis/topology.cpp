@@ -12,6 +12,9 @@ namespace {
 // Redirects a request follows at most: a slot moves once, an ASK is followed by ASKING, a
 // failover's pauses (Router::after_error) are bounded by the timeout anyway.
 constexpr int kMaxRedirects = 16;
+// What a write's confirmation (Router::confirm_master) has at least, also when the write
+// took the request's whole budget: a sentinel on a kept connection answers in well under it.
+constexpr Millis kConfirmFloor{50};
 
 // A quorum's first member as a standalone server: where requests without a majority rule
 // would go (server_name, the TLS certificate), never a lock's.
@@ -104,32 +107,59 @@ Connection& Topology::connection(std::string_view key, Millis budget, Millis tim
 
 template <typename F>
 auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadline> until,
-                          F&& attempt, Millis extra) {
+                          F&& attempt, Millis extra, bool confirm) {
   Deadline start = SteadyClock::now();
   Deadline end = until ? *until : start + request_timeout() + extra;
   Connection* ask = nullptr;
   int redirects = 0;
+  resending_ = false;
   // The server that did not answer (a cluster node, the master Sentinel named), not the
   // URL's first host.
   std::string where = options_.endpoint.describe();
+  // From here on the request goes out on another connection than its first send: it is
+  // judged as a reconnected request (see resend_args in run()).
+  auto resend = [this] {
+    if (!resending_) ++resends_;
+    resending_ = true;
+  };
   for (int tries = 1;;) {
     bool last = retry != Retry::kIdempotent || tries >= kMaxTries;
     Millis left = std::max(millis_until(end), Millis(1));
     // Half of what is left: a reply stuck in a dead flow (or on a server that failed over)
     // is asked for again on a fresh connection while there is time for the answer.
     Millis wait = last ? left : std::min(left, std::max((left - extra) / 2 + extra, Millis(1)));
+    Deadline try_end = SteadyClock::now() + wait;
     try {
+      Connection* used = nullptr;
       auto result = [&] {
         if (!ask) {
           Connection& c = connection(key, left, wait);
+          // Finding the server (Sentinel's questions) came out of this try's share.
+          c.set_timeout(std::max(millis_until(try_end), Millis(1)));
+          used = &c;
           where = c.options().endpoint.describe();
           return attempt(c, false);
         }
         Connection& there = *std::exchange(ask, nullptr);
+        used = &there;
         where = there.options().endpoint.describe();
         there.set_timeout(wait);
         return attempt(there, true);
       }();
+      if (confirm &&
+          !router_->confirm_master(*used, std::max(end, SteadyClock::now() + kConfirmFloor))) {
+        // The write went to a server that no longer serves the keys (a demoted master):
+        // it counts for nothing, and the request goes where they are served now.
+        if (redirects >= kMaxRedirects || SteadyClock::now() >= end) {
+          failed_until_ = end;
+          throw UnavailableError("redis at " + where +
+                                 " is no longer the master (the sentinels name another); no "
+                                 "time was left to send the request there (--timeout)");
+        }
+        ++redirects;
+        resend();
+        continue;
+      }
       failed_until_.reset();
       return result;
     } catch (const ReplyError& e) {
@@ -140,6 +170,7 @@ auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadl
       if (next.kind == Router::Next::kThrow || redirects >= kMaxRedirects) throw;
       ++redirects;
       ask = next.ask;
+      resend();
     } catch (const IoError& e) {
       // A connection that failed is closed at once: a request that timed out must not
       // wait in its socket for the next use.
@@ -155,6 +186,7 @@ auto Topology::with_retry(std::string_view key, Retry retry, std::optional<Deadl
         throw;
       }
       ++tries;
+      resend();
     } catch (const UnavailableError&) {
       failed_until_ = end;
       throw;
@@ -174,7 +206,8 @@ void Topology::limit_timeout(Millis timeout) { timeout_limit_ = timeout; }
 
 Reply Topology::run(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry,
-                    std::optional<Deadline> until) {
+                    std::optional<Deadline> until,
+                    const std::vector<std::string_view>* resend_args) {
   if (quorum_) {
     Deadline end = until ? *until : SteadyClock::now() + request_timeout();
     try {
@@ -187,10 +220,14 @@ Reply Topology::run(const Script& script, const std::vector<std::string_view>& k
     }
   }
   std::string_view key = keys.empty() ? std::string_view() : keys.front();
-  return Reply(with_retry(key, retry, until, [&](Connection& c, bool asking) {
-    if (asking) return run_script(c, script, keys, args, {}, true);
-    return run_script(c, script, keys, args, std::exchange(in_flight_, {}));
-  }));
+  return Reply(with_retry(
+      key, retry, until,
+      [&](Connection& c, bool asking) {
+        const auto& sent = resending_ && resend_args ? *resend_args : args;
+        if (asking) return run_script(c, script, keys, sent, {}, true);
+        return run_script(c, script, keys, sent, std::exchange(in_flight_, {}));
+      },
+      Millis(0), true));
 }
 
 std::string Acks::describe() const {
@@ -222,10 +259,12 @@ long long Topology::replicas_online(Connection& c) {
 
 Synced Topology::run_synced(const Script& script, const std::vector<std::string_view>& keys,
                             const std::vector<std::string_view>& args, Retry retry,
-                            std::string_view about) {
+                            std::string_view about,
+                            const std::vector<std::string_view>* resend_args) {
   Acks acks;
   acks.about = std::string(about);
-  if (options_.sync_replicas <= 0 || quorum_) return {run(script, keys, args, retry), acks};
+  if (options_.sync_replicas <= 0 || quorum_)
+    return {run(script, keys, args, retry, std::nullopt, resend_args), acks};
   std::string_view key = keys.empty() ? std::string_view() : keys.front();
   acks.wanted = options_.sync_replicas;
   // Near a renewal's stopping point (limit_timeout) the WAIT shares the bounded time.
@@ -246,8 +285,9 @@ Synced Topology::run_synced(const Script& script, const std::vector<std::string_
         // The WAIT answers before the socket gives up on it.
         acks.within = std::max(std::min(options_.sync_timeout, c.timeout() * 3 / 4), Millis(1));
         auto in_flight = asking ? std::function<void()>() : std::exchange(in_flight_, {});
+        const auto& sent = resending_ && resend_args ? *resend_args : args;
         AckedReply r =
-            run_script_acked(c, script, keys, args, acks.wanted, acks.within, in_flight, asking);
+            run_script_acked(c, script, keys, sent, acks.wanted, acks.within, in_flight, asking);
         acks.acked = r.acked;
         acks.wait_error = r.wait_error;
         if (acks.short_of_wanted()) {
@@ -260,7 +300,7 @@ Synced Topology::run_synced(const Script& script, const std::vector<std::string_
         }
         return std::move(r.reply);
       },
-      extra);
+      extra, true);
   if (acks.connected < 0) acks.connected = -1;
   return {Reply(std::move(reply)), acks};
 }

@@ -69,9 +69,17 @@ class Topology {
   // it), and an I/O error or a timeout is followed by another try on a fresh connection, up
   // to kMaxTries: a reply lost with a dropped connection or stuck in a dead flow is
   // fetched again (the server answers a repeat with the reply it recorded).
+  // A resend on another connection than the first send's (after an I/O error, a
+  // failover's refusal, a redirect) is a new attempt: the server there may have lost what
+  // the first one had (an unreplicated hold), so `resend_args`, when given, go out instead
+  // (a waiter's attempt as a reconnected waiter's claim, see prim/wait.hpp), and resends()
+  // counts it. On Sentinel a reply counts only once a sentinel names its server as the
+  // master after it (Router::confirm_master): else the request goes to the master named
+  // now, or throws UnavailableError when no sentinel answers.
   Reply run(const Script& script, const std::vector<std::string_view>& keys,
             const std::vector<std::string_view>& args, Retry retry = Retry::kNever,
-            std::optional<Deadline> until = std::nullopt);
+            std::optional<Deadline> until = std::nullopt,
+            const std::vector<std::string_view>* resend_args = nullptr);
 
   // run() for a write that takes or renews something: with --sync-replicas N
   // (options().sync_replicas), `WAIT N --sync-timeout` goes in the same write right behind
@@ -85,7 +93,12 @@ class Topology {
   // The caller decides what a short acknowledgement means for what the script did.
   Synced run_synced(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry = Retry::kNever,
-                    std::string_view about = {});
+                    std::string_view about = {},
+                    const std::vector<std::string_view>* resend_args = nullptr);
+
+  // How many requests so far were resent on another connection than their first send's
+  // (see run()): a waiter that sees this change judges itself reconnected.
+  unsigned long long resends() const { return resends_; }
 
   // Until when the clean-up after the request that failed last may take (the end of that
   // request's budget), or now + --timeout when the last request did not fail.
@@ -181,9 +194,11 @@ class Topology {
   // run() says.
   // `extra`: time beyond --timeout the request may take (a WAIT behind it), added to the
   // budget and to each attempt's socket timeout.
+  // `confirm`: the request is a script whose write counts only once the router confirms
+  // its server after the reply (Router::confirm_master).
   template <typename F>
   auto with_retry(std::string_view key, Retry retry, std::optional<Deadline> until, F&& attempt,
-                  Millis extra = Millis(0));
+                  Millis extra = Millis(0), bool confirm = false);
   // ROLE on `c` once: the replicas its master has online, for --sync-replicas.
   long long replicas_online(Connection& c);
 
@@ -197,6 +212,8 @@ class Topology {
   std::function<void()> in_flight_;
   std::optional<Deadline> failed_until_;  // the budget's end of the request that failed last
   bool replicated_ = false;               // a Sentinel or Cluster URL
+  bool resending_ = false;                // the current request went out on another connection
+  unsigned long long resends_ = 0;        // see resends()
 };
 
 }  // namespace rlock::redis

@@ -188,7 +188,7 @@ TEST_CASE("sentinel: the resolver finds the master, and the new one after SENTIN
   timeouts.command_timeout = rlock::Millis(2000);
 
   redis::SentinelResolver resolver(target, timeouts);
-  Connection first = resolver.connect_master();
+  Connection first = resolver.connect_master(rlock::SteadyClock::now() + rlock::Millis(2000));
   CHECK(first.options().endpoint.port == setup.data(0).port());
   CHECK(redis::role_of(first) == redis::Role::kMaster);
   first.command({"SET", "before-failover", "1"});
@@ -227,7 +227,9 @@ TEST_CASE(
   timeouts.connect_timeout = rlock::Millis(500);
   timeouts.command_timeout = rlock::Millis(1000);
   redis::SentinelResolver resolver(target, timeouts);
-  REQUIRE(resolver.connect_master().options().endpoint.port == setup.data(0).port());
+  REQUIRE(resolver.connect_master(rlock::SteadyClock::now() + rlock::Millis(2000))
+              .options()
+              .endpoint.port == setup.data(0).port());
 
   auto death = Clock::now();
   setup.data(0).stop();
@@ -241,7 +243,9 @@ TEST_CASE(
   setup.data(0).restart();
   CHECK(setup.data(0).cmd({"ROLE"}).at(0) == "master");
   for (int i = 0; i < 5; ++i)
-    CHECK(resolver.connect_master().options().endpoint.port == setup.data(1).port());
+    CHECK(resolver.connect_master(rlock::SteadyClock::now() + rlock::Millis(2000))
+              .options()
+              .endpoint.port == setup.data(1).port());
 }
 
 TEST_CASE("sentinel: sentinels asked in turn; their own password; messages name each one") {
@@ -255,7 +259,9 @@ TEST_CASE("sentinel: sentinels asked in turn; their own password; messages name 
   // The first sentinel is gone: the others answer.
   setup.sentinel(0).stop();
   redis::SentinelResolver resolver(target, timeouts);
-  CHECK(resolver.connect_master().options().endpoint.port == setup.data(0).port());
+  CHECK(resolver.connect_master(rlock::SteadyClock::now() + rlock::Millis(2000))
+            .options()
+            .endpoint.port == setup.data(0).port());
 
   struct Case {
     const char* what;
@@ -274,7 +280,7 @@ TEST_CASE("sentinel: sentinels asked in turn; their own password; messages name 
     t.master_name = c.master_name;
     redis::SentinelResolver r(t, timeouts);
     try {
-      r.connect_master();
+      r.connect_master(rlock::SteadyClock::now() + rlock::Millis(500));
       FAIL("resolved");
     } catch (const rlock::Error& e) {
       std::string what = e.what();
