@@ -152,6 +152,13 @@ TEST_CASE("cluster dead master: SIGKILL under an exec holder; renewals follow th
   Spawned holder = spawn_on(url, {"exec", "--lease", "6s", "--kill-after", "1s", name, "--", "sh",
                                   "-c", "touch \"$0\"; sleep 9; exit 3", started});
   REQUIRE(poll_until([&] { return std::filesystem::exists(started); }, 10s));
+  // Killed just before a renewal is due (at 4 s of lease left), while the other nodes still
+  // name it as the slot's master: the renewal's first redirect goes to the dead address.
+  REQUIRE(poll_until(
+      [&] {
+        return s.master->cmd_int({"PTTL", lock_key(name)}) <= 4300;
+      },
+      10s, 10ms));
   s.await_replicated();
   inflict(Fault::kKill, *s.master);
   REQUIRE(holder.wait(deadline(30s)).has_value());
