@@ -1,12 +1,31 @@
 #include "redis/cluster_router.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <set>
 #include <thread>
 
 #include "redis/sentinel_router.hpp"
 #include "redis/slot.hpp"
 
 namespace rlock::redis {
+namespace {
+
+// What a waiter's check of its server (still_serves) may take at most: another node's slot
+// map, asked once a second while the waiter sleeps.
+constexpr Millis kRecheckTimeout{1000};
+
+// True when the server closed `conn` while it was idle (a killed server's sockets are
+// closed by its kernel): a subscriber opened there would be refused. Reads nothing.
+bool closed_by_peer(const Connection& conn) {
+  char byte;
+  ssize_t n = ::recv(conn.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+}  // namespace
 
 // TRYAGAIN: keys of a multi-key request in the middle of a migration; CLUSTERDOWN: a
 // failover under way. Both pass within a second or so.
@@ -67,36 +86,113 @@ Connection& ClusterRouter::seed(const ConnectOptions& options) {
   }
 }
 
-Endpoint ClusterRouter::endpoint_for(std::string_view key, const ConnectOptions& options) {
-  if (cluster_) {
-    auto it = owners_.find(key_slot(key));
-    if (it != owners_.end()) return target_.endpoint.at(it->second.host, it->second.port);
+const NodeAddress* ClusterRouter::owner_of(int slot) const {
+  auto it = owners_.find(slot);
+  if (it != owners_.end()) return &it->second;
+  return map_ ? map_->master_of(slot) : nullptr;
+}
+
+std::optional<SlotMap> ClusterRouter::map_without(const std::string& avoid,
+                                                  const ConnectOptions& options) {
+  std::vector<Endpoint> ask;
+  for (size_t i = 0; i < target_.seeds.size(); ++i)
+    ask.push_back(seed_endpoint((seed_ + i) % target_.seeds.size()));
+  if (map_) {
+    for (const SlotRange& r : map_->ranges()) {
+      ask.push_back(endpoint_of(r.master));
+      for (const NodeAddress& replica : r.replicas) ask.push_back(endpoint_of(replica));
+    }
   }
-  return seed(options).options().endpoint;
+  std::set<std::string> asked = {avoid};
+  for (const Endpoint& ep : ask) {
+    if (!asked.insert(ep.describe()).second) continue;
+    try {
+      Connection& conn = node(ep, options);
+      conn.set_timeout(options.command_timeout);
+      return SlotMap::fetch(conn);
+    } catch (const UnavailableError&) {
+      // Down or frozen as well: the next one.
+    } catch (const DataError&) {
+    } catch (const ReplyError&) {
+      return std::nullopt;  // refused (an ACL without cluster|shards): so are the others
+    }
+  }
+  return std::nullopt;
+}
+
+void ClusterRouter::adopt(SlotMap map, const std::string& gone) {
+  map_ = std::move(map);
+  owners_.clear();
+  nodes_.erase(gone);
+}
+
+bool ClusterRouter::still_serves(const Endpoint& server) {
+  if (!cluster_) return true;
+  ConnectOptions o = options_;
+  o.command_timeout = std::min(o.command_timeout, kRecheckTimeout);
+  o.connect_timeout = std::min(o.connect_timeout, o.command_timeout);
+  std::string id = server.describe();
+  std::optional<SlotMap> map = map_without(id, o);
+  if (!map) return true;  // no other node answers: nothing says it changed
+  for (const NodeAddress& m : map->masters()) {
+    if (endpoint_of(m).describe() == id) return true;
+  }
+  adopt(std::move(*map), id);
+  return false;
+}
+
+Endpoint ClusterRouter::endpoint_for(std::string_view key, const ConnectOptions& options) {
+  options_ = options;
+  Connection* conn = &connection_for(key, options);
+  if (cluster_ && closed_by_peer(*conn)) {
+    // Its server died since the last request: connection_for finds who took over.
+    nodes_.erase(conn->options().endpoint.describe());
+    conn = &connection_for(key, options);
+  }
+  return conn->options().endpoint;
 }
 
 std::optional<Endpoint> ClusterRouter::known_endpoint_for(std::string_view key) const {
   if (cluster_) {
-    auto it = owners_.find(key_slot(key));
-    if (it != owners_.end()) return target_.endpoint.at(it->second.host, it->second.port);
+    if (const NodeAddress* owner = owner_of(key_slot(key))) return endpoint_of(*owner);
   }
   return seed_endpoint(seed_);
 }
 
 Connection& ClusterRouter::connection_for(std::string_view key, const ConnectOptions& options) {
-  if (cluster_) {
-    auto it = owners_.find(key_slot(key));
-    if (it != owners_.end())
-      return node(target_.endpoint.at(it->second.host, it->second.port), options);
+  if (!cluster_) return seed(options);
+  int slot = key_slot(key);
+  // A refused owner is asked about again within the request's time, as a failover takes.
+  Deadline until = SteadyClock::now() + options.command_timeout;
+  for (int round = 0;; ++round) {
+    const NodeAddress* owner = owner_of(slot);
+    if (!owner) return seed(options);
+    NodeAddress was = *owner;
+    Endpoint ep = endpoint_of(was);
+    try {
+      return node(ep, options);
+    } catch (const UnavailableError& e) {
+      // A dead master: another node's map says whether its replica has taken over yet.
+      ConnectOptions ask = options;
+      ask.command_timeout = std::max(millis_until(until), Millis(1));
+      ask.connect_timeout = std::min(ask.connect_timeout, ask.command_timeout);
+      std::optional<SlotMap> map = map_without(ep.describe(), ask);
+      if (!map) throw;
+      adopt(std::move(*map), ep.describe());
+      const NodeAddress* now = owner_of(slot);
+      // Still named when this try's time is up: an I/O error, so that the request's next
+      // try (Topology) asks again within its budget.
+      if (now && now->same_address(was) && !pause_before_resend(round, until))
+        throw IoError(e.what());
+    }
   }
-  return seed(options);
 }
 
 Router::Next ClusterRouter::after_error(std::string_view key, const ReplyError& e, Deadline until,
                                         const ConnectOptions& options, int round) {
   const std::string& code = e.code();
   if (code == "MOVED" || code == "ASK") {
-    std::string asked_host = endpoint_for(key, options).host;
+    std::string asked_host = known_endpoint_for(key)->host;
     auto redirect = parse_redirect(e.reply(), asked_host);
     if (!redirect || SteadyClock::now() >= until) return {};
     became_cluster("it answered MOVED");
@@ -124,7 +220,10 @@ void ClusterRouter::drop_broken() {
     it = it->second.broken() ? nodes_.erase(it) : std::next(it);
   }
   // A node that went away may have failed over: ask again where its slots are.
-  if (cluster_) owners_.clear();
+  if (cluster_) {
+    owners_.clear();
+    map_.reset();
+  }
 }
 
 void ClusterRouter::set_timeout(Millis timeout) {

@@ -15,7 +15,9 @@ namespace rlock::redis {
 // when a request first goes there. A process does not fetch the slot map before its first
 // request (one round trip more for every short-lived `rlock exec`): it sends a request to
 // the seed, and a MOVED names the owner of that slot, remembered for the next requests.
-// The whole map (CLUSTER SHARDS) is fetched only to find every master (inspect). A
+// The whole map (CLUSTER SHARDS) is fetched to find every master (inspect), and from
+// another node when a slot's owner refuses the connection (a dead master: its replica takes
+// over within a second or two) or a waiter checks that its frozen server still serves. A
 // standalone target that answers MOVED is a cluster node: it becomes the seed.
 class ClusterRouter : public Router {
  public:
@@ -30,6 +32,11 @@ class ClusterRouter : public Router {
   void set_timeout(Millis timeout) override;
   std::vector<Endpoint> masters(const ConnectOptions& options) override;
   bool cluster() const override { return cluster_; }
+  // A frozen master keeps its subscribers after its replica took over, and nothing is
+  // published there any more: a waiter asks another node once a second.
+  Millis recheck_every() const override { return cluster_ ? Millis(1000) : Millis(0); }
+  // False when another node's slot map no longer has `server` as a master.
+  bool still_serves(const Endpoint& server) override;
 
  private:
   // The node at `ep`'s connection, opened when absent or broken.
@@ -38,12 +45,23 @@ class ClusterRouter : public Router {
   Connection& seed(const ConnectOptions& options);
   void became_cluster(const std::string& why);
   Endpoint seed_endpoint(size_t i) const;
+  Endpoint endpoint_of(const NodeAddress& a) const { return target_.endpoint.at(a.host, a.port); }
+  // The slot's master as the last redirect or the last fetched map said.
+  const NodeAddress* owner_of(int slot) const;
+  // The slot map as a node other than `avoid` (host:port) sees it, asked within `options`'
+  // timeouts: the seeds from the current one on, then the nodes of the last map; nullopt
+  // when none answers.
+  std::optional<SlotMap> map_without(const std::string& avoid, const ConnectOptions& options);
+  // Uses `map` from now on; `gone` (not a master there) is no longer connected to.
+  void adopt(SlotMap map, const std::string& gone);
 
   Target target_;
   std::function<void(const std::string&)> notice_;
   bool cluster_;
   std::map<std::string, Connection> nodes_;      // by Endpoint::describe()
   std::unordered_map<int, NodeAddress> owners_;  // slot -> master, as redirects said
+  std::optional<SlotMap> map_;                   // fetched after a failure; owners_ is newer
+  ConnectOptions options_;                       // of the last endpoint_for (still_serves)
   size_t seed_ = 0;                              // the seed that answered last
 };
 
