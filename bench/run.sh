@@ -10,9 +10,10 @@
 # per tool for part C, 180), BENCH_RSS_RUNS (20), BENCH_LATCH_ROUNDS (30),
 # BENCH_INSPECT_RUNS (3), BENCH_INSPECT_MAX (objects of part F's large row,
 # 1000000), BENCH_LIMIT_DECISIONS (per run of part G's throughput rows, 50000),
-# BENCH_QUEUE_ITEMS (items of part H's bulk push, 100000), BENCH_PARTS (the parts
-# to run, default ABCDEFGHIMT; BENCH_PARTS=F runs only the inspect part, its summary
-# rows included). Part G's C++ program is rlock_limit_bench next to RLOCK_BIN (or
+# BENCH_QUEUE_ITEMS (items of part H's bulk push, 100000), BENCH_QUEUE_SIZES (part W's
+# queue lengths, "10 100 1000"), BENCH_QUEUE_HANDOFFS (hand-offs timed per length, 50),
+# BENCH_PARTS (the parts to run, default ABCDEFGHIMTW; BENCH_PARTS=F runs only the
+# inspect part, its summary rows included). Part G's C++ program is rlock_limit_bench next to RLOCK_BIN (or
 # RLOCK_LIMIT_BENCH), built when missing.
 #
 # Everything it starts (one redis-server, one etcd, the lock holders/waiters
@@ -53,8 +54,8 @@ LATCH_ROUNDS=$(knob BENCH_LATCH_ROUNDS 30 1 1000)
 INSPECT_RUNS=$(knob BENCH_INSPECT_RUNS 3 1 50)
 INSPECT_MAX=$(knob BENCH_INSPECT_MAX 1000000 100000 5000000)
 LIMIT_DECISIONS=$(knob BENCH_LIMIT_DECISIONS 50000 1000 10000000)
-PARTS=${BENCH_PARTS:-ABCDEFGHIMT}
-[[ $PARTS =~ ^[A-IMT]+$ ]] || die "BENCH_PARTS must be letters among ABCDEFGHIMT, got '$PARTS'"
+PARTS=${BENCH_PARTS:-ABCDEFGHIMTW}
+[[ $PARTS =~ ^[A-IMTW]+$ ]] || die "BENCH_PARTS must be letters among ABCDEFGHIMTW, got '$PARTS'"
 part() { [[ $PARTS == *"$1"* ]]; } # part X: whether part X runs
 
 # ---------------------------------------------------------------- install
@@ -157,6 +158,8 @@ print(*(s.getsockname()[1] for s in socks))
 EOF
 )
 
+# Part W queues 1000 waiters of two connections each: the server needs the descriptors.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode yes \
     --save '' --appendonly no --daemonize no --dir "$TMP" \
     --logfile "$TMP/redis.log" >/dev/null 2>&1 &

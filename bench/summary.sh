@@ -85,6 +85,12 @@ if part M; then
     verdict 'hand-off median, two names <= 1.2x one name' "${M_HO[multi]} / ${M_HO[rlock]}" 1.2 \
         "${M_HO[multi]:-?} ms vs ${M_HO[rlock]:-?} ms = $(calc '%.2fx' "${M_HO[multi]} / ${M_HO[rlock]}")"
 fi
+if part W && [[ -n ${QW_MED[10]:-} && -n ${QW_MED[1000]:-} ]]; then
+    verdict 'at 1000 waiters: hand-off gap median <= 1.3x at 10' "${QW_MED[1000]} / ${QW_MED[10]}" 1.3 \
+        "${QW_MED[1000]} ms vs ${QW_MED[10]} ms = $(calc '%.2fx' "${QW_MED[1000]} / ${QW_MED[10]}")"
+    verdict 'at 1000 waiters: Redis CPU per hand-off <= 1.3x at 10' "${QW_CPU[1000]} / ${QW_CPU[10]}" 1.3 \
+        "${QW_CPU[1000]} us vs ${QW_CPU[10]} us = $(calc '%.2fx' "${QW_CPU[1000]} / ${QW_CPU[10]}")"
+fi
 say ""
 say "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)."
 say "Raw data: bench/out/*.json (hyperfine), bench/out/bench.log (tool output)."

@@ -69,7 +69,10 @@ else
   if mode == 'hold' then redis.call('SET', KEYS[7], '0', 'PX', REQUEST_TTL) end
 end
 if keep > 0 and reply[1] > 0 then
-  publish(channel, 'changed ' .. keep)
+  -- Nothing is handed over when the keep runs out: the head looks again then, and the
+  -- waiter behind it too, in case the head is stopped.
+  tell_changed(first_live(channel), channel, keep)
+  tell_changed(second_live(channel), channel, keep)
 elseif not pass_on(channel, claim_ms, now.ms, nil) and reply[1] > 0 then
   publish(channel, 'released')
 end

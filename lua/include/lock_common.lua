@@ -267,8 +267,6 @@ local function grant(head, channel, claim_ms)
   if kind == 'exec' then redis.call('SET', KEYS[6], wait_id, 'PX', claim_ms) end
   redis.call('SET', KEYS[5], head, 'PX', claim_ms)
   publish(channel .. ':' .. wait_id, 'grant')
-  -- The holder's expiry just got shorter: waiters sleeping until the old one wake earlier.
-  publish(channel, 'changed ' .. claim_ms)
 end
 
 -- Reserves a shared hold for the waiter `head` (a reader entry that lasts claim_ms) and
@@ -282,7 +280,25 @@ local function grant_reader(head, channel, claim_ms, now_ms)
   redis.call('HSET', KEYS[9], head, string.format('%.0f', now_ms + claim_ms))
   extend(KEYS[9], claim_ms)
   publish(channel .. ':' .. wait_id, 'grant')
-  publish(channel, 'changed ' .. claim_ms)
+end
+
+-- Tells the waiter `member`, on its own grant channel, that the holders' expiry is now at
+-- most `ms` away (prim/wait.cpp shortens its sleep to that): only the waiters that would
+-- take the lock when it runs out need to look again then, never the whole queue, so that
+-- a hand-off costs the same whatever the queue's length. The others look again at the
+-- holders' expiry they last saw, or when a hand-off makes them the next.
+local function tell_changed(member, channel, ms)
+  local wait_id = member and select(3, parse_member(member))
+  if wait_id then publish(channel .. ':' .. wait_id, 'changed ' .. ms) end
+end
+
+-- The live waiter right behind the head (the head's stand-in if it never takes the lock:
+-- a stopped process keeps its subscription), among the few that follow it; nil if none.
+local function second_live(channel)
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 1, 8)) do
+    local _, _, wait_id = parse_member(m)
+    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then return m end
+  end
 end
 
 -- Hands the lock to whoever is next, if it is free for them: the run of shared waiters at
@@ -293,20 +309,24 @@ local function pass_on(channel, claim_ms)
   local readers = purge_readers(now_ms)
   if redis.call('EXISTS', KEYS[1]) == 1 then return end  -- a writer, or its reservation
   local granted = 0
-  while true do
-    local head = first_live(channel)
-    if not head then break end
+  local head = first_live(channel)
+  while head do
     local _, kind = parse_member(head)
     if not is_shared(kind) then
       if readers == 0 and granted == 0 then
         grant(head, channel, claim_ms)
         granted = 1
+        head = first_live(channel)
       end
       break
     end
     grant_reader(head, channel, claim_ms, now_ms)
     granted = granted + 1
+    head = first_live(channel)
   end
+  -- The holders now expire within claim_ms unless the granted claim: the waiter next in
+  -- line must look again then, in case they never do (dead or stopped).
+  if granted > 0 then tell_changed(head, channel, claim_ms) end
   if granted == 0 and readers == 0 then
     publish(channel, 'released')
     if foreign_channel ~= '' then
@@ -328,7 +348,10 @@ local function release_level(owner, count, keep, channel, claim_ms)
   if count == 1 and keep > 0 then
     redis.call('HSET', KEYS[1], owner, 0)
     redis.call('PEXPIRE', KEYS[1], keep)
-    publish(channel, 'changed ' .. keep)
+    -- Nothing is handed over when the keep runs out: the head looks again then, and the
+    -- waiter behind it too, in case the head is stopped (it then grants the head).
+    tell_changed(first_live(channel), channel, keep)
+    tell_changed(second_live(channel), channel, keep)
     return 0
   end
   redis.call('DEL', KEYS[1])

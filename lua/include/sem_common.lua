@@ -108,9 +108,10 @@ local function first_live(channel)
 end
 
 -- The first live waiter that the capacity can serve. One asking for more than the whole
--- capacity (a --resize shrank it since it queued) is passed over and woken, so that its
--- next attempt tells it so; it does not hold up the queue.
-local function first_servable(channel, self)
+-- capacity (a --resize shrank it since it queued) is passed over and woken (unless
+-- `quiet`: it was woken already), so that its next attempt tells it so; it does not hold
+-- up the queue.
+local function first_servable(channel, self, quiet)
   local cap, rank = capacity(), 0
   while true do
     local head = redis.call('ZRANGE', KEYS[4], rank, rank)[1]
@@ -119,7 +120,7 @@ local function first_servable(channel, self)
     if not wait_id or numsub(channel .. ':' .. wait_id) == 0 then
       leave_queue(head)
     elseif member_count(head) > cap then
-      if head ~= self then publish(channel .. ':' .. wait_id, 'resized') end
+      if head ~= self and not quiet then publish(channel .. ':' .. wait_id, 'resized') end
       rank = rank + 1
     else
       return head
@@ -127,15 +128,34 @@ local function first_servable(channel, self)
   end
 end
 
+-- Tells the waiter `member` (not `self`, the caller, which learns it from its reply) on
+-- its own grant channel that the next expiry is at most `ms` away (prim/wait.cpp shortens
+-- its sleep to that); the others look again at the expiry they last saw.
+local function tell_changed(member, channel, ms, self)
+  local wait_id = member and member ~= self and string.match(member, '^%d+:(%x+):')
+  if wait_id then publish(channel .. ':' .. wait_id, 'changed ' .. ms) end
+end
+
+-- The live waiter right behind the head (its stand-in if the head is stopped), among the
+-- few that follow it; nil if none.
+local function second_live(channel)
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 1, 8)) do
+    local wait_id = string.match(m, '^%d+:(%x+):')
+    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then return m end
+  end
+end
+
 -- Reserves free permits for the head waiters, in queue order, as long as the head's whole
 -- request fits (a big request at the head blocks later small ones: no starvation), and
--- wakes each on its own channel (not `self`, the caller, which claims at once). Waiters
--- sleeping until the next expiry are told that one is now claim_ms away.
+-- wakes each on its own channel (not `self`, the caller, which claims at once). The
+-- next expiry is now claim_ms away: the waiter next in line is told so on its own channel,
+-- to look again then in case the granted never claim (dead or stopped); nobody else, so
+-- that a hand-off costs the same whatever the queue's length (see tell_changed).
 local function pass_on(channel, claim_ms, now_ms, self)
   local free = free_permits()
-  local granted = false
+  local granted, head = false, nil
   while free > 0 do
-    local head = first_servable(channel, self)
+    head = first_servable(channel, self)
     if not head or member_count(head) > free then break end
     leave_queue(head)
     redis.call('ZADD', KEYS[6], now_ms + tonumber(claim_ms), head)
@@ -144,9 +164,9 @@ local function pass_on(channel, claim_ms, now_ms, self)
     if head ~= self then
       publish(channel .. ':' .. string.match(head, '^%d+:(%x+):'), 'grant')
     end
-    granted = true
+    granted, head = true, nil
   end
-  if granted then publish(channel, 'changed ' .. claim_ms) end
+  if granted then tell_changed(head or first_servable(channel, self, true), channel, claim_ms, self) end
   return granted
 end
 

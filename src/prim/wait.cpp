@@ -21,7 +21,9 @@ constexpr Millis kExpirySlack{2};
 constexpr Millis kReconnectMin{50};
 constexpr Millis kReconnectMax{1000};
 
-// "changed <ms>" on the release channel: the holders' expiry is now at most <ms> away.
+// "changed <ms>": the holders' expiry is now at most <ms> away. A release or grant tells
+// it to the waiter that must look again then (the next in line) on its own grant channel,
+// not to every waiter on the release channel (as releases of older versions still do).
 std::optional<Millis> announced_expiry(const std::string& payload) {
   constexpr std::string_view kChanged = "changed ";
   if (payload.rfind(kChanged, 0) != 0) return std::nullopt;
@@ -90,15 +92,18 @@ class Loop {
           if (!hooks_.should_stop || hooks_.should_stop()) return false;
           continue;
         case Subscriber::Wake::kMessage:
-          if (event.channel == w_.channels()[0]) {
-            if (auto ms = announced_expiry(event.payload)) {
-              wake_ = std::min(wake_, SteadyClock::now() + *ms + kExpirySlack);
-              continue;
-            }
+          if (auto ms = announced_expiry(event.payload); ms && announced_on(event.channel)) {
+            wake_ = std::min(wake_, SteadyClock::now() + *ms + kExpirySlack);
+            continue;
           }
           return true;
       }
     }
+  }
+
+  bool announced_on(const std::string& channel) const {
+    const auto own = w_.channels();
+    return channel == own[0] || (own.size() > 1 && channel == own[1]);
   }
 
   // After a reconnect, for the longest holders' expiry seen: only claim grants (see wait_for).

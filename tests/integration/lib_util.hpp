@@ -3,7 +3,13 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
 #include <variant>
+#include <vector>
 
 #include "harness.hpp"
 #include "prim/key_layout.hpp"
@@ -53,4 +59,57 @@ inline bool released(const prim::Release& r) {
   return r.outcome == prim::Release::Outcome::kReleased;
 }
 
+// The grant channels of the waiters queued in `waiters_key`, in queue order: `channel`,
+// ':' and the wait id, field `id_field` (from 0) of a ':'-separated member (2 for a lock's
+// "<lease>:<kind>:<wait id>:<owner>", 1 for a semaphore's "<count>:<wait id>:<owner>").
+inline std::vector<std::string> grant_channels(const RedisServer& server,
+                                               const std::string& waiters_key,
+                                               const std::string& channel, int id_field) {
+  std::vector<std::string> out;
+  for (const std::string& m : server.cmd({"ZRANGE", waiters_key, "0", "-1"})) {
+    std::stringstream fields(m);
+    std::string id;
+    for (int i = 0; i <= id_field; ++i) std::getline(fields, id, ':');
+    out.push_back(channel + ":" + id);
+  }
+  return out;
+}
+
+// What each of `channels` heard (its distinct messages) while `act` ran: subscribed before
+// it, and read up to a marker published on each channel after it (a server delivers in
+// publish order), so that no sleep decides when it is over. Channels that heard nothing
+// are left out.
+using Heard = std::map<std::string, std::set<std::string>>;
+inline Heard heard_during(const RedisServer& server, const std::vector<std::string>& channels,
+                          const std::function<void()>& act) {
+  const std::string marker = "test-marker";
+  redis::Topology topology = topology_for(server);
+  redis::Subscriber sub = topology.subscribe(channels);
+  act();
+  for (const std::string& c : channels) server.cmd({"SPUBLISH", c, marker});
+  Heard heard;
+  size_t marks = 0;
+  const size_t want = channels.size() * server.members().size();  // a quorum's: each member's
+  const Deadline until = in(Millis(10'000));
+  while (marks < want) {
+    redis::Subscriber::Event e = sub.wait(until);
+    REQUIRE(e.wake != redis::Subscriber::Wake::kTimeout);
+    if (e.wake != redis::Subscriber::Wake::kMessage) continue;
+    if (e.payload == marker) {
+      ++marks;
+    } else {
+      heard[e.channel].insert(e.payload);
+    }
+  }
+  return heard;
+}
+
 }  // namespace rlock::test
+
+// Failure output: the channels and what they heard.
+template <>
+struct doctest::StringMaker<rlock::test::Heard> {
+  static doctest::String convert(const rlock::test::Heard& heard) {
+    return rlock::test::json(heard).dump().c_str();
+  }
+};

@@ -166,3 +166,41 @@ TEST_CASE_FIXTURE(Baton, "a release with a malformed neighbour key changes nothi
   CHECK(server.cmd_str({"HGET", kKey, "holder"}) == "1");
   CHECK(server.cmd_str({"GET", kQueue}) == "x");
 }
+
+// Every waiter behind the head sleeps until the holder's expiry it saw: only the head (its
+// grant) and the waiter next in line (to look again when the grant's claim window ends, in
+// case the head never claims) hear from a release, not the whole queue.
+TEST_CASE_FIXTURE(Baton, "a hand-off wakes the head and the next waiter, not the whole queue") {
+  REQUIRE(acquired(lock.try_acquire("holder", Millis(60'000))));
+  constexpr long long kWaiters = 12;
+  std::vector<t::Spawned> waiters;
+  for (long long i = 0; i < kWaiters; ++i) {
+    waiters.push_back(t::spawn_rlock(
+        server, {"lock", "baton", "--owner", "w" + std::to_string(i), "--wait", "60s"}));
+  }
+  REQUIRE(queued(server, kWaiters));
+  const auto grants = t::grant_channels(server, kQueue, kChannel, 2);
+  REQUIRE(grants.size() == kWaiters);
+  auto channels = grants;
+  channels.push_back(kChannel);
+  const t::Heard heard = t::heard_during(server, channels, [&] { lock.release("holder"); });
+  CHECK(heard == t::Heard{{grants[0], {"grant"}}, {grants[1], {"changed 2000"}}});
+}
+
+// A --min-hold keep ends with no release: the head looks again when it runs out, and the
+// waiter behind it too (the head may be stopped); nobody else.
+TEST_CASE_FIXTURE(Baton, "a release that keeps the lock (--min-hold) wakes the head and the next") {
+  REQUIRE(acquired(lock.try_acquire("holder", Millis(60'000))));
+  std::vector<t::Spawned> waiters;
+  for (int i = 0; i < 5; ++i) {
+    waiters.push_back(t::spawn_rlock(
+        server, {"lock", "baton", "--owner", "w" + std::to_string(i), "--wait", "60s"}));
+  }
+  REQUIRE(queued(server, 5));
+  const auto grants = t::grant_channels(server, kQueue, kChannel, 2);
+  auto channels = grants;
+  channels.push_back(kChannel);
+  const t::Heard heard =
+      t::heard_during(server, channels, [&] { lock.release("holder", Millis(5'000)); });
+  CHECK(heard == t::Heard{{grants[0], {"changed 5000"}}, {grants[1], {"changed 5000"}}});
+}

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "harness.hpp"
+#include "lib_util.hpp"
 
 namespace rlock::test {
 namespace {
@@ -234,6 +235,33 @@ TEST_CASE("rw: inspect shows readers with their own leases, also when no writer 
   std::sort(leases.begin(), leases.end());
   CHECK(leases[0] <= 20'000);
   CHECK(leases[1] > 20'000);
+}
+
+// A writer's release grants the run of readers at the head at once; of the rest of the
+// queue only the writer next in line hears from it (to look again when the readers' claim
+// window ends, in case they never claim).
+TEST_CASE("rwlock: a hand-off to readers wakes them and the next writer, not the whole queue") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "k", "--owner", "holder", "--lease", "60s"}).status == 0);
+  std::vector<Spawned> waiters;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<std::string> args{"lock", "k", "--owner", "w" + std::to_string(i), "--wait", "60s"};
+    if (i < 3) args.push_back("--shared");
+    waiters.push_back(spawn_rlock(redis, args));
+    REQUIRE(poll_until([&] { return live_waiters(redis, "k") == i + 1; }, 10s));
+  }
+  const std::string channel = lock_channel("k");
+  const auto grants = grant_channels(redis, lock_key("k") + ":waiters", channel, 2);
+  REQUIRE(grants.size() == 8);
+  auto channels = grants;
+  channels.push_back(channel);
+  const Heard heard = heard_during(redis, channels, [&] {
+    CHECK(rlock(redis, {"unlock", "k", "--owner", "holder"}).status == 0);
+  });
+  CHECK(heard == Heard{{grants[0], {"grant"}},
+                       {grants[1], {"grant"}},
+                       {grants[2], {"grant"}},
+                       {grants[3], {"changed 2000"}}});
 }
 
 }  // namespace

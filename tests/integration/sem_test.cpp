@@ -6,6 +6,7 @@
 #include <map>
 
 #include "harness.hpp"
+#include "lib_util.hpp"
 
 namespace rlock::test {
 namespace {
@@ -384,6 +385,29 @@ TEST_CASE("sem: a name that starts with '-' comes after `--` (sem exec: `-- -NAM
   CHECK(taken.at("name") == "-n");
   CHECK(sem_ok(redis, {"sem", "status", "--", "-n"}).at("in_use") == 1);
   CHECK(rlock(redis, {"sem", "acquire", "x", "--permits", "1", "--", "cmd"}).status == 64);
+}
+
+// A freed permit goes to the head; of the rest of the queue only the waiter next in line
+// hears from it (to look again when the grant's claim window ends, in case the head never
+// claims): the cost of a release does not grow with the queue.
+TEST_CASE("sem: a hand-off wakes the head and the next waiter, not the whole queue") {
+  RedisServer redis;
+  auto held = take(redis, "W", 1);
+  std::vector<Spawned> waiters;
+  for (int i = 0; i < 10; ++i) {
+    waiters.push_back(spawn_rlock(redis, {"sem", "acquire", "W", "--permits", "1", "--wait", "60s",
+                                          "--owner", "w" + std::to_string(i)}));
+  }
+  REQUIRE(poll_until([&] { return status(redis, "W").at("waiters").size() == 10; }, 10s));
+  const std::string channel = "rlock:chan:{W}:sem";
+  const auto grants = grant_channels(redis, sem_key("W") + ":waiters", channel, 1);
+  REQUIRE(grants.size() == 10);
+  auto channels = grants;
+  channels.push_back(channel);
+  const Heard heard = heard_during(redis, channels, [&] {
+    sem_ok(redis, {"sem", "release", "W", "--permit", held[0]});
+  });
+  CHECK(heard == Heard{{grants[0], {"grant"}}, {grants[1], {"changed 2000"}}});
 }
 
 }  // namespace
