@@ -63,6 +63,7 @@ class LockWait : public Waitable {
                 claim = millis_arg(kClaimWindow);
     redis::Acks acks;
     acks.about = "lock '" + lock_.name_ + "'";
+    acks.judged_by_reply = after_queueing(mode);
     auto reply = run_object_script(
         lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
         {owner_, lease_ms, mode_word(mode), wait_ms, id_, kind_, lock_.channel_, claim, arrival_,

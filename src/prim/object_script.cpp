@@ -14,7 +14,8 @@ redis::Reply run_object_script(redis::Topology& topology, const redis::Script& s
                                redis::Acks* acks) {
   try {
     if (acks) {
-      redis::Synced synced = topology.run_synced(script, keys, args, retry, acks->about);
+      redis::Synced synced =
+          topology.run_synced(script, keys, args, retry, acks->about, acks->judged_by_reply);
       *acks = synced.acks;
       return std::move(synced.reply);
     }

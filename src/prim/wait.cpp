@@ -236,6 +236,10 @@ void clean_up(redis::Topology& topology, const redis::Script& script,
                         std::max(millis_until(until), Millis(0)));
 }
 
+bool after_queueing(Waitable::Mode mode) {
+  return mode != Waitable::Mode::kTry && mode != Waitable::Mode::kWait;
+}
+
 std::string millis_arg(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }
 
 WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,

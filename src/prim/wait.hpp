@@ -49,6 +49,11 @@ class Waitable {
 // The word the primitives' scripts take for a mode ("try", "wait", "queued", "last").
 const char* mode_word(Waitable::Mode mode);
 
+// Whether an attempt in `mode` comes after its wait queued (kQueued, kLast, kClaim): it
+// may well take nothing, so --sync-replicas judges it by what it took (redis::Acks::
+// judged_by_reply), and a master short of replicas does not end the wait.
+bool after_queueing(Waitable::Mode mode);
+
 // A duration as a script argument: whole milliseconds, never negative.
 std::string millis_arg(Millis d);
 

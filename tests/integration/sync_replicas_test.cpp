@@ -178,6 +178,48 @@ TEST_CASE("sync-replicas: a renewal the replica does not acknowledge stops exec'
   CHECK(job.err().find("lock lost") != std::string::npos);
 }
 
+// After a failover the new master has no replica until the sentinels convert the old one
+// (about 8 s): a waiter's attempts meanwhile take nothing (the lock is held), so they are not
+// judged by the replicas, and the wait goes on; it takes the lock once a replica is back.
+TEST_CASE("sync-replicas: a waiter keeps waiting while the new master has too few replicas") {
+  SentinelSetup setup;
+  const std::vector<std::string> sync = {"--sync-replicas", "1", "--sync-timeout", "300ms"};
+  auto with_sync = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), sync.begin(), sync.end());
+    args.insert(args.begin(), {rlock_binary(), "--url", setup.url()});
+    return args;
+  };
+  RedisServer& old_master = setup.current_master();
+  RunResult held = rlock_raw(
+      {"--url", setup.url(), "--sync-replicas", "1", "lock", "L", "--owner", "h", "--lease", "60s"},
+      {}, 30s);
+  REQUIRE_MESSAGE(held.status == 0, held.err);
+  Spawned waiter(with_sync({"lock", "L", "--owner", "w", "--wait", "60s"}));
+  const std::string queue = lock_key("L") + ":waiters";
+  REQUIRE(poll_until([&] { return old_master.cmd_int({"ZCARD", queue}) == 1; }, 10s));
+  RedisServer& new_master = setup.failover();
+  REQUIRE(new_master.cmd_int({"ZCARD", queue}) == 1);  // replicated by the acknowledged attempt
+  // The waiter follows the failover and its attempt reaches the new master (its WAIT
+  // blocks there for want of replicas), or it has ended.
+  bool attempted = poll_until(
+      [&] {
+        return !waiter.running() ||
+               new_master.cmd_str({"CLIENT", "LIST", "TYPE", "normal"}).find("cmd=wait") !=
+                   std::string::npos;
+      },
+      10s, 20ms);
+  INFO("waiter: " << waiter.err());
+  REQUIRE(attempted);
+  REQUIRE(waiter.running());
+  REQUIRE(new_master.cmd({"ROLE"}).size() < 5);  // still no replica (5: one)
+  setup.settle();
+  REQUIRE(rlock_raw({"--url", setup.url(), "unlock", "L", "--owner", "h"}, {}, 30s).status == 0);
+  CHECK(waiter.wait(deadline(20s)).value_or(kStillRunning) == 0);
+  json j = parse_json(waiter.out());
+  CHECK(j["acquired"] == true);
+  CHECK(j["replicas_acked"] == 1);
+}
+
 TEST_CASE("sync-replicas: bad values are usage errors (64)") {
   RedisServer server;
   const std::vector<std::vector<std::string>> cases = {
