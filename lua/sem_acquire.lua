@@ -9,8 +9,9 @@
 -- to keep, or "", ARGV[12] the holds of the rlock processes the caller runs under,
 -- "<hold id> <owner>" a line (RLOCK_HOLDS).
 -- Reply: {1, lease_ms, id1, id2, ...} taken (also for a retry of a request that took them);
---        {0, next_expiry_ms, arrival_us, in_use, capacity, ahead} busy (ahead: the requests
---        queued before this one, 0 when it is not queued);
+--        {0, next_expiry_ms, arrival_us, in_use, capacity, ahead} busy (in_use: permits
+--        taken or granted and not claimed yet; ahead: the requests queued before this one, 0
+--        when it is not queued);
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "CAPACITY <stored> <given>" when the stored capacity differs, ARGV[8] is
 --        not '1' and the request is new (not queued, granted or taken); "CAPACITY <stored>
@@ -89,6 +90,11 @@ if not claim_only then
     redis.call('ZREM', KEYS[6], member)
     return taken(take(rid, count, owner, lease, now.ms))
   end
+  -- A try is in no queue: what the waiters were just given (permits freed by a grow, a
+  -- lease or a claim window that ran out) left the rest to it, unless a waiter still waits.
+  if mode == 'try' and first_live(channel) == nil and count <= free_permits() then
+    return taken(take(rid, count, owner, lease, now.ms))
+  end
 end
 -- Busy. A request that could only be granted once permits of the processes it runs under
 -- are released would wait for itself: refused at once. Those holds are named by the caller
@@ -127,4 +133,6 @@ if mode == 'last' or mode == 'try' then
 elseif arrival ~= 0 then
   ahead = redis.call('ZCOUNT', KEYS[4], '-inf', '(' .. arrival)  -- for the waiting line
 end
-return {0, next_expiry(now.ms), tonumber(arrival), redis.call('ZCARD', KEYS[1]), capacity(), ahead}
+-- Permits granted and not claimed yet are in use: only the rest is free.
+local in_use = redis.call('ZCARD', KEYS[1]) + reserved()
+return {0, next_expiry(now.ms), tonumber(arrival), in_use, capacity(), ahead}

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/stop_policy.hpp"
+#include "redis/errors.hpp"
 #include "redis/wait_interrupt.hpp"
 #include "util/error.hpp"
 
@@ -48,7 +49,9 @@ Watchdog::State Watchdog::tick(int job_fd) {
       std::max(millis_until(stop_at()) - kLookBeforeStop, std::max(floor, Millis(1))));
   try {
     redis::WaitInterrupt cut(job_fd);
-    if (hold_->renew() == prim::Hold::Renewed::kHeld) {
+    const prim::Hold::Renewed renewed = hold_->renew();
+    unacknowledged_ = false;
+    if (renewed == prim::Hold::Renewed::kHeld) {
       next_due_ = now + renew_interval();
       last_error_.clear();
       return State::kHeld;
@@ -62,6 +65,7 @@ Watchdog::State Watchdog::tick(int job_fd) {
     return State::kHeld;
   } catch (const Error& e) {
     last_error_ = e.what();
+    unacknowledged_ = dynamic_cast<const redis::ReplicationError*>(&e) != nullptr;
     if (SteadyClock::now() >= stop_at()) {
       lost_reason_ = unreachable_reason();
       return State::kLost;
@@ -88,6 +92,21 @@ bool Watchdog::confirm() {
   if (SteadyClock::now() < stop_at()) return true;
   lost_reason_ = "the renewal that would have confirmed it came too late as well";
   return false;
+}
+
+void Watchdog::give_back_rest() noexcept {
+  topology_.limit_timeout(Millis(0));
+  if (!unacknowledged_) {
+    hold_->give_back_rest();
+    return;
+  }
+  // The master answered the last renewal (it extended the hold, or still had it): only
+  // the replicas fell short. Left there, the hold would keep the object busy for up to a
+  // lease after the job is gone.
+  try {
+    hold_->release(Millis(0));
+  } catch (const std::exception&) {  // it expires with its lease
+  }
 }
 
 Watchdog::Released Watchdog::release(Millis keep, std::string* why) {

@@ -59,11 +59,10 @@ class Watchdog {
   // Tells the hold that no job ran under it, before release() (see prim::Hold).
   void job_not_started() { hold_->job_not_started(); }
 
-  // After the hold was lost and the job is dead (see prim::Hold::give_back_rest).
-  void give_back_rest() noexcept {
-    topology_.limit_timeout(Millis(0));
-    hold_->give_back_rest();
-  }
+  // After the hold was lost and the job is dead (see prim::Hold::give_back_rest); when
+  // the last renewal failed because the replicas did not acknowledge it (--sync-replicas),
+  // releases the whole hold, which the master still has.
+  void give_back_rest() noexcept;
 
   enum class Released { kReleased, kNotHeld, kUnreachable };
   // Releases the hold; with `keep` > 0 the object stays busy that much longer. kNotHeld:
@@ -80,6 +79,7 @@ class Watchdog {
   Millis stop_lead_{0};
   std::string last_error_;  // of the last failed attempt since the last confirmed renewal
   std::string lost_reason_;
+  bool unacknowledged_ = false;  // the last renewal failed for want of replicas' acks
 };
 
 }  // namespace rlock::exec

@@ -50,7 +50,8 @@ class QueuePop : public Waitable {
         token_(std::move(token)),
         consumer_(std::move(consumer)) {}
 
-  Step attempt(Mode /*mode*/, Millis /*wait_left*/) override {
+  Step attempt(Mode mode, Millis /*wait_left*/) override {
+    acks_.judged_by_reply = after_queueing(mode);
     // One reply record per pop until a reply comes: a pop repeated after a lost reply (by
     // the topology, or by the waiting loop once the server is back) gets the same items
     // and deliveries, and counts no delivery twice. Its lease runs from the first send.

@@ -63,6 +63,7 @@ class LockWait : public Waitable {
                 claim = millis_arg(kClaimWindow);
     redis::Acks acks;
     acks.about = "lock '" + lock_.name_ + "'";
+    acks.judged_by_reply = after_queueing(mode);
     const std::string seen_fence = std::to_string(seen_fence_);
     const std::vector<std::string_view> args = {
         owner_,         lease_ms, mode_word(mode), wait_ms,   id_,        kind_,

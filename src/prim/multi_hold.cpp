@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "redis/errors.hpp"
 #include "util/error.hpp"
 
 namespace rlock::prim {
@@ -32,7 +33,9 @@ Hold::Renewed MultiHold::renew() {
         return Renewed::kLost;
       }
     } catch (const Error& e) {
-      m.unanswered = true;
+      // A short acknowledgement (--sync-replicas) is an answer: the member's master has
+      // the hold, and give_back_rest() gives it back.
+      m.unanswered = dynamic_cast<const redis::ReplicationError*>(&e) == nullptr;
       if (!unanswered)
         unanswered =
             std::make_exception_ptr(Error(e.exit_code(), "lock '" + m.name + "': " + e.what()));

@@ -14,8 +14,8 @@ redis::Reply run_object_script(redis::Topology& topology, const redis::Script& s
                                const std::vector<std::string_view>* resend_args) {
   try {
     if (acks) {
-      redis::Synced synced =
-          topology.run_synced(script, keys, args, retry, acks->about, resend_args);
+      redis::Synced synced = topology.run_synced(script, keys, args, retry, acks->about,
+                                                 acks->judged_by_reply, resend_args);
       *acks = synced.acks;
       return std::move(synced.reply);
     }

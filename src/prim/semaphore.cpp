@@ -86,6 +86,7 @@ class PermitWait : public Waitable {
     if (!unconfirmed_since_) unconfirmed_since_ = sent;
     redis::Acks acks;
     acks.about = "semaphore '" + sem_.name_ + "'";
+    acks.judged_by_reply = after_queueing(mode);
     auto reply = run_sem_script(
         sem_.topology_, redis::scripts::sem_acquire, sem_.keys(request_key_),
         {req_.owner, millis_arg(req_.lease), mode_word(mode), millis_arg(wait_left), id_,

@@ -265,6 +265,10 @@ std::vector<std::string_view> resent_args(std::vector<std::string_view> args, si
   return args;
 }
 
+bool after_queueing(Waitable::Mode mode) {
+  return mode != Waitable::Mode::kTry && mode != Waitable::Mode::kWait;
+}
+
 std::string millis_arg(Millis d) { return std::to_string(std::max<long long>(d.count(), 0)); }
 
 WaitOutcome wait_for(redis::Topology& topology, Waitable& w, Deadline until,

@@ -57,6 +57,10 @@ Waitable::Mode resend_mode(Waitable::Mode mode);
 // `args` with the mode word at `at` replaced by resend_mode(mode)'s.
 std::vector<std::string_view> resent_args(std::vector<std::string_view> args, size_t at,
                                           Waitable::Mode mode);
+// Whether an attempt in `mode` comes after its wait queued (kQueued, kLast, kClaim): it
+// may well take nothing, so --sync-replicas judges it by what it took (redis::Acks::
+// judged_by_reply), and a master short of replicas does not end the wait.
+bool after_queueing(Waitable::Mode mode);
 
 // A duration as a script argument: whole milliseconds, never negative.
 std::string millis_arg(Millis d);

@@ -259,10 +259,11 @@ long long Topology::replicas_online(Connection& c) {
 
 Synced Topology::run_synced(const Script& script, const std::vector<std::string_view>& keys,
                             const std::vector<std::string_view>& args, Retry retry,
-                            std::string_view about,
+                            std::string_view about, bool judged_by_reply,
                             const std::vector<std::string_view>* resend_args) {
   Acks acks;
   acks.about = std::string(about);
+  acks.judged_by_reply = judged_by_reply;
   if (options_.sync_replicas <= 0 || quorum_)
     return {run(script, keys, args, retry, std::nullopt, resend_args), acks};
   std::string_view key = keys.empty() ? std::string_view() : keys.front();
@@ -276,7 +277,7 @@ Synced Topology::run_synced(const Script& script, const std::vector<std::string_
         // Too few last time: ask again (a replica may be back), not only once per connection.
         if (c.known_replicas() >= 0 && c.known_replicas() < acks.wanted) c.set_known_replicas(-1);
         acks.connected = replicas_online(c);
-        if (acks.connected >= 0 && acks.connected < acks.wanted) {
+        if (acks.connected >= 0 && acks.connected < acks.wanted && !judged_by_reply) {
           throw ReplicationError((about.empty() ? "" : std::string(about) + ": ") + "redis at " +
                                  acks.master + " has " + std::to_string(acks.connected) +
                                  " connected replicas, fewer than --sync-replicas " +

@@ -25,6 +25,10 @@ struct Acks {
   // Given by the caller: what the write is for ("lock 'x'"), named first in the
   // ReplicationError run_synced throws when too few replicas are online.
   std::string about;
+  // Given by the caller: the write may take nothing (a wait's attempt once it is queued),
+  // and only what its reply says it took is judged: a master with fewer than `wanted`
+  // replicas online does not refuse it (the WAIT behind it then comes back short).
+  bool judged_by_reply = false;
   int wanted = 0;            // --sync-replicas; 0 = off (nothing was asked)
   long long acked = 0;       // replicas that acknowledged it within `within`
   long long connected = -1;  // replicas the master had online (ROLE); -1 = unknown
@@ -89,11 +93,12 @@ class Topology {
   // resend after a lost reply waits again: each script's repeat writes its record anew, so
   // that the WAIT behind it covers the first run's write. Before the first such request on
   // a connection, ROLE: a master with fewer than N replicas online throws ReplicationError
-  // before anything is written. Without --sync-replicas this is run() (acks.wanted = 0).
-  // The caller decides what a short acknowledgement means for what the script did.
+  // before anything is written, unless `judged_by_reply` (see Acks). Without
+  // --sync-replicas this is run() (acks.wanted = 0). The caller decides what a short
+  // acknowledgement means for what the script did.
   Synced run_synced(const Script& script, const std::vector<std::string_view>& keys,
                     const std::vector<std::string_view>& args, Retry retry = Retry::kNever,
-                    std::string_view about = {},
+                    std::string_view about = {}, bool judged_by_reply = false,
                     const std::vector<std::string_view>* resend_args = nullptr);
 
   // How many requests so far were resent on another connection than their first send's

@@ -231,6 +231,48 @@ TEST_CASE("sem: a --resize keeps the queued and granted waiters; they get their 
   CHECK(rlock(redis, {"sem", "acquire", "R", "--permits", "2"}).status == 65);
 }
 
+// A try after a grow gets a permit that the queued waiter does not need, and only such a
+// one: permits granted and not claimed yet are in use, and a waiter that the free ones
+// would serve (or that waits for more than is free) comes first.
+TEST_CASE(
+    "sem: a -n after a --resize takes a free permit no queued waiter needs, never one ahead") {
+  struct Case {
+    int waiter_count;
+    int grown_to;
+    int status;      // of the admin's `-n`
+    int in_use;      // its busy reply (granted, not yet claimed, included)
+    int admin_held;  // permits the admin holds at the end
+  };
+  const Case cases[] = {
+      {1, 5, 0, 0, 1},   // 2 free: 1 for the waiter, 1 left over
+      {2, 5, 75, 5, 0},  // 2 free: both for the waiter
+      {2, 4, 75, 3, 0},  // 1 free: the waiter at the head needs 2
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.waiter_count);
+    CAPTURE(c.grown_to);
+    RedisServer redis;
+    take(redis, "S1", 3, 3);
+    auto w = spawn_rlock(redis, {"sem", "acquire", "S1", "--permits", "3", "--count",
+                                 std::to_string(c.waiter_count), "--wait", "30s", "--owner", "w"});
+    REQUIRE(poll_until([&] { return status(redis, "S1").at("waiters_total") == 1; }, 10s));
+    auto r = rlock(redis, {"sem", "acquire", "S1", "--permits", std::to_string(c.grown_to),
+                           "--resize", "-n", "--owner", "admin"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == c.status);
+    if (c.status == 75) CHECK(parse_json(r.out).at("in_use") == c.in_use);
+    if (c.grown_to - 3 >= c.waiter_count) {
+      CHECK(w.wait(deadline(10s)).value_or(kStillRunning) == 0);
+    } else {
+      CHECK(status(redis, "S1").at("waiters_total") == 1);
+    }
+    auto st = status(redis, "S1");
+    int admin = 0;
+    for (const auto& p : st.at("permits")) admin += p.at("owner") == "admin";
+    CHECK(admin == c.admin_held);
+  }
+}
+
 // A waiter asking for more permits than a shrink left can never be served: it is told so
 // (65, one line) instead of holding up the queue.
 TEST_CASE("sem: a --resize below a queued request's count ends that wait with one line, 65") {
