@@ -237,6 +237,20 @@ TEST_CASE("the documented minimal ACL is enough for lock, unlock, exec, waiting 
   CHECK(rlock_raw({"sem", "release", "--force", "s"}, as_rl).status == 0);
 }
 
+TEST_CASE("the documented minimal ACL serves a URL that names a database; without +select: 77") {
+  // user rl2: the same rights but +select.
+  const std::string without_select = "user rl2" + kMinimalAcl.substr(7) + " -select";
+  RedisServer redis(RedisOptions{.config = {kMinimalAcl, without_select}});
+  const std::string at = "@127.0.0.1:" + std::to_string(redis.port()) + "/1";
+  auto r = rlock_raw({"--url", "redis://rl:rlpw" + at, "lock", "m", "--owner", "a"});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  r = rlock_raw({"--url", "redis://rl2:rlpw" + at, "lock", "m", "--owner", "a"});
+  CHECK(r.status == 77);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("NOPERM") != std::string::npos);
+}
+
 TEST_CASE("an ACL user missing any one right changes nothing and exits 77 naming it") {
   for (const char* missing : {"spublish", "zadd", "set", "hset", "del", "pexpire"}) {
     CAPTURE(missing);
