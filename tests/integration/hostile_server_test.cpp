@@ -251,6 +251,18 @@ TEST_CASE("the documented minimal ACL serves a URL that names a database; withou
   CHECK(r.err.find("NOPERM") != std::string::npos);
 }
 
+// The ACL LOG is where operators look for what a user tried and may not do: a standalone
+// server's has no CLUSTER SHARDS asked on the chance that it is a cluster node.
+TEST_CASE("the documented minimal ACL on a standalone server: inspect leaves no ACL LOG entry") {
+  RedisServer redis(RedisOptions{.config = {kMinimalAcl}, .test_topology = false});
+  const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+  REQUIRE(rlock_raw({"lock", "m", "--owner", "a"}, as_rl).status == 0);
+  auto listed = rlock_raw({"inspect"}, as_rl);
+  CHECK(listed.status == 0);
+  CHECK(parse_json(listed.out).size() == 1);
+  CHECK(redis.cmd({"ACL", "LOG"}) == std::vector<std::string>{});
+}
+
 TEST_CASE("an ACL user missing any one right changes nothing and exits 77 naming it") {
   for (const char* missing : {"spublish", "zadd", "set", "hset", "del", "pexpire"}) {
     CAPTURE(missing);
