@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "doctor/server_info.hpp"
 #include "redis/errors.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -15,27 +16,10 @@
 namespace rlock::doctor {
 namespace {
 
-using Fields = std::map<std::string, std::string>;
-
-// "name:value" lines (INFO, CLUSTER INFO) as name -> value.
-Fields fields_of(const std::string& text) {
-  Fields out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    size_t colon = line.find(':');
-    if (!line.empty() && line[0] != '#' && colon != std::string::npos)
-      out[line.substr(0, colon)] = line.substr(colon + 1);
-    pos = end + 1;
-  }
-  return out;
-}
+using Fields = InfoFields;
 
 Fields info(redis::Topology& t, const std::string& section) {
-  return fields_of(t.command({"INFO", section}, redis::Retry::kIdempotent).str());
+  return info_fields(t.command({"INFO", section}, redis::Retry::kIdempotent).str());
 }
 
 // CONFIG GET name, or nullopt when this user may not read it (managed services rename or
@@ -69,18 +53,36 @@ struct Checker {
   }
 };
 
-void check_version(Checker& c, const Fields& server, bool cluster) {
-  std::string v = field(server, "redis_version");
-  int major = std::atoi(v.c_str());
-  if (major >= 7) {
-    c.add("version", Level::kOk, "Redis " + v);
-  } else if (major == 6) {
+void check_version(Checker& c, const ServerKind& kind, bool cluster) {
+  const std::string v = kind.product + " " + kind.version;
+  const std::string compatible =
+      kind.product == "Redis" ? ""
+                              : " (commands of Redis " + std::to_string(kind.redis_major) + ")";
+  if (kind.redis_major >= 7) {
+    c.add("version", Level::kOk, v + compatible);
+  } else if (kind.redis_major == 6) {
     c.add("version", cluster ? Level::kFail : Level::kWarn,
-          "Redis " + v + ": no sharded pub/sub" +
+          v + compatible + ": no sharded pub/sub" +
               (cluster ? ", which a cluster's waiters need (Redis 7 or later)"
                        : " (waiters use classic pub/sub; a cluster would be refused)"));
   } else {
-    c.add("version", Level::kFail, "Redis " + v + ": rlock's scripts need Redis 6 or later");
+    c.add("version", Level::kFail, v + compatible + ": rlock's scripts need Redis 6 or later");
+  }
+}
+
+// What a Redis-compatible server does otherwise than Redis where locks depend on it.
+void check_compatibility(Checker& c, const ServerKind& kind) {
+  if (kind.active_replica) {
+    c.add("active-replica", Level::kFail,
+          "KeyDB active replication: replicas take writes too and merge them, so two clients "
+          "can each hold one lock on another server; rlock needs one master per lock "
+          "(active-replica no)");
+  }
+  if (kind.product == "Dragonfly") {
+    c.add("compatibility", Level::kWarn,
+          "Dragonfly: no WAIT (--sync-replicas is refused), keyspace notifications for "
+          "expiries only (inspect --watch lists every --interval), and scripts may touch only "
+          "the keys they declare (rlock's do)");
   }
 }
 
@@ -272,19 +274,19 @@ void check_min_replicas(Checker& c, const Fields& replication, bool replicated_t
             max_lag + "s, so a failover loses at most that much");
 }
 
-void check_sharded_pubsub(Checker& c, const Fields& server) {
-  std::string v = field(server, "redis_version");
-  if (std::atoi(v.c_str()) >= 7) {
+void check_sharded_pubsub(Checker& c, const ServerKind& kind) {
+  const std::string v = kind.product + " " + kind.version;
+  if (kind.redis_major >= 7) {
     c.add("sharded-pubsub", Level::kOk,
-          "Redis " + v + " has SSUBSCRIBE: waiters wait on the node of their lock's slot");
+          v + " has SSUBSCRIBE: waiters wait on the node of their lock's slot");
   } else {
     c.add("sharded-pubsub", Level::kFail,
-          "Redis " + v + " has no sharded pub/sub (7 or later): waiters cannot wait on a cluster");
+          v + " has no sharded pub/sub (Redis 7 or later): waiters cannot wait on a cluster");
   }
 }
 
 void check_cluster(Checker& c) {
-  Fields cluster = fields_of(c.t.command({"CLUSTER", "INFO"}, redis::Retry::kIdempotent).str());
+  Fields cluster = info_fields(c.t.command({"CLUSTER", "INFO"}, redis::Retry::kIdempotent).str());
   std::string state = field(cluster, "cluster_state");
   std::optional<std::string> full = config(c.t, "cluster-require-full-coverage");
   std::string coverage =
@@ -567,9 +569,12 @@ void examine_server(redis::Topology& topology, redis::Topology& t, const std::st
     }
   };
   bool cluster = false;
+  ServerKind kind;
   guarded("version", [&] {
     cluster = number(info(t, "cluster"), "cluster_enabled", 0) == 1;
-    check_version(c, info(t, "server"), cluster);
+    kind = server_kind(info(t, "server"), info(t, "replication"));
+    check_version(c, kind, cluster);
+    check_compatibility(c, kind);
   });
   guarded("persistence", [&] { check_persistence(c, info(t, "persistence")); });
   guarded("eviction", [&] { check_eviction(c, info(t, "memory")); });
@@ -580,7 +585,10 @@ void examine_server(redis::Topology& topology, redis::Topology& t, const std::st
   guarded("replication", [&] { check_replication(c, info(t, "replication"), replicated); });
   guarded("min-replicas", [&] { check_min_replicas(c, info(t, "replication"), replicated); });
   if (cluster) {
-    guarded("sharded-pubsub", [&] { check_sharded_pubsub(c, info(t, "server")); });
+    guarded("sharded-pubsub", [&] {
+      if (kind.product.empty()) throw Error(kExitData, "INFO server was not read");
+      check_sharded_pubsub(c, kind);
+    });
     guarded("cluster", [&] { check_cluster(c); });
   }
   guarded("certificate", [&] { check_certificate(out, c.server, t.server_certificate_expiry()); });
