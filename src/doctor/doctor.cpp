@@ -23,12 +23,15 @@ Fields info(redis::Topology& t, const std::string& section) {
 }
 
 // CONFIG GET name, or nullopt when this user may not read it (managed services rename or
-// forbid CONFIG).
-std::optional<std::string> config(redis::Topology& t, const std::string& name) {
+// forbid CONFIG): then `refusal` is the server's answer.
+std::optional<std::string> config(redis::Topology& t, const std::string& name,
+                                  std::string& refusal) {
   try {
     redis::Reply r = t.command({"CONFIG", "GET", name}, redis::Retry::kIdempotent);
     if (r.is_array() && r.size() == 2) return r.at(1).str();
-  } catch (const redis::ReplyError&) {
+    refusal = "no such setting";
+  } catch (const redis::ReplyError& e) {
+    refusal = e.reply();
   }
   return std::nullopt;
 }
@@ -48,9 +51,15 @@ struct Checker {
   redis::Topology& t;
   std::string server;
   std::vector<Finding>& out;
+  std::string refusal;  // the server's answer to the last CONFIG GET that gave nothing
   void add(const std::string& check, Level level, const std::string& detail) {
     out.push_back({server, check, level, detail});
   }
+  std::optional<std::string> config(const std::string& name) {
+    return doctor::config(t, name, refusal);
+  }
+  // " (the server's answer)" after a CONFIG GET refused.
+  std::string why_refused() const { return " (" + refusal + ")"; }
 };
 
 void check_version(Checker& c, const ServerKind& kind, bool cluster) {
@@ -87,8 +96,8 @@ void check_compatibility(Checker& c, const ServerKind& kind) {
 }
 
 void check_persistence(Checker& c, const Fields& persistence) {
-  std::optional<std::string> fsync = config(c.t, "appendfsync");
-  std::optional<std::string> save = config(c.t, "save");
+  std::optional<std::string> fsync = c.config("appendfsync");
+  std::optional<std::string> save = c.config("save");
   if (number(persistence, "aof_enabled") == 1) {
     std::string policy = fsync.value_or("(not readable)");
     std::string loss = policy == "always"     ? "nothing acknowledged"
@@ -99,8 +108,9 @@ void check_persistence(Checker& c, const Fields& persistence) {
               "; a holder that lost its lock is told by its next renewal");
   } else if (!save) {
     c.add("persistence", Level::kUnknown,
-          "no AOF; CONFIG GET save refused, so RDB snapshots are unknown: a restart may forget "
-          "held locks (their holders' renewals then stop the jobs)");
+          "no AOF; CONFIG GET save refused" + c.why_refused() +
+              ", so RDB snapshots are unknown: a restart may forget held locks (their holders' "
+              "renewals then stop the jobs)");
   } else if (save->empty()) {
     c.add("persistence", Level::kWarn,
           "none: a restart forgets every held lock (their holders' next renewals stop the "
@@ -133,8 +143,9 @@ void check_eviction(Checker& c, const Fields& memory) {
 }
 
 void check_timeout(Checker& c) {
-  std::optional<std::string> timeout = config(c.t, "timeout");
-  if (!timeout) return c.add("timeout", Level::kUnknown, "CONFIG GET timeout refused");
+  std::optional<std::string> timeout = c.config("timeout");
+  if (!timeout)
+    return c.add("timeout", Level::kUnknown, "CONFIG GET timeout refused" + c.why_refused());
   long long seconds = std::strtoll(timeout->c_str(), nullptr, 10);
   if (seconds == 0) return c.add("timeout", Level::kOk, "idle connections are kept");
   c.add("timeout", Level::kWarn,
@@ -239,14 +250,14 @@ void check_replication(Checker& c, const Fields& replication, bool replicated_to
 }
 
 void check_min_replicas(Checker& c, const Fields& replication, bool replicated_topology) {
-  std::optional<std::string> min = config(c.t, "min-replicas-to-write");
+  std::optional<std::string> min = c.config("min-replicas-to-write");
   if (!min) {
     return c.add("min-replicas", Level::kUnknown,
-                 "CONFIG GET min-replicas-to-write refused: whether a master cut off from its "
-                 "replicas keeps taking locks is unknown");
+                 "CONFIG GET min-replicas-to-write refused" + c.why_refused() +
+                     ": whether a master cut off from its replicas keeps taking locks is unknown");
   }
   long long wanted = std::strtoll(min->c_str(), nullptr, 10);
-  std::string max_lag = config(c.t, "min-replicas-max-lag").value_or("?");
+  std::string max_lag = c.config("min-replicas-max-lag").value_or("?");
   long long good = 0;
   for (const Replica& r : replicas(replication)) {
     if (r.state == "online" && r.lag <= std::strtoll(max_lag.c_str(), nullptr, 10)) ++good;
@@ -288,9 +299,9 @@ void check_sharded_pubsub(Checker& c, const ServerKind& kind) {
 void check_cluster(Checker& c) {
   Fields cluster = info_fields(c.t.command({"CLUSTER", "INFO"}, redis::Retry::kIdempotent).str());
   std::string state = field(cluster, "cluster_state");
-  std::optional<std::string> full = config(c.t, "cluster-require-full-coverage");
+  std::optional<std::string> full = c.config("cluster-require-full-coverage");
   std::string coverage =
-      !full            ? "cluster-require-full-coverage not readable"
+      !full            ? "cluster-require-full-coverage not readable" + c.why_refused()
       : *full == "yes" ? "cluster-require-full-coverage yes: a slot without a master stops every "
                          "lock of the cluster until it is served again"
                        : "cluster-require-full-coverage no: a slot without a master stops only "
@@ -556,7 +567,7 @@ void check_restarts(const std::vector<std::pair<std::string, redis::MemberAge>>&
 // master or a quorum's member; `topology`: the deployment it belongs to).
 void examine_server(redis::Topology& topology, redis::Topology& t, const std::string& prefix,
                     std::vector<Finding>& out) {
-  Checker c{t, t.server_name(), out};
+  Checker c{t, t.server_name(), out, {}};
   // A command this user may not run (an ACL, a managed service's renamed commands) makes
   // its check unknown; a server that does not answer ends the examination (exit 69).
   auto guarded = [&c](const std::string& check, const std::function<void()>& run) {
