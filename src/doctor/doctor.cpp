@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "doctor/server_info.hpp"
 #include "redis/errors.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -15,36 +16,22 @@
 namespace rlock::doctor {
 namespace {
 
-using Fields = std::map<std::string, std::string>;
-
-// "name:value" lines (INFO, CLUSTER INFO) as name -> value.
-Fields fields_of(const std::string& text) {
-  Fields out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    size_t colon = line.find(':');
-    if (!line.empty() && line[0] != '#' && colon != std::string::npos)
-      out[line.substr(0, colon)] = line.substr(colon + 1);
-    pos = end + 1;
-  }
-  return out;
-}
+using Fields = InfoFields;
 
 Fields info(redis::Topology& t, const std::string& section) {
-  return fields_of(t.command({"INFO", section}, redis::Retry::kIdempotent).str());
+  return info_fields(t.command({"INFO", section}, redis::Retry::kIdempotent).str());
 }
 
 // CONFIG GET name, or nullopt when this user may not read it (managed services rename or
-// forbid CONFIG).
-std::optional<std::string> config(redis::Topology& t, const std::string& name) {
+// forbid CONFIG): then `refusal` is the server's answer.
+std::optional<std::string> config(redis::Topology& t, const std::string& name,
+                                  std::string& refusal) {
   try {
     redis::Reply r = t.command({"CONFIG", "GET", name}, redis::Retry::kIdempotent);
     if (r.is_array() && r.size() == 2) return r.at(1).str();
-  } catch (const redis::ReplyError&) {
+    refusal = "no such setting";
+  } catch (const redis::ReplyError& e) {
+    refusal = e.reply();
   }
   return std::nullopt;
 }
@@ -64,29 +51,53 @@ struct Checker {
   redis::Topology& t;
   std::string server;
   std::vector<Finding>& out;
+  std::string refusal;  // the server's answer to the last CONFIG GET that gave nothing
   void add(const std::string& check, Level level, const std::string& detail) {
     out.push_back({server, check, level, detail});
   }
+  std::optional<std::string> config(const std::string& name) {
+    return doctor::config(t, name, refusal);
+  }
+  // " (the server's answer)" after a CONFIG GET refused.
+  std::string why_refused() const { return " (" + refusal + ")"; }
 };
 
-void check_version(Checker& c, const Fields& server, bool cluster) {
-  std::string v = field(server, "redis_version");
-  int major = std::atoi(v.c_str());
-  if (major >= 7) {
-    c.add("version", Level::kOk, "Redis " + v);
-  } else if (major == 6) {
+void check_version(Checker& c, const ServerKind& kind, bool cluster) {
+  const std::string v = kind.product + " " + kind.version;
+  const std::string compatible =
+      kind.product == "Redis" ? ""
+                              : " (commands of Redis " + std::to_string(kind.redis_major) + ")";
+  if (kind.redis_major >= 7) {
+    c.add("version", Level::kOk, v + compatible);
+  } else if (kind.redis_major == 6) {
     c.add("version", cluster ? Level::kFail : Level::kWarn,
-          "Redis " + v + ": no sharded pub/sub" +
+          v + compatible + ": no sharded pub/sub" +
               (cluster ? ", which a cluster's waiters need (Redis 7 or later)"
                        : " (waiters use classic pub/sub; a cluster would be refused)"));
   } else {
-    c.add("version", Level::kFail, "Redis " + v + ": rlock's scripts need Redis 6 or later");
+    c.add("version", Level::kFail, v + compatible + ": rlock's scripts need Redis 6 or later");
+  }
+}
+
+// What a Redis-compatible server does otherwise than Redis where locks depend on it.
+void check_compatibility(Checker& c, const ServerKind& kind) {
+  if (kind.active_replica) {
+    c.add("active-replica", Level::kFail,
+          "KeyDB active replication: replicas take writes too and merge them, so two clients "
+          "can each hold one lock on another server; rlock needs one master per lock "
+          "(active-replica no)");
+  }
+  if (kind.product == "Dragonfly") {
+    c.add("compatibility", Level::kWarn,
+          "Dragonfly: no WAIT (--sync-replicas is refused), keyspace notifications for "
+          "expiries only (inspect --watch lists every --interval), and scripts may touch only "
+          "the keys they declare (rlock's do)");
   }
 }
 
 void check_persistence(Checker& c, const Fields& persistence) {
-  std::optional<std::string> fsync = config(c.t, "appendfsync");
-  std::optional<std::string> save = config(c.t, "save");
+  std::optional<std::string> fsync = c.config("appendfsync");
+  std::optional<std::string> save = c.config("save");
   if (number(persistence, "aof_enabled") == 1) {
     std::string policy = fsync.value_or("(not readable)");
     std::string loss = policy == "always"     ? "nothing acknowledged"
@@ -97,8 +108,9 @@ void check_persistence(Checker& c, const Fields& persistence) {
               "; a holder that lost its lock is told by its next renewal");
   } else if (!save) {
     c.add("persistence", Level::kUnknown,
-          "no AOF; CONFIG GET save refused, so RDB snapshots are unknown: a restart may forget "
-          "held locks (their holders' renewals then stop the jobs)");
+          "no AOF; CONFIG GET save refused" + c.why_refused() +
+              ", so RDB snapshots are unknown: a restart may forget held locks (their holders' "
+              "renewals then stop the jobs)");
   } else if (save->empty()) {
     c.add("persistence", Level::kWarn,
           "none: a restart forgets every held lock (their holders' next renewals stop the "
@@ -131,8 +143,9 @@ void check_eviction(Checker& c, const Fields& memory) {
 }
 
 void check_timeout(Checker& c) {
-  std::optional<std::string> timeout = config(c.t, "timeout");
-  if (!timeout) return c.add("timeout", Level::kUnknown, "CONFIG GET timeout refused");
+  std::optional<std::string> timeout = c.config("timeout");
+  if (!timeout)
+    return c.add("timeout", Level::kUnknown, "CONFIG GET timeout refused" + c.why_refused());
   long long seconds = std::strtoll(timeout->c_str(), nullptr, 10);
   if (seconds == 0) return c.add("timeout", Level::kOk, "idle connections are kept");
   c.add("timeout", Level::kWarn,
@@ -237,14 +250,14 @@ void check_replication(Checker& c, const Fields& replication, bool replicated_to
 }
 
 void check_min_replicas(Checker& c, const Fields& replication, bool replicated_topology) {
-  std::optional<std::string> min = config(c.t, "min-replicas-to-write");
+  std::optional<std::string> min = c.config("min-replicas-to-write");
   if (!min) {
     return c.add("min-replicas", Level::kUnknown,
-                 "CONFIG GET min-replicas-to-write refused: whether a master cut off from its "
-                 "replicas keeps taking locks is unknown");
+                 "CONFIG GET min-replicas-to-write refused" + c.why_refused() +
+                     ": whether a master cut off from its replicas keeps taking locks is unknown");
   }
   long long wanted = std::strtoll(min->c_str(), nullptr, 10);
-  std::string max_lag = config(c.t, "min-replicas-max-lag").value_or("?");
+  std::string max_lag = c.config("min-replicas-max-lag").value_or("?");
   long long good = 0;
   for (const Replica& r : replicas(replication)) {
     if (r.state == "online" && r.lag <= std::strtoll(max_lag.c_str(), nullptr, 10)) ++good;
@@ -272,23 +285,23 @@ void check_min_replicas(Checker& c, const Fields& replication, bool replicated_t
             max_lag + "s, so a failover loses at most that much");
 }
 
-void check_sharded_pubsub(Checker& c, const Fields& server) {
-  std::string v = field(server, "redis_version");
-  if (std::atoi(v.c_str()) >= 7) {
+void check_sharded_pubsub(Checker& c, const ServerKind& kind) {
+  const std::string v = kind.product + " " + kind.version;
+  if (kind.redis_major >= 7) {
     c.add("sharded-pubsub", Level::kOk,
-          "Redis " + v + " has SSUBSCRIBE: waiters wait on the node of their lock's slot");
+          v + " has SSUBSCRIBE: waiters wait on the node of their lock's slot");
   } else {
     c.add("sharded-pubsub", Level::kFail,
-          "Redis " + v + " has no sharded pub/sub (7 or later): waiters cannot wait on a cluster");
+          v + " has no sharded pub/sub (Redis 7 or later): waiters cannot wait on a cluster");
   }
 }
 
 void check_cluster(Checker& c) {
-  Fields cluster = fields_of(c.t.command({"CLUSTER", "INFO"}, redis::Retry::kIdempotent).str());
+  Fields cluster = info_fields(c.t.command({"CLUSTER", "INFO"}, redis::Retry::kIdempotent).str());
   std::string state = field(cluster, "cluster_state");
-  std::optional<std::string> full = config(c.t, "cluster-require-full-coverage");
+  std::optional<std::string> full = c.config("cluster-require-full-coverage");
   std::string coverage =
-      !full            ? "cluster-require-full-coverage not readable"
+      !full            ? "cluster-require-full-coverage not readable" + c.why_refused()
       : *full == "yes" ? "cluster-require-full-coverage yes: a slot without a master stops every "
                          "lock of the cluster until it is served again"
                        : "cluster-require-full-coverage no: a slot without a master stops only "
@@ -554,7 +567,7 @@ void check_restarts(const std::vector<std::pair<std::string, redis::MemberAge>>&
 // master or a quorum's member; `topology`: the deployment it belongs to).
 void examine_server(redis::Topology& topology, redis::Topology& t, const std::string& prefix,
                     std::vector<Finding>& out) {
-  Checker c{t, t.server_name(), out};
+  Checker c{t, t.server_name(), out, {}};
   // A command this user may not run (an ACL, a managed service's renamed commands) makes
   // its check unknown; a server that does not answer ends the examination (exit 69).
   auto guarded = [&c](const std::string& check, const std::function<void()>& run) {
@@ -567,9 +580,12 @@ void examine_server(redis::Topology& topology, redis::Topology& t, const std::st
     }
   };
   bool cluster = false;
+  ServerKind kind;
   guarded("version", [&] {
     cluster = number(info(t, "cluster"), "cluster_enabled", 0) == 1;
-    check_version(c, info(t, "server"), cluster);
+    kind = server_kind(info(t, "server"), info(t, "replication"));
+    check_version(c, kind, cluster);
+    check_compatibility(c, kind);
   });
   guarded("persistence", [&] { check_persistence(c, info(t, "persistence")); });
   guarded("eviction", [&] { check_eviction(c, info(t, "memory")); });
@@ -580,7 +596,10 @@ void examine_server(redis::Topology& topology, redis::Topology& t, const std::st
   guarded("replication", [&] { check_replication(c, info(t, "replication"), replicated); });
   guarded("min-replicas", [&] { check_min_replicas(c, info(t, "replication"), replicated); });
   if (cluster) {
-    guarded("sharded-pubsub", [&] { check_sharded_pubsub(c, info(t, "server")); });
+    guarded("sharded-pubsub", [&] {
+      if (kind.product.empty()) throw Error(kExitData, "INFO server was not read");
+      check_sharded_pubsub(c, kind);
+    });
     guarded("cluster", [&] { check_cluster(c); });
   }
   guarded("certificate", [&] { check_certificate(out, c.server, t.server_certificate_expiry()); });

@@ -31,9 +31,20 @@ Json member_json(const std::string& m) {
   return {{"owner", p->owner}, {"kind", p->kind}, {"wait_id", p->wait_id}};
 }
 
+// A reply to HSCAN that is not [cursor, [field, value, ...]] comes from no Redis: it is
+// told apart from stored data that is not a lock.
+struct BadScanReply : DataError {
+  BadScanReply()
+      : DataError("unexpected reply from redis to HSCAN: not [cursor, [field, value...]]") {}
+};
+
 // The fields and values of an HSCAN reply (at most kMaxListed pairs: the server's step
 // may return a few more).
-redis::ReplyView scanned(const redis::ReplyView& r) { return r.at(1); }
+redis::ReplyView scanned(const redis::ReplyView& r) {
+  if (!r.is_array() || r.size() != 2 || !r.at(1).is_array() || r.at(1).size() % 2 != 0)
+    throw BadScanReply();
+  return r.at(1);
+}
 size_t listed_pairs(const redis::ReplyView& fields) {
   return std::min(fields.size() / 2, static_cast<size_t>(kMaxListed));
 }
@@ -114,18 +125,24 @@ class LockType final : public ObjectType {
     // Found by its readers hash while it also has a writer: the lock's own key lists it.
     if (via_readers && writers_total > 0) return std::nullopt;
     bool bad_readers = false;
-    Json readers = r[6].is_array() && r[6].size() == 2
-                       ? reader_holders(scanned(r[6]), clock, bad_readers)
-                       : Json::array();
+    Json readers = Json::array();
+    std::string error;
+    try {
+      if (!r[6].is_error() && !r[6].is_nil())
+        readers = reader_holders(scanned(r[6]), clock, bad_readers);
+    } catch (const BadScanReply& e) {
+      error = e.what();
+    }
     if (via_readers && readers.empty()) return std::nullopt;  // gone since SCAN saw it
     Json j = {{"type", "lock"}, {"name", o.name}, {"key", o.key}, {"mode", "exclusive"}};
     Json holders = Json::array();
     Json waiters = Json::array();
     long long ttl_ms = -1, waiters_total = 0;
     Json fence = nullptr, grant = nullptr;
-    std::string error;
     if (auto denied = refusal(r, read_count())) {
       error = *denied;
+    } else if (!error.empty()) {
+      // the readers' HSCAN reply had the wrong shape: that is what is shown
     } else if (r[0].is_error()) {
       if (o.key == o.name) return std::nullopt;  // Redisson's layout: some other key
       error = "key holds another type than a lock hash";
@@ -142,6 +159,8 @@ class LockType final : public ObjectType {
           holders.push_back(
               {{"owner", owner}, {"count", count}, {"lease_ms", ttl_ms}, {"shared", false}});
         }
+      } catch (const BadScanReply& e) {
+        error = e.what();
       } catch (const DataError&) {
         // Under Redisson's layout a lock is any hash of its name: one that is not a lock
         // is somebody else's data, not a broken lock.

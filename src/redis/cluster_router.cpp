@@ -25,6 +25,26 @@ bool closed_by_peer(const Connection& conn) {
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+// True when the server says (HELLO's "mode") that it is a cluster node. HELLO needs no ACL
+// right, so a standalone server is told apart without a refused CLUSTER SHARDS in its ACL
+// LOG. A server that refuses HELLO (one at maxclients, whose refusal the next command
+// reports) or answers it without a mode is taken for the one server it is, as a refused
+// CLUSTER SHARDS was: a MOVED still makes it the cluster's seed.
+bool says_cluster_node(Connection& conn) {
+  ReplyPtr hello;
+  try {
+    hello = conn.command({"HELLO", "2"});
+  } catch (const ReplyError&) {
+    return false;
+  }
+  ReplyView fields(hello.get());
+  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
+    if (fields.at(i).is_string() && fields.at(i).str() == "mode")
+      return fields.at(i + 1).is_string() && fields.at(i + 1).str() == "cluster";
+  }
+  return false;
+}
+
 }  // namespace
 
 // TRYAGAIN: keys of a multi-key request in the middle of a migration; CLUSTERDOWN: a
@@ -234,6 +254,7 @@ void ClusterRouter::set_timeout(Millis timeout) {
 
 std::vector<Endpoint> ClusterRouter::masters(const ConnectOptions& options) {
   Connection& conn = seed(options);
+  if (!cluster_ && !says_cluster_node(conn)) return {conn.options().endpoint};
   SlotMap map;
   try {
     map = SlotMap::fetch(conn);

@@ -80,7 +80,12 @@ void Connection::authenticate() {
       command(std::vector<std::string_view>(cmd.begin(), cmd.end()));
     }
   } catch (const ReplyError& e) {
-    throw UnavailableError("redis at " + ep.describe() + " refused the connection: " + e.reply());
+    const std::string line = "redis at " + ep.describe() + " refused the connection: " + e.reply();
+    // An ACL refusal (SELECT without +select) is a user to configure, not a server away.
+    if (e.code() == "NOPERM")
+      throw Error(kExitNoPerm,
+                  line + " (the ACL user lacks a right rlock needs; see ACL in rlock(1))");
+    throw UnavailableError(line);
   }
 }
 

@@ -59,6 +59,12 @@ Millis since(Deadline start) {
 
 bool is_error(const redisReply* r) { return r && r->type == REDIS_REPLY_ERROR; }
 
+// The code word of an error reply (NOPERM, NOSCRIPT, ...).
+std::string_view first_word(const redisReply* r) {
+  std::string_view text(r->str, r->len);
+  return text.substr(0, text.find(' '));
+}
+
 long long int_at(const redisReply* r, size_t i) {
   if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements) return 0;
   return r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : 0;
@@ -71,6 +77,7 @@ struct Answer {
   bool yes = false;                  // granted, renewed, released (see QuorumRule)
   long long longest_lease = 0;       // quorum_member.lua's, 0 without the check
   bool check_refused = false;        // `main` is the check's ACL refusal
+  bool request_refused = false;      // the request's own script was refused by the ACL too
 };
 
 bool votes_yes(const QuorumRule& rule, const redisReply* r) {
@@ -112,7 +119,8 @@ std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies,
       const redisReply* c = replies[i]->front().get();
       // An ACL refusal of the check is the member's answer: a user without the rights the
       // quorum's keys need is a configuration to fix (exit 77), not a young member.
-      if (is_error(c) && std::string_view(c->str, c->len).rfind("NOPERM", 0) == 0) {
+      if (is_error(c) && first_word(c) == "NOPERM") {
+        out[i].request_refused = is_error(out[i].main) && first_word(out[i].main) == "NOPERM";
         out[i].main = c;
         out[i].check_refused = true;
         // A renewal's own script ran beside the refused check: that member may still hold.
@@ -132,6 +140,7 @@ struct Tally {
   size_t answered = 0, counting = 0, yes = 0, yes_counting = 0, errors_counting = 0;
   const redisReply* error = nullptr;
   bool error_in_check = false;
+  bool request_refused = false;  // of the member whose answer is `error`
 };
 
 Tally tally(const std::vector<Answer>& answers) {
@@ -145,6 +154,7 @@ Tally tally(const std::vector<Answer>& answers) {
     if (is_error(a.main) && !t.error) {
       t.error = a.main;
       t.error_in_check = a.check_refused;
+      t.request_refused = a.request_refused;
     }
     if (is_error(a.main) && a.counts) ++t.errors_counting;
   }
@@ -156,14 +166,11 @@ Tally tally(const std::vector<Answer>& answers) {
 // rule's keys, which no --prefix moves.
 std::string error_line(const Tally& t) {
   std::string line(t.error->str, t.error->len);
-  if (t.error_in_check && line.find("keys") != std::string::npos)
-    line += " (the quorum's own keys rlock:quorum:*, the same whatever --prefix)";
+  if (t.error_in_check) line += member_check_refusal_note(line, t.request_refused);
   return line;
 }
 
-bool is_noscript(const redisReply* r) {
-  return is_error(r) && std::string_view(r->str, r->len).rfind("NOSCRIPT", 0) == 0;
-}
+bool is_noscript(const redisReply* r) { return is_error(r) && first_word(r) == "NOSCRIPT"; }
 
 bool noscript(const std::vector<ReplyPtr>& replies) {
   return std::any_of(replies.begin(), replies.end(),

@@ -17,4 +17,10 @@ const QuorumRule* find_quorum_rule(std::string_view name) {
   return nullptr;
 }
 
+std::string member_check_refusal_note(std::string_view refusal, bool request_refused) {
+  const bool acl = refusal.substr(0, refusal.find(' ')) == "NOPERM";
+  if (!acl || request_refused || refusal.starts_with("NOPERM rlock needs ")) return "";
+  return " (the quorum's own keys rlock:quorum:*, the same whatever --prefix)";
+}
+
 }  // namespace rlock::redis

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace rlock::redis {
@@ -40,6 +41,15 @@ struct QuorumRule {
   // that grant agree on the token and a majority has it without its write-back.
   int floor_arg = 0;
 };
+
+// What to add to the member check's ACL refusal `refusal` (lua/quorum_member.lua) when it
+// decides the quorum's reply. Redis refuses a script whose declared keys the user may not
+// touch before it runs, in words that differ between servers (Redis 7.0: "...one of the
+// keys used as arguments", Redis 8.0 and Valkey 8.1: "No permissions to access a key"), so
+// only its code word and what else was refused tell: when the request's own script (the
+// same command, the caller's keys) was not refused, the check's keys were. The check's own
+// refusals ("NOPERM rlock needs ...") name what they need and get nothing added.
+std::string member_check_refusal_note(std::string_view refusal, bool request_refused);
 
 // The rule a script declares ("grant", "renew", "release", "union"); nullptr for none.
 const QuorumRule* find_quorum_rule(std::string_view name);

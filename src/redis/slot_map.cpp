@@ -159,8 +159,9 @@ SlotMap SlotMap::fetch(Connection& conn) {
     ReplyPtr reply = conn.command({"CLUSTER", "SHARDS"});
     return from_shards(ReplyView(reply.get()), host, conn.options().tls != nullptr);
   } catch (const ReplyError& e) {
-    // Redis 6 answers "ERR unknown subcommand 'SHARDS'. Try CLUSTER HELP."
-    if (e.reply().find("nknown subcommand") == std::string::npos) throw;
+    // Redis 6 answers "ERR unknown subcommand 'SHARDS'. Try CLUSTER HELP." (words no
+    // server keeps): any ERR asks CLUSTER SLOTS, whose own refusal is the answer.
+    if (e.code() != "ERR") throw;
   }
   ReplyPtr reply = conn.command({"CLUSTER", "SLOTS"});
   return from_slots(ReplyView(reply.get()), host);

@@ -41,8 +41,10 @@ Subscriber Subscriber::open(const ConnectOptions& options, const std::vector<std
       sub.conn_.command(argv);  // returns the first confirmation; the others follow
     }
   } catch (const ReplyError& e) {
-    // Redis 6: "ERR unknown command 'SSUBSCRIBE'..."
-    if (e.reply().find("nknown command") == std::string::npos) throw;
+    // Redis 6: "ERR unknown command 'SSUBSCRIBE'..." (only its code word is relied on: the
+    // classic subscription below listens on both kinds of channel, and its own refusal is
+    // the answer).
+    if (e.code() != "ERR") throw;
     if (!classic_allowed) {
       throw UnavailableError("redis at " + options.endpoint.describe() +
                              " has no sharded pub/sub (SSUBSCRIBE): rlock needs Redis 7 or "
@@ -214,7 +216,7 @@ std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>&
         if (prelude[i] > 0)
           return fail(
               i, "redis at " + each[i].endpoint.describe() + " refused the connection: " + what);
-        if (what.find("nknown command") == std::string::npos) {
+        if (ReplyError(what).code() != "ERR") {
           return fail(i,
                       "redis at " + each[i].endpoint.describe() + " refused SSUBSCRIBE: " + what);
         }

@@ -170,6 +170,36 @@ TEST_CASE("inspect: a SCAN refused half-way exits 77 with one line and no closin
   CHECK(r.out.find(']') == std::string::npos);
 }
 
+// A lock whose HSCAN reply is [cursor, <not an array>]: shown with an error saying so, never
+// as a lock with one holder of whom none is listed.
+TEST_CASE("inspect: an HSCAN reply whose page is not an array is shown as an error") {
+  for (const bool of_readers : {false, true}) {
+    CAPTURE(of_readers);
+    FakeRedis server([&](const std::vector<std::string>& argv) -> std::string {
+      const std::string& c = argv[0];
+      const bool readers = argv.size() > 1 && argv[1].find("lock-readers:") != std::string::npos;
+      if (c == "DBSIZE") return ":1\r\n";
+      if (c == "SCAN") return "*2\r\n" + bulk("0") + "*1\r\n" + bulk("rlock:lock:{a}");
+      if (c == "TIME") return "*2\r\n" + bulk("1700000000") + bulk("0");
+      if (c == "HSCAN" && readers == of_readers) return "*2\r\n" + bulk("0") + ":5\r\n";
+      if (c == "HSCAN" && !readers) return "*2\r\n" + bulk("0") + "*2\r\n" + bulk("o") + bulk("1");
+      if (c == "HSCAN") return "*2\r\n" + bulk("0") + "*0\r\n";
+      if (c == "HLEN") return readers ? ":0\r\n" : ":1\r\n";
+      if (c == "PTTL") return readers ? ":-2\r\n" : ":5000\r\n";
+      if (c == "ZRANGE") return "*0\r\n";
+      if (c == "ZCARD") return ":0\r\n";
+      return "$-1\r\n";
+    });
+    auto r = rlock_raw({"--url", server.url(), "inspect"}, {}, 30s);
+    INFO("stderr: " << r.err);
+    CHECK(r.status == 0);
+    json listed = parse_json(r.out);
+    REQUIRE(listed.size() == 1);
+    CHECK(listed.at(0).value("error", "") ==
+          "unexpected reply from redis to HSCAN: not [cursor, [field, value...]]");
+  }
+}
+
 TEST_CASE("replies of the wrong shape or absurd length end in one line and a documented code") {
   const std::vector<std::pair<std::string, int>> cases = {
       {"+OK\r\n", 65},                           // a status where an array should be
@@ -235,6 +265,32 @@ TEST_CASE("the documented minimal ACL is enough for lock, unlock, exec, waiting 
   CHECK(sem_waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
   CHECK(sem_waiter.out() == "ran\n");
   CHECK(rlock_raw({"sem", "release", "--force", "s"}, as_rl).status == 0);
+}
+
+TEST_CASE("the documented minimal ACL serves a URL that names a database; without +select: 77") {
+  // user rl2: the same rights but +select.
+  const std::string without_select = "user rl2" + kMinimalAcl.substr(7) + " -select";
+  RedisServer redis(RedisOptions{.config = {kMinimalAcl, without_select}});
+  const std::string at = "@127.0.0.1:" + std::to_string(redis.port()) + "/1";
+  auto r = rlock_raw({"--url", "redis://rl:rlpw" + at, "lock", "m", "--owner", "a"});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  r = rlock_raw({"--url", "redis://rl2:rlpw" + at, "lock", "m", "--owner", "a"});
+  CHECK(r.status == 77);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("NOPERM") != std::string::npos);
+}
+
+// The ACL LOG is where operators look for what a user tried and may not do: a standalone
+// server's has no CLUSTER SHARDS asked on the chance that it is a cluster node.
+TEST_CASE("the documented minimal ACL on a standalone server: inspect leaves no ACL LOG entry") {
+  RedisServer redis(RedisOptions{.config = {kMinimalAcl}, .test_topology = false});
+  const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
+  REQUIRE(rlock_raw({"lock", "m", "--owner", "a"}, as_rl).status == 0);
+  auto listed = rlock_raw({"inspect"}, as_rl);
+  CHECK(listed.status == 0);
+  CHECK(parse_json(listed.out).size() == 1);
+  CHECK(redis.cmd({"ACL", "LOG"}) == std::vector<std::string>{});
 }
 
 TEST_CASE("an ACL user missing any one right changes nothing and exits 77 naming it") {
