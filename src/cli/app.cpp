@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/command.hpp"
+#include "cli/raw_words.hpp"
 #include "cli/stdout_writer.hpp"
 #include "util/error.hpp"
 
@@ -295,8 +296,11 @@ int run(int argc, char** argv) {
   std::vector<std::string> help_topic;
   add_help_command(app, help_topic);
 
+  RawWords raw;
+  std::vector<std::string> words = raw.stand_in(args.rlock);
+  raw.restore_options(app);
   // CLI11's parse(vector&) takes the arguments last-first: it pops them off the back.
-  std::vector<std::string> reversed(args.rlock.rbegin(), args.rlock.rend());
+  std::vector<std::string> reversed(words.rbegin(), words.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
@@ -311,6 +315,7 @@ int run(int argc, char** argv) {
       // remaining() lists the unexpected words in command-line order (the error's own text
       // joins them last-first).
       std::vector<std::string> extras = app.remaining(true);
+      for (auto& word : extras) word = raw.restore(word);
       // A word where the command would go is a command without its `--`; an unknown
       // option is named as such.
       bool option = !extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-';
@@ -320,7 +325,7 @@ int run(int argc, char** argv) {
       }
       if (!extras.empty()) throw unexpected_argument(extras.front(), parsed, app);
     }
-    throw UsageError(std::string(e.what()) + see_help(parsed ? parsed->get_name() : std::string()));
+    throw UsageError(raw.restore(e.what()) + see_help(parsed ? parsed->get_name() : std::string()));
   }
 
   if (app.got_subcommand("help")) return print_help(app, help_topic);
