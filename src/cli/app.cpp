@@ -109,6 +109,29 @@ std::string chosen_subcommand(const std::vector<std::string>& args) {
   return {};
 }
 
+// flock's -w, --wait and --timeout SECS all wait for the lock; rlock's global --timeout,
+// which may follow the subcommand, bounds each Redis command. After lock or exec, where a
+// flock user writes it, taking either meaning silently would be wrong for the other
+// reader: refused, pointing at both spellings.
+void refuse_flock_timeout(const std::vector<std::string>& args, const std::string& sub) {
+  if (sub != "lock" && sub != "exec") return;
+  size_t i = 0;
+  while (i < args.size() && (args[i].empty() || args[i][0] == '-'))
+    i += takes_value(args[i]) ? 2 : 1;
+  if (i >= args.size() || args[i] != sub) return;
+  for (++i; i < args.size() && args[i] != "--"; ++i) {
+    const std::string& word = args[i];
+    if (word != "--timeout" && word.rfind("--timeout=", 0) != 0) continue;
+    std::string value = word.size() > 10 ? word.substr(10) : std::string();
+    if (word == "--timeout" && i + 1 < args.size()) value = args[i + 1];
+    if (value.empty() || value[0] == '-' || value.size() > 32) value = "DUR";
+    throw UsageError(
+        "--timeout after the subcommand is rlock's Redis command timeout; to wait "
+        "for the lock as flock --timeout does, use --wait " +
+        value + " (or put --timeout before the subcommand)");
+  }
+}
+
 // Edit distance with adjacent transpositions (`exce` -> `exec` is 1).
 size_t typo_distance(const std::string& a, const std::string& b) {
   std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
@@ -331,6 +354,7 @@ int run(int argc, char** argv) {
   if (app.got_subcommand("help")) return print_help(app, help_topic);
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
+    refuse_flock_timeout(args.rlock, sub->get_name());
     const Subcommand* entry = find_subcommand(sub->get_name());
     // exec -c 'CMD' gives its command as an option (checked by exec itself).
     const CLI::Option* shell_command = sub->get_option_no_throw("--command");
