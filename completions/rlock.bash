@@ -149,7 +149,8 @@ _rlock()
             fi
             ;;
         lock)
-            opts='--owner --lease -w --wait -n --no-wait -s --shared -x --exclusive -E --conflict-exit-code'
+            opts='--owner --lease -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive
+                -E --conflict-exit-code'
             [[ $cur == -* ]] && COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
             ;;
         unlock)
@@ -162,8 +163,8 @@ _rlock()
             fi
             ;;
         exec)
-            opts='-w --wait -n --no-wait -s --shared -x --exclusive -E --conflict-exit-code --lease
-                --owner --on-lost --kill-after --min-hold --keep-secrets -c --command'
+            opts='-w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive -E
+                --conflict-exit-code --lease --owner --on-lost --kill-after --min-hold --keep-secrets -c --command'
             if [[ $cur == -* ]]; then
                 ((npos >= 1)) && opts="-- $opts"
                 COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))

@@ -147,6 +147,8 @@ complete -c rlock -n $lock_exec -s E -l conflict-exit-code -x -d 'Exit code inst
 complete -c rlock -n $lock_exec -l lease -x -d 'Lease of the lock (default 30s)'
 complete -c rlock -n $lock_exec -l owner -x -d 'Owner to hold the lock as'
 set -l lock_modes '__fish_seen_subcommand_from lock exec; and not __fish_seen_subcommand_from sem; and not __rlock_exec_after_dashdash'
+complete -c rlock -n $lock_modes -l nb -d 'Do not wait, as flock --nb (default)'
+complete -c rlock -n $lock_modes -l nonblock -d 'Do not wait, as flock --nonblock (default)'
 complete -c rlock -n $lock_modes -s s -l shared -d 'A shared (read) hold: many readers, no writer'
 complete -c rlock -n $lock_modes -s x -l exclusive -d 'An exclusive hold (the default)'
 complete -c rlock -n '__fish_seen_subcommand_from exec; and not __fish_seen_subcommand_from sem; and not __rlock_exec_after_dashdash' -s c -l command -x -d 'Run CMD with $SHELL -c instead of -- CMD ARGS'

@@ -38,7 +38,7 @@ stage() {
 }
 
 format_check() {
-  git ls-files -z '*.cpp' '*.hpp' | xargs -0 clang-format --dry-run --Werror
+  scripts/format-check.sh
 }
 
 build() {
@@ -102,6 +102,10 @@ sanitized() {
 trap 'if [ -n "$asan_pid" ]; then kill -- "-$asan_pid" 2>/dev/null || true; fi' EXIT
 
 stage "clang-format (.clang-format): every C++ file as formatted" format_check
+# The same check in HEAD's tree exported without .git and git (a release tarball's).
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  stage "clang-format in a tree without git (a release tarball)" scripts/format-check.sh --without-git
+fi
 before=${#failed[@]}
 stage "build (build/, warnings as errors)" build
 if [ ${#failed[@]} -ne "$before" ]; then

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/command.hpp"
+#include "cli/raw_words.hpp"
 #include "cli/stdout_writer.hpp"
 #include "util/error.hpp"
 
@@ -106,6 +107,29 @@ std::string chosen_subcommand(const std::vector<std::string>& args) {
     }
   }
   return {};
+}
+
+// flock's -w, --wait and --timeout SECS all wait for the lock; rlock's global --timeout,
+// which may follow the subcommand, bounds each Redis command. After lock or exec, where a
+// flock user writes it, taking either meaning silently would be wrong for the other
+// reader: refused, pointing at both spellings.
+void refuse_flock_timeout(const std::vector<std::string>& args, const std::string& sub) {
+  if (sub != "lock" && sub != "exec") return;
+  size_t i = 0;
+  while (i < args.size() && (args[i].empty() || args[i][0] == '-'))
+    i += takes_value(args[i]) ? 2 : 1;
+  if (i >= args.size() || args[i] != sub) return;
+  for (++i; i < args.size() && args[i] != "--"; ++i) {
+    const std::string& word = args[i];
+    if (word != "--timeout" && word.rfind("--timeout=", 0) != 0) continue;
+    std::string value = word.size() > 10 ? word.substr(10) : std::string();
+    if (word == "--timeout" && i + 1 < args.size()) value = args[i + 1];
+    if (value.empty() || value[0] == '-' || value.size() > 32) value = "DUR";
+    throw UsageError(
+        "--timeout after the subcommand is rlock's Redis command timeout; to wait "
+        "for the lock as flock --timeout does, use --wait " +
+        value + " (or put --timeout before the subcommand)");
+  }
 }
 
 // Edit distance with adjacent transpositions (`exce` -> `exec` is 1).
@@ -295,8 +319,11 @@ int run(int argc, char** argv) {
   std::vector<std::string> help_topic;
   add_help_command(app, help_topic);
 
+  RawWords raw;
+  std::vector<std::string> words = raw.stand_in(args.rlock);
+  raw.restore_options(app);
   // CLI11's parse(vector&) takes the arguments last-first: it pops them off the back.
-  std::vector<std::string> reversed(args.rlock.rbegin(), args.rlock.rend());
+  std::vector<std::string> reversed(words.rbegin(), words.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
@@ -311,6 +338,7 @@ int run(int argc, char** argv) {
       // remaining() lists the unexpected words in command-line order (the error's own text
       // joins them last-first).
       std::vector<std::string> extras = app.remaining(true);
+      for (auto& word : extras) word = raw.restore(word);
       // A word where the command would go is a command without its `--`; an unknown
       // option is named as such.
       bool option = !extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-';
@@ -320,12 +348,13 @@ int run(int argc, char** argv) {
       }
       if (!extras.empty()) throw unexpected_argument(extras.front(), parsed, app);
     }
-    throw UsageError(std::string(e.what()) + see_help(parsed ? parsed->get_name() : std::string()));
+    throw UsageError(raw.restore(e.what()) + see_help(parsed ? parsed->get_name() : std::string()));
   }
 
   if (app.got_subcommand("help")) return print_help(app, help_topic);
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
+    refuse_flock_timeout(args.rlock, sub->get_name());
     const Subcommand* entry = find_subcommand(sub->get_name());
     // exec -c 'CMD' gives its command as an option (checked by exec itself).
     const CLI::Option* shell_command = sub->get_option_no_throw("--command");

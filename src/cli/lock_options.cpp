@@ -39,7 +39,11 @@ void add_lock_flags(CLI::App& sub, LockFlags& f, HoldModes modes, Names names) {
                       "-w,--wait", set_wait,
                       "wait up to DUR for the lock, inf: forever (default: don't wait)")
                    ->type_name("DUR");
-  sub.add_flag("-n,--no-wait", f.no_wait, "fail at once if the lock is held (the default)")
+  // flock's spellings of -n, where flock's other habits (-s, -x) are taken too.
+  bool flock_like = modes == HoldModes::kSharedOrExclusive;
+  sub.add_flag(flock_like ? "-n,--no-wait,--nb,--nonblock" : "-n,--no-wait", f.no_wait,
+               flock_like ? "fail at once if the lock is held (the default; flock -n, --nb)"
+                          : "fail at once if the lock is held (the default)")
       ->excludes(wait);
   if (modes == HoldModes::kSharedOrExclusive) {
     auto* shared = sub.add_flag(

@@ -255,7 +255,8 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   required_value("--connect-timeout", f.connect_timeout, "connect timeout (default 2s)")
       ->type_name("DUR");
   required_value("--timeout", f.timeout,
-                 "timeout of each request, its repeats and clean-up (default 5s)")
+                 "timeout of each request, its repeats and clean-up (default 5s; before lock and "
+                 "exec, never after: flock's --timeout is --wait there)")
       ->type_name("DUR");
   required_value("--sync-replicas", f.sync_replicas,
                  "acquisitions and renewals wait for N replicas to acknowledge (WAIT); "

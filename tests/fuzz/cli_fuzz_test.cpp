@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "prim/key_layout.hpp"
 
 namespace rlock::test {
 namespace {
@@ -92,6 +93,17 @@ class Gen {
       default:
         return "fz-" + std::to_string(index);
     }
+  }
+
+  // Valid names and owners built of what CLI11 or a shell might read as a list or a quote:
+  // brackets, braces, commas, quotes, a leading '-'.
+  std::string list_like() {
+    static const std::vector<std::string> pieces = {
+        "[", "]", "{", "}", ",", "\"", "'", "a", "b", "-", " ", "=", "\xc3\xa9", "[]", "[a,b]"};
+    std::string out;
+    size_t n = 1 + below(8);
+    for (size_t i = 0; i < n; ++i) out += pick(pieces);
+    return out;
   }
 
   std::string duration(bool small) {
@@ -362,6 +374,63 @@ TEST_CASE("fuzz: argv, durations, URLs, names and config files through the binar
   for (const auto& [status, count] : statuses)
     summary += " " + std::to_string(status) + ":" + std::to_string(count);
   MESSAGE("exit statuses (status:count):" << summary);
+}
+
+TEST_CASE("fuzz: names and owners with brackets, braces, commas and quotes are their bytes") {
+  const char* seed_env = std::getenv("RLOCK_FUZZ_SEED");
+  const unsigned seed =
+      seed_env ? static_cast<unsigned>(std::strtoul(seed_env, nullptr, 10)) : 20261201u;
+  const size_t runs = 1000;
+  MESSAGE("fuzz seed " << seed << ", " << runs << " runs");
+  RedisServer redis;
+  const prim::KeyLayout layout;
+  Gen g(seed);
+  for (size_t i = 0; i < runs; ++i) {
+    std::vector<std::string> names = {g.list_like()};
+    if (g.chance(30)) {
+      std::string second = g.list_like();
+      if (second != names[0]) names.push_back(second);
+    }
+    const std::string owner = g.list_like();
+    bool dashed = false;
+    for (const auto& n : names) dashed = dashed || n[0] == '-';
+    // Options before or after the names; a name starting with '-' goes after `--`.
+    std::vector<std::string> owner_args = owner[0] == '-' || g.chance(50)
+                                              ? std::vector<std::string>{"--owner=" + owner}
+                                              : std::vector<std::string>{"--owner", owner};
+    auto command = [&](const std::string& sub) {
+      std::vector<std::string> a = {sub};
+      bool options_first = dashed || g.chance(50);
+      if (options_first) a.insert(a.end(), owner_args.begin(), owner_args.end());
+      if (dashed || (options_first && g.chance(20))) a.push_back("--");
+      a.insert(a.end(), names.begin(), names.end());
+      if (!options_first) a.insert(a.end(), owner_args.begin(), owner_args.end());
+      return a;
+    };
+    auto lock = command("lock");
+    INFO("seed " << seed << " run " << i << ": " << json(lock).dump());
+    auto r = rlock(redis, lock);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    json out = parse_json(r.out);
+    std::set<std::string> taken;
+    if (names.size() == 1) {
+      CHECK(out.at("owner") == owner);
+      taken.insert(out.at("name").get<std::string>());
+    } else {
+      for (const auto& l : out.at("locks")) taken.insert(l.at("name").get<std::string>());
+    }
+    CHECK(taken == std::set<std::string>(names.begin(), names.end()));
+    for (const auto& n : names)
+      CHECK(hash_of(redis, layout.lock_key(n)) == json::object({{owner, "1"}}));
+    CHECK(redis.cmd_int({"DBSIZE"}) == static_cast<long long>(3 * names.size()));
+    auto unlock = command("unlock");
+    auto u = rlock(redis, unlock);
+    INFO(json(unlock).dump() << ": " << u.err);
+    REQUIRE(u.status == 0);
+    for (const auto& n : names) CHECK(redis.cmd_int({"EXISTS", layout.lock_key(n)}) == 0);
+    redis.cmd({"FLUSHALL"});
+  }
 }
 
 }  // namespace

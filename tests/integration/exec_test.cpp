@@ -171,7 +171,7 @@ TEST_CASE("exec: a job that ends while a renewal waits for a frozen server keeps
 // (nothing tells which), so 76, and the line says which of those is known.
 TEST_CASE("exec: a release answered after the lease ran out says it cannot tell when it went") {
   RedisServer redis;
-  auto job = spawn_rlock(redis, {"exec", "--lease", "3s", "--timeout", "8s", "E", "--", "sh", "-c",
+  auto job = spawn_rlock(redis, {"--timeout", "8s", "exec", "--lease", "3s", "E", "--", "sh", "-c",
                                  "echo started; sleep 0.3; exit 3"});
   REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("started"));
   redis.freeze();                   // before the job ends, within its lease

@@ -1,6 +1,10 @@
-// flock(1)'s habits that rlock takes: -x, -c 'CMD', -w in exponent notation; and the
-// misuses of them, each one line and exit 64 with nothing written to Redis.
+// flock(1)'s habits that rlock takes: -x, -c 'CMD', -w in exponent notation, --nb; and the
+// misuses of them, each one line and exit 64 with nothing written to Redis. Where util-linux's
+// flock is installed, it runs beside rlock, so a test shows what a flock user expects.
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <optional>
 
 #include "harness.hpp"
 
@@ -77,6 +81,87 @@ TEST_CASE("flock habits: misuses are one line, exit 64, nothing written") {
     CHECK(r.err.find(c.says) != std::string::npos);
   }
   CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+}
+
+// util-linux's flock, when installed: its exit status for `args`.
+std::optional<int> flock_status(const std::vector<std::string>& args) {
+  if (::access("/usr/bin/flock", X_OK) != 0) return std::nullopt;
+  std::vector<std::string> argv = {"/usr/bin/flock"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv).status;
+}
+
+TEST_CASE("flock habits: --nb and --nonblock are -n on lock and exec") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string file = dir / "f";
+  for (const char* spelling : {"--nb", "--nonblock"}) {
+    CAPTURE(spelling);
+    if (auto flock = flock_status({spelling, file, "true"})) CHECK(*flock == 0);
+    auto r = rlock(redis, {"exec", spelling, "N", "--", "echo", "ran"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "ran\n");
+    REQUIRE(rlock(redis, {"lock", "N", "--owner", "holder"}).status == 0);
+    r = rlock(redis, {"exec", spelling, "N", "--", "echo", "ran"});
+    CHECK(r.status == 75);
+    CHECK(r.out.empty());
+    r = rlock(redis, {"lock", "N", spelling, "--owner", "other"});
+    CHECK(r.status == 75);
+    CHECK(parse_json(r.out).at("acquired") == false);
+    r = rlock(redis, {"lock", "N", spelling, "--wait", "1s", "--owner", "other"});
+    CHECK(r.status == 64);
+    CHECK(r.err.find("excludes") != std::string::npos);
+    REQUIRE(rlock(redis, {"unlock", "N", "--owner", "holder"}).status == 0);
+  }
+  // Not on a semaphore, which takes none of flock's spellings.
+  auto r = rlock(redis, {"sem", "acquire", "--nb", "--permits", "1", "S"});
+  CHECK(r.status == 64);
+  CHECK(r.err.find("unknown option '--nb'") != std::string::npos);
+}
+
+TEST_CASE("flock habits: --timeout after lock or exec is refused, naming --wait") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "T", "--owner", "holder"}).status == 0);
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const Case cases[] = {
+      {{"exec", "--timeout", "5", "-E", "5", "T", "--", "true"}, "use --wait 5 (or put"},
+      {{"exec", "T", "--timeout=1e-1", "--", "true"}, "use --wait 1e-1 (or put"},
+      {{"lock", "T", "--owner", "b", "--timeout", "2s"}, "use --wait 2s (or put"},
+      {{"-q", "lock", "--timeout", "2s", "U", "--owner", "b"}, "use --wait 2s (or put"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    auto r = rlock(redis, c.args);
+    CHECK(r.status == 64);
+    CHECK(line_count(r.err) == 1);
+    CHECK(r.err.find("rlock: --timeout after the subcommand is rlock's Redis command timeout") ==
+          0);
+    CHECK(r.err.find(c.says) != std::string::npos);
+  }
+  CHECK(redis.cmd_int({"EXISTS", lock_key("U")}) == 0);
+  // Before the subcommand it is the Redis command timeout, as ever; a name after `--` is a
+  // name; other subcommands take it after their name.
+  CHECK(rlock(redis, {"--timeout", "5", "exec", "-E", "5", "T", "--", "true"}).status == 5);
+  CHECK(rlock(redis, {"lock", "--owner", "o", "--", "--timeout"}).status == 0);
+  CHECK(rlock(redis, {"unlock", "T", "--owner", "holder", "--timeout", "2s"}).status == 0);
+}
+
+TEST_CASE("flock habits: a nested exec -n of the job's own lock exits 65, flock -n 1") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string file = dir / "f";
+  if (auto flock = flock_status({file, "/usr/bin/flock", "-n", file, "true"})) CHECK(*flock == 1);
+  // Not busy for a while but never grantable: 65, as for --wait inf (README, Re-entry).
+  auto r = rlock(redis, {"exec", "L", "--", rlock_binary(), "--url", redis.url(), "exec", "-n", "L",
+                         "--", "echo", "ran"});
+  CHECK(r.status == 65);
+  CHECK(r.out.empty());
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.find("this request would wait for itself") != std::string::npos);
+  CHECK(redis.cmd_int({"EXISTS", lock_key("L")}) == 0);
 }
 
 }  // namespace

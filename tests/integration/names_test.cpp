@@ -5,6 +5,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "prim/key_layout.hpp"
 
 namespace rlock::test {
 namespace {
@@ -74,6 +75,111 @@ TEST_CASE("a name that starts with '-' is usable after --; an empty --prefix is 
   auto braces = rlock(redis, {"--prefix", "{}", "lock", "p", "--owner", "o"});
   CHECK(braces.status == 64);
   CHECK(line_count(braces.err) == 1);
+}
+
+// CLI11 reads "[a,b]" given to a list (lock names, --permit) as the list a, b and "[x]" as
+// x: another lock. Every word that is a name, an owner, an id or a payload is its bytes.
+const std::vector<std::string> kListLike = {"[x]", "[a,b]", "[a-z]", "[]",
+                                            "{x}", "\"x\"", "a,b",   "-x"};
+
+// lock_key, braces and '%' encoded as the layout does.
+std::string key_of(const std::string& name) { return prim::KeyLayout().lock_key(name); }
+
+// args, then the names, after a `--` of their own when one starts with '-' (a NAME's rule).
+std::vector<std::string> naming(std::vector<std::string> args,
+                                const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    if (n[0] == '-') {
+      args.push_back("--");
+      break;
+    }
+  }
+  args.insert(args.end(), names.begin(), names.end());
+  return args;
+}
+
+TEST_CASE("a name, owner, id or payload that looks like a list is the bytes given") {
+  RedisServer redis;
+  for (const char* other : {"x", "a", "b", "a-z", "n"})
+    REQUIRE(rlock(redis, {"lock", other, "--owner", "alice", "--lease", "10m"}).status == 0);
+  for (const auto& w : kListLike) {
+    CAPTURE(w);
+    auto r = rlock(redis, naming({"lock", "--owner=" + w}, {w}));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(parse_json(r.out).at("name") == w);
+    CHECK(hash_of(redis, key_of(w)) == json::object({{w, "1"}}));
+    r = rlock(redis, naming({"lock", "--owner", "bob"}, {w}));
+    CHECK(r.status == 75);
+    CHECK(parse_json(r.out).at("name") == w);
+    r = rlock(redis, naming({"unlock", "--force"}, {w}));
+    CHECK(r.status == 0);
+    CHECK(parse_json(r.out) ==
+          json::parse(R"({"forced":true,"holders":[{"count":1,"owner":)" + json(w).dump() +
+                      R"(}],"name":)" + json(w).dump() + "}"));
+    CHECK(redis.cmd_int({"EXISTS", key_of(w)}) == 0);
+
+    std::vector<std::string> job = {"--", "sh", "-c", R"(printf %s "$RLOCK_NAME|$RLOCK_OWNER")"};
+    std::vector<std::string> exec = naming({"exec", "--owner=" + w}, {w});
+    if (w[0] == '-') exec.push_back("--");  // `exec -- -NAME -- CMD`
+    exec.insert(exec.end(), job.begin() + (w[0] == '-' ? 1 : 0), job.end());
+    r = rlock(redis, exec);
+    CHECK(r.status == 0);
+    CHECK(r.out == w + "|" + w);
+
+    // Beside a lock whose name CLI11 would have read into it: only the ones given.
+    const std::string bracketed = "[n]";
+    r = rlock(redis, naming({"lock", "--owner", "o"}, {w, bracketed}));
+    CHECK(r.status == 0);
+    std::set<std::string> taken;
+    const json both = parse_json(r.out);
+    for (const auto& l : both.at("locks")) taken.insert(l.at("name").get<std::string>());
+    CHECK(taken == std::set<std::string>{w, bracketed});
+    CHECK(rlock(redis, naming({"unlock", "--owner", "o"}, {w, bracketed})).status == 0);
+    CHECK(redis.cmd_int({"EXISTS", key_of(w)}) == 0);
+
+    r = rlock(redis, naming({"sem", "acquire", "--permits", "2", "--owner=" + w}, {w}));
+    CHECK(r.status == 0);
+    CHECK(parse_json(r.out).at("name") == w);
+    CHECK(parse_json(r.out).at("owner") == w);
+    CHECK(redis.cmd_int({"EXISTS", prim::KeyLayout().sem_key(w)}) == 1);
+    r = rlock(redis, naming({"latch", "set"}, {w, "2"}));
+    CHECK(r.status == 0);
+    CHECK(parse_json(r.out).at("name") == w);
+    r = rlock(redis, naming({"latch", "count-down", "--id=" + w}, {w}));
+    CHECK(r.status == 0);
+    CHECK(parse_json(r.out).at("id") == w);
+    // limit and delay-pop take `-- -NAME` only with a command after it: not this test's.
+    if (w[0] == '-') continue;
+    r = rlock(redis, naming({"limit", "--rate", "5", "--per", "1m", "--client=" + w}, {w}));
+    CHECK(r.status == 0);
+    CHECK(parse_json(r.out).at("name") == w);
+    r = rlock(redis, naming({"delay-push", "--delay", "0", "--id=" + w}, {w, w}));
+    CHECK(r.status == 0);
+    r = rlock(redis, naming({"delay-pop"}, {w}));
+    CHECK(r.status == 0);
+    json item = parse_json(r.out);
+    CHECK(item.at("queue") == w);
+    CHECK(item.at("id") == w);
+    CHECK(item.at("payload") == w);
+  }
+  // The locks a list would have named were never touched.
+  for (const char* other : {"x", "a", "b", "a-z", "n"})
+    CHECK(hash_of(redis, lock_key(other)) == json::object({{"alice", "1"}}));
+}
+
+TEST_CASE("a permit id that looks like a list is the bytes given") {
+  RedisServer redis;
+  auto r = rlock(redis, {"sem", "acquire", "--permits", "2", "S", "--owner", "o"});
+  REQUIRE(r.status == 0);
+  const std::string id = parse_json(r.out).at("permits").at(0);
+  r = rlock(redis, {"sem", "release", "S", "--permit", "[" + id + "]"});
+  CHECK(r.status == 75);
+  CHECK(r.err.find("permit [" + id + "] is not held") != std::string::npos);
+  CHECK(parse_json(rlock(redis, {"sem", "status", "S"}).out).at("in_use") == 1);
+  r = rlock(redis, {"sem", "release", "S", "--permit=[" + id + "]"});
+  CHECK(r.status == 75);
+  CHECK(rlock(redis, {"sem", "release", "S", "--permit", id}).status == 0);
 }
 
 TEST_CASE("a wait that runs out says how long it waited") {

@@ -260,7 +260,7 @@ TEST_CASE("quorum: a frozen member: the other two grant in about a round trip; t
   Members q;
   q.servers[2].freeze();
   auto start = Clock::now();
-  auto r = on(q, {"lock", "L", "--owner", "alice", "--timeout", "3s"});
+  auto r = on(q, {"--timeout", "3s", "lock", "L", "--owner", "alice"});
   long long took = ms_between(start);
   fence_of(r);
   CHECK(took < 1500);  // a process start and one round trip, never the 3 s timeout
@@ -273,7 +273,7 @@ TEST_CASE("quorum: a frozen member: the other two grant in about a round trip; t
   q.servers[0].freeze();
   q.servers[1].freeze();
   start = Clock::now();
-  r = on(q, {"lock", "M", "--owner", "bob", "--timeout", "500ms"});
+  r = on(q, {"--timeout", "500ms", "lock", "M", "--owner", "bob"});
   CHECK(r.status == 69);
   CHECK(r.err.find("fewer than a majority") != std::string::npos);
   // The one member that answered granted it, and took it back when the request failed.
@@ -303,7 +303,7 @@ TEST_CASE("quorum: the fence never goes backwards across quorums {X,Y}, {Y,Z}, {
   // grant went on, so that member, thawed, runs both in order and is free again.
   auto fence = [&](RedisServer& frozen) {
     frozen.freeze();
-    auto r = on(q, {"exec", "--timeout", "1s", "F", "--", "sh", "-c", "echo $RLOCK_FENCE"});
+    auto r = on(q, {"--timeout", "1s", "exec", "F", "--", "sh", "-c", "echo $RLOCK_FENCE"});
     frozen.thaw();
     INFO(r.err);
     REQUIRE(r.status == 0);
@@ -346,17 +346,17 @@ TEST_CASE("quorum: a member restarted empty does not count until the longest lea
   CHECK(doctor.out.find("not counted towards a majority for another") != std::string::npos);
   q.servers[0].freeze();
   // Z would make a second majority with Y... if it counted.
-  auto r = on(q, {"lock", "P", "--owner", "b", "--lease", "3s", "--timeout", "500ms"});
+  auto r = on(q, {"--timeout", "500ms", "lock", "P", "--owner", "b", "--lease", "3s"});
   CHECK(r.status == 69);
   CHECK(q.holding("P", "b", 0) == 0);
-  r = on(q, {"lock", "Q", "--owner", "b", "--lease", "1s", "--timeout", "500ms"});
+  r = on(q, {"--timeout", "500ms", "lock", "Q", "--owner", "b", "--lease", "1s"});
   CHECK(r.status == 69);
   CHECK(r.err.find("not counted until their data is older than the longest lease") !=
         std::string::npos);
   // Counted again once its uptime passed the longest lease (3 s) any member was asked for.
   CHECK(poll_until(
       [&] {
-        return on(q, {"lock", "Q", "--owner", "b", "--lease", "1s", "--timeout", "500ms"}).status ==
+        return on(q, {"--timeout", "500ms", "lock", "Q", "--owner", "b", "--lease", "1s"}).status ==
                0;
       },
       10s, 200ms));
@@ -378,7 +378,7 @@ TEST_CASE("quorum: a busy lock is busy (75) while a member is not counted yet") 
   for (int i = 0; i < 3; ++i) {
     // The second counted member answers last.
     q.servers[1].cmd({"CLIENT", "PAUSE", "300", "ALL"});
-    auto r = on(q, {"lock", "L", "--owner", "other", "-n", "--timeout", "5s"});
+    auto r = on(q, {"--timeout", "5s", "lock", "L", "--owner", "other", "-n"});
     INFO("stdout: " << r.out << " stderr: " << r.err);
     CHECK(r.status == 75);
     CHECK(parse_json(r.out).at("holders").at(0).at("owner") == "holder");
@@ -448,7 +448,7 @@ TEST_CASE("quorum: a member's check asks INFO once a data set and reads the star
   q.servers[2].cmd({"SET", "rlock:quorum:started", std::to_string(now - 1000)});
   CHECK(restart_levels(on(q, {"doctor"})) == "ok ok warn ");
   q.servers[0].freeze();
-  auto r = on(q, {"lock", "C", "--owner", "b", "--timeout", "500ms"});
+  auto r = on(q, {"--timeout", "500ms", "lock", "C", "--owner", "b"});
   CHECK(r.status == 69);
   CHECK(r.err.find("not counted until their data is older than the longest lease") !=
         std::string::npos);
@@ -461,7 +461,7 @@ TEST_CASE("quorum: a member's check asks INFO once a data set and reads the star
   q.servers[2].cmd({"SET", "rlock:quorum:started", "1e3"});
   q.servers[2].cmd({"SET", "rlock:quorum:longest-lease", "3600000"});
   q.servers[1].cmd({"SET", "rlock:quorum:longest-lease", "abc"});
-  CHECK(on(q, {"lock", "C", "--owner", "b", "--timeout", "500ms"}).status == 69);
+  CHECK(on(q, {"--timeout", "500ms", "lock", "C", "--owner", "b"}).status == 69);
   q.servers[0].thaw();
   q.servers[1].cmd({"SET", "rlock:quorum:longest-lease", "abc"});
   CHECK(restart_levels(on(q, {"doctor"})) == "ok ok warn ");
@@ -469,7 +469,7 @@ TEST_CASE("quorum: a member's check asks INFO once a data set and reads the star
   q.servers[0].freeze();
   // A start an hour ago: the earlier run outlived every lease.
   q.servers[2].cmd({"SET", "rlock:quorum:started", std::to_string(now - 3'600'000)});
-  r = on(q, {"lock", "C", "--owner", "b", "--timeout", "500ms"});
+  r = on(q, {"--timeout", "500ms", "lock", "C", "--owner", "b"});
   CHECK(r.status == 0);
   q.servers[0].thaw();
   CHECK(restart_levels(on(q, {"doctor"})) == "ok ok ok ");
@@ -595,7 +595,7 @@ TEST_CASE("quorum: an unlock that a holding member does not answer is 69, not 'n
 TEST_CASE("quorum: exec stops its job (76) when two of three members stop answering") {
   Members q;
   TempDir dir;
-  auto job = spawn_on(q, {"exec", "--lease", "1500ms", "--timeout", "300ms", "J", "--", "sh", "-c",
+  auto job = spawn_on(q, {"--timeout", "300ms", "exec", "--lease", "1500ms", "J", "--", "sh", "-c",
                           "touch " + dir / "started" + "; exec sleep 30"});
   REQUIRE(poll_until([&] { return std::filesystem::exists(dir / "started"); }, 10s));
   q.servers[0].freeze();
@@ -622,7 +622,7 @@ TEST_CASE("quorum: exec stops its job (76) when a majority says the hold is gone
 TEST_CASE("quorum: a waiter sleeps on every member and is woken through the ones that answer") {
   Members q;
   CHECK(on(q, {"lock", "W", "--owner", "alice", "--lease", "60s"}).status == 0);
-  auto waiter = spawn_on(q, {"lock", "W", "--owner", "bob", "--wait", "20s", "--timeout", "1s"});
+  auto waiter = spawn_on(q, {"--timeout", "1s", "lock", "W", "--owner", "bob", "--wait", "20s"});
   REQUIRE(poll_until(
       [&] {
         return q.servers[1].cmd_int({"ZCARD", lock_key("W") + ":waiters"}) == 1;
