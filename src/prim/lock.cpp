@@ -70,7 +70,7 @@ class LockWait : public Waitable {
         kKind, redis::Retry::kIdempotent, &acks);
     long long status = reply.at(0).integer();
     if (status == -2) {
-      // Granted by fewer than a majority of a quorum's members (or too late): what it took
+      // Granted by fewer than a majority of a quorum's members: what it took
       // goes back at once. A wait keeps its place; a request that ends here is given up by
       // its id (a late grant is undone too) and the wait, if any, goes on under a new id.
       if (mode == Mode::kTry || mode == Mode::kLast) {
