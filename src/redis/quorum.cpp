@@ -812,13 +812,13 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       const long long in_force = pttls.size() >= need ? pttls[need - 1] : 0;
       auto validity = [&] { return Millis(in_force) - since(start) - drift(Millis(lease)); };
       // A majority granted, but nothing is held: an outage, not a busy lock (nobody else
-      // holds it). The wait gives back what was granted, by the request's id (prim::wait_for).
+      // holds it). The caller gives back what was granted, by the request's id.
       auto too_late = [&](const std::string& what) {
-        return UnavailableError("a majority" + of_n + " granted the lock, but " + what +
-                                " after the lease ran out (" + format_duration(since(start)) +
-                                " after the request, lease " + format_duration(Millis(in_force)) +
-                                " less a drift allowance of " +
-                                format_duration(drift(Millis(lease))) + "); not held");
+        return UnusableGrantError("a majority" + of_n + " granted the lock, but " + what +
+                                  " after the lease ran out (" + format_duration(since(start)) +
+                                  " after the request, lease " + format_duration(Millis(in_force)) +
+                                  " less a drift allowance of " +
+                                  format_duration(drift(Millis(lease))) + "); not held");
       };
       if (t.yes_counting >= need) {
         if (validity().count() <= 0) throw too_late("the members answered");
@@ -836,8 +836,8 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
           write_back_fence(keys.at(rule->fence_key - 1), keys.at(rule->lock_key - 1),
                            args.at(rule->owner_arg - 1), fence, counts, at_token, answered, until);
         } catch (const UnavailableError& e) {
-          throw UnavailableError("a majority" + of_n + " granted the lock, but " + e.what() +
-                                 "; not held");
+          throw UnusableGrantError("a majority" + of_n + " granted the lock, but " + e.what() +
+                                   "; not held");
         }
         if (validity().count() <= 0) throw too_late("the fencing token's write-back answered");
         ReplyPtr r = take(replies, first([](const Answer& a) { return a.yes && a.counts; }));

@@ -18,7 +18,7 @@ struct QuorumRule {
     // lua/lock_fence_raise.lua); its pttl becomes the one a majority has at least, counted
     // from the first send and never more than the lease asked for unless a member reports
     // more. Granted by a majority whose answers or write-back came after the lease less the
-    // drift ran out, or whose write-back no majority confirmed: UnavailableError (nobody
+    // drift ran out, or whose write-back no majority confirmed: UnusableGrantError (nobody
     // holds it; the caller gives back what was granted). Granted by fewer than a majority:
     // element 0 becomes -2 (the caller gives back what the request took, by its id).
     kGrant,
