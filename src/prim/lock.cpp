@@ -69,20 +69,29 @@ class LockWait : public Waitable {
         owner_,         lease_ms, mode_word(mode), wait_ms,   id_,        kind_,
         lock_.channel_, claim,    arrival_,        ancestry_, seen_fence, lock_.foreign_channel_};
     const auto resend = resent_args(args, 2, mode);
-    auto reply =
-        run_object_script(lock_.topology_, redis::scripts::lock_acquire, lock_.keys(request_key_),
-                          args, kKind, redis::Retry::kIdempotent, &acks, &resend);
+    unusable_.reset();
+    std::optional<redis::Reply> got;
+    try {
+      got.emplace(run_object_script(lock_.topology_, redis::scripts::lock_acquire,
+                                    lock_.keys(request_key_), args, kKind,
+                                    redis::Retry::kIdempotent, &acks, &resend));
+    } catch (const redis::UnusableGrantError& e) {
+      // Granted by a quorum's majority too late, or its token never confirmed: nobody holds
+      // it. Given back as a split grant is; a wait tries again, and one that ends on it is
+      // an outage (Lock::acquire), not a busy lock.
+      unusable_ = e.what();
+      give_back(mode);
+      unconfirmed_since_.reset();
+      result_ = Busy{};
+      return {false, kSplitRetry, {}, "granted by the quorum's members too late to use", -1};
+    }
+    const redis::Reply& reply = *got;
     long long status = reply.at(0).integer();
     if (status == -2) {
-      // Granted by fewer than a majority of a quorum's members (or too late): what it took
+      // Granted by fewer than a majority of a quorum's members: what it took
       // goes back at once. A wait keeps its place; a request that ends here is given up by
       // its id (a late grant is undone too) and the wait, if any, goes on under a new id.
-      if (mode == Mode::kTry || mode == Mode::kLast) {
-        give_up();
-        renew_id();
-      } else {
-        give_back_taken();
-      }
+      give_back(mode);
       if (reply.size() < 7) {
         unconfirmed_since_.reset();
         result_ = Busy{};
@@ -167,6 +176,21 @@ class LockWait : public Waitable {
     clean_up(lock_.topology_, redis::scripts::lock_release, lock_.keys(request_key_), args);
   }
 
+  // Gives back what this request took without a usable hold: a request that ends here
+  // is given up by its id (a late grant is undone too) and a wait goes on under a new id;
+  // a wait's queued attempt keeps its place.
+  void give_back(Mode mode) {
+    if (mode == Mode::kTry || mode == Mode::kLast) {
+      give_up();
+      renew_id();
+    } else {
+      give_back_taken();
+    }
+  }
+
+  // Why the last attempt's majority grant could not be used (nullopt: it was not that).
+  const std::optional<std::string>& unusable() const { return unusable_; }
+
   // A new request id, for a wait that goes on after its request was given up.
   void renew_id() {
     id_ = random_hex(8);
@@ -197,6 +221,7 @@ class LockWait : public Waitable {
   // The highest token a busy reply gave: a server that has it has the holds seen until then.
   long long seen_fence_ = 0;
   std::optional<Deadline> unconfirmed_since_;
+  std::optional<std::string> unusable_;
   Acquisition result_ = Busy{};
 };
 
@@ -296,6 +321,9 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
         "lock '" + name_ + "' is held shared by " + owner +
         "; taking it exclusively too would wait for itself (release the shared hold first)");
   }
+  // The lock was free, and the quorum's members granted it too late or unconfirmed.
+  if (outcome == WaitOutcome::kTimedOut && wait.unusable())
+    throw UnavailableError(*wait.unusable());
   Acquisition a = wait.result();
   if (outcome == WaitOutcome::kInterrupted) {
     Busy b = std::holds_alternative<Busy>(a) ? std::get<Busy>(a) : Busy{};

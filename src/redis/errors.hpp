@@ -38,4 +38,12 @@ struct ReplicationError : UnavailableError {
   using UnavailableError::UnavailableError;
 };
 
+// A quorum's majority granted a hold that nobody can use: its answers, or its token's
+// write-back, came after the lease ran out, or no majority confirmed the write-back. Not
+// busy (nobody holds it): the caller gives back what was granted, and a wait with time left
+// tries again.
+struct UnusableGrantError : UnavailableError {
+  using UnavailableError::UnavailableError;
+};
+
 }  // namespace rlock::redis

@@ -177,6 +177,19 @@ bool noscript(const std::vector<ReplyPtr>& replies) {
                      [](const ReplyPtr& r) { return is_noscript(r.get()); });
 }
 
+// The time left that a member's reply reports (`reported`, ms), counted from the request's
+// first send to it instead of from its run. A reply to a repeat (`repeated_after` > 0)
+// reports what was left when the repeat ran, and the hold was made by the first try, which
+// ran somewhere between the first send and the repeat: counted from the first send, at
+// least `reported` + `repeated_after` is left. That can be more than the lease asked for
+// (a first try that a stalled member ran late), which no one granted in so many words: the
+// figure is at most `lease`, unless the member itself reports more (a re-entry keeps a
+// longer lease in force).
+long long left_since_first_send(long long reported, Millis repeated_after, long long lease) {
+  if (repeated_after.count() == 0) return reported;
+  return std::min(reported + repeated_after.count(), std::max(reported, lease));
+}
+
 // Takes ownership of member i's script reply out of `replies`.
 ReplyPtr take(Answers& replies, size_t i) { return std::move(replies[i]->back()); }
 
@@ -653,10 +666,15 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
       Retry::kIdempotent);
   if (raised(replies) < majority()) {
     std::vector<bool> wrote(members_.size());
-    for (size_t i = 0; i < replies.size(); ++i) wrote[i] = replies[i].has_value() && counts[i];
-    throw UnavailableError("the fencing token could not be written back to a majority of the " +
-                           std::to_string(members_.size()) + " quorum members (" +
-                           describe_missing(wrote) + ")");
+    for (size_t i = 0; i < replies.size(); ++i) {
+      wrote[i] = counts[i] && (at_token[i] || (replies[i] && !is_error(replies[i]->front().get())));
+      if (replies[i] && !wrote[i])
+        members_[i].failure =
+            "answered " + std::string(replies[i]->front()->str, replies[i]->front()->len);
+    }
+    throw UnavailableError(
+        "the fencing token's write-back got no confirmed reply from a majority (" +
+        describe_missing(wrote) + ")");
   }
 }
 
@@ -794,12 +812,23 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       std::vector<long long> pttls;  // as left at the first send
       for (size_t i = 0; i < n; ++i) {
         const Answer& a = answers[i];
-        if (a.yes && a.counts) pttls.push_back(int_at(a.main, 3) + repeated_after_[i].count());
+        if (a.yes && a.counts)
+          pttls.push_back(left_since_first_send(int_at(a.main, 3), repeated_after_[i], lease));
       }
       std::sort(pttls.rbegin(), pttls.rend());
       const long long in_force = pttls.size() >= need ? pttls[need - 1] : 0;
       auto validity = [&] { return Millis(in_force) - since(start) - drift(Millis(lease)); };
-      if (t.yes_counting >= need && validity().count() > 0) {
+      // A majority granted, but nothing is held: an outage, not a busy lock (nobody else
+      // holds it). The caller gives back what was granted, by the request's id.
+      auto too_late = [&](const std::string& what) {
+        return UnusableGrantError("a majority" + of_n + " granted the lock, but " + what +
+                                  " after the lease ran out (" + format_duration(since(start)) +
+                                  " after the request, lease " + format_duration(Millis(in_force)) +
+                                  " less a drift allowance of " +
+                                  format_duration(drift(Millis(lease))) + "); not held");
+      };
+      if (t.yes_counting >= need) {
+        if (validity().count() <= 0) throw too_late("the members answered");
         long long fence = 0, count = 0, fresh = 0;
         for (const Answer& a : answers) {
           if (!a.yes) continue;
@@ -810,21 +839,20 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
         std::vector<bool> at_token(n);
         for (size_t i = 0; i < n; ++i)
           at_token[i] = answers[i].yes && int_at(answers[i].main, rule->fence_at) == fence;
-        bool written = true;
         try {
           write_back_fence(keys.at(rule->fence_key - 1), keys.at(rule->lock_key - 1),
                            args.at(rule->owner_arg - 1), fence, counts, at_token, answered, until);
-        } catch (const UnavailableError&) {
-          written = false;
+        } catch (const UnavailableError& e) {
+          throw UnusableGrantError("a majority" + of_n + " granted the lock, but " + e.what() +
+                                   "; not held");
         }
-        if (written && validity().count() > 0) {
-          ReplyPtr r = take(replies, first([](const Answer& a) { return a.yes && a.counts; }));
-          r->element[1]->integer = count;
-          r->element[rule->fence_at]->integer = fence;
-          r->element[3]->integer = in_force;
-          r->element[4]->integer = fresh;
-          return Reply(std::move(r));
-        }
+        if (validity().count() <= 0) throw too_late("the fencing token's write-back answered");
+        ReplyPtr r = take(replies, first([](const Answer& a) { return a.yes && a.counts; }));
+        r->element[1]->integer = count;
+        r->element[rule->fence_at]->integer = fence;
+        r->element[3]->integer = in_force;
+        r->element[4]->integer = fresh;
+        return Reply(std::move(r));
       }
       if (t.counting < need) throw unavailable("fewer than a majority" + of_n + " answered");
       // An error from so many counting members that no majority can grant decides, even
@@ -848,7 +876,8 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
       std::vector<long long> left;  // as left at the first send
       for (size_t i = 0; i < n; ++i) {
         const Answer& a = answers[i];
-        if (a.yes && a.counts) left.push_back(a.main->integer + repeated_after_[i].count());
+        if (a.yes && a.counts)
+          left.push_back(left_since_first_send(a.main->integer, repeated_after_[i], lease));
       }
       std::sort(left.rbegin(), left.rend());
       if (left.size() >= need) {

@@ -75,7 +75,8 @@ class Quorum {
   // no rule throws UsageError before anything is sent. Members that have not answered by
   // `until`, or once the outcome is known, are not waited for (their late replies are
   // skipped by the next request). Throws UnavailableError when fewer than a majority of the
-  // members that count answered, ReplyError for a member's error reply.
+  // members that count answered, or a majority granted a hold it cannot use (see
+  // QuorumRule::kGrant), ReplyError for a member's error reply.
   Reply run(const Script& script, const std::vector<std::string_view>& keys,
             const std::vector<std::string_view>& args, Deadline until, Retry retry = Retry::kNever);
 
@@ -166,7 +167,8 @@ class Quorum {
   // sources_for: one more round trip, once per script and server start).
   Command eval(const Script& script, const std::vector<std::string_view>& keys,
                const std::vector<std::string_view>& args);
-  // Raises the fencing token to `fence` on a majority of the members that count.
+  // Raises the fencing token to `fence` on a majority of the members that count; throws
+  // UnavailableError naming the members that did not confirm it.
   void write_back_fence(std::string_view fence_key, std::string_view lock_key,
                         std::string_view owner, long long fence, const std::vector<bool>& counts,
                         const std::vector<bool>& at_token, const std::vector<bool>& answered,

@@ -16,8 +16,11 @@ struct QuorumRule {
     // lease (ARGV[lease_arg]) minus the drift; the token is the maximum of the grants'
     // (element fence_at), written back to KEYS[fence_key] on a majority before the reply
     // is returned (made exactly that where ARGV[owner_arg] holds KEYS[lock_key], see
-    // lua/lock_fence_raise.lua); its pttl becomes the one a majority has at least. Not held but
-    // granted somewhere:
+    // lua/lock_fence_raise.lua); its pttl becomes the one a majority has at least, counted
+    // from the first send and never more than the lease asked for unless a member reports
+    // more. Granted by a majority whose answers or write-back came after the lease less the
+    // drift ran out, or whose write-back no majority confirmed: UnusableGrantError (nobody
+    // holds it; the caller gives back what was granted). Granted by fewer than a majority:
     // element 0 becomes -2 (the caller gives back what the request took, by its id).
     kGrant,
     // An integer, > 0 = renewed (ms left). Renewed iff a majority that counts renewed: the

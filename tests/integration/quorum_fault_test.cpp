@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -60,6 +61,20 @@ void warm_up(const LossyQuorum& q) {
 
 const std::vector<std::string> kOnce = {"1", "1", "1"};
 const std::vector<std::string> kNowhere = {"", "", ""};
+
+bool one_line(const std::string& err) { return !err.empty() && err.find('\n') == err.size() - 1; }
+
+// The bytes of a token's write-back for lock `name` (lua/lock_fence_raise.lua's KEYS, the
+// token then the lock hash, adjacent in no other request).
+std::string write_back_marker(const std::string& name) {
+  const std::string lock = lock_key(name);
+  return fence_key(name) + "\r\n$" + std::to_string(lock.size()) + "\r\n" + lock + "\r\n";
+}
+
+// CLIENT PAUSE on every member (its own connection): the requests wait `ms` there.
+void pause_members(const LossyQuorum& q, int ms) {
+  for (const auto& s : q.servers) s.cmd({"CLIENT", "PAUSE", std::to_string(ms), "ALL"});
+}
 
 TEST_CASE("quorum lost reply: lock and unlock lost on a majority are sent again, run once") {
   LossyQuorum q;
@@ -160,6 +175,85 @@ TEST_CASE("quorum lost reply: a grant repeated after half of --timeout keeps its
   CHECK(out.at("lease_ms").get<long long>() >= 2900);
   CHECK(out.at("validity_ms").get<long long>() >= 1000);
   CHECK(out.at("validity_ms").get<long long>() <= 1500);
+}
+
+// A first try that the members ran late (paused 300 ms), whose replies were lost: the
+// repeat reports the lease left then, and counted from the first send that was more than
+// the 20 s asked for (20034 ms was seen).
+TEST_CASE("quorum lost reply: a repeat of a grant run late reports no more lease than asked") {
+  LossyQuorum q;
+  warm_up(q);
+  q.lose("{R}", Loss::kReply, {0, 1, 2});
+  pause_members(q, 300);
+  auto r = on(q, {"lock", "R", "--owner", "a", "--lease", "20s"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(q.losses(0) + q.losses(1) + q.losses(2) >= 2);
+  const json out = parse_json(r.out);
+  CHECK(out.at("lease_ms").get<long long>() <= 20000);
+  CHECK(out.at("lease_ms").get<long long>() >= 19000);
+  // Counted from the first send, 300 ms before the grants.
+  CHECK(out.at("validity_ms").get<long long>() <= 20000 - 300);
+  // Held once on a majority at least: a member whose pause ends later (Redis lifts a pause
+  // at its next cron tick) may still be paused when rlock exits, and drops the request then.
+  const auto c = q.counts("R", "a");
+  CHECK(std::count(c.begin(), c.end(), "1") >= 2);
+  CHECK(std::count(c.begin(), c.end(), "1") + std::count(c.begin(), c.end(), "") == 3);
+}
+
+// A majority granted, but the token's write-back got no confirmed reply from a majority:
+// nothing is held, and that is an outage (69) that names the write-back, not a busy lock (it
+// was "held by nobody", 75, and `exec -E 0` exited 0 without running the command). Members
+// 0 and 1 have counters far ahead of the floor member 2 hands out, each its own, so that
+// every majority disagrees on the token and writes it back, and every write-back's reply is
+// lost.
+TEST_CASE("quorum lost reply: a grant whose token write-back is never confirmed is 69") {
+  LossyQuorum q;
+  warm_up(q);
+  TempDir dir;
+  const std::string ran = dir / "ran";
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+  } cases[] = {
+      {"W", {"lock", "W", "--owner", "a"}},
+      {"X", {"exec", "-E", "0", "X", "--", "touch", ran}},
+  };
+  for (const auto& c : cases) {
+    q.servers[0].cmd({"SET", fence_key(c.name), "8000000000000000"});
+    q.servers[1].cmd({"SET", fence_key(c.name), "7000000000000000"});
+    for (auto& p : q.proxies) p->lose(write_back_marker(c.name), Loss::kReply, 3);
+    const int lost_before = q.losses(0) + q.losses(1) + q.losses(2);
+    auto r = on(q, c.args);
+    INFO(c.args[0] << ": stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 69);
+    CHECK(r.out.empty());
+    CHECK(one_line(r.err));
+    CHECK(r.err.find("granted the lock, but the fencing token's write-back got no confirmed "
+                     "reply from a majority") != std::string::npos);
+    CHECK(r.err.find("nobody") == std::string::npos);
+    CHECK(q.losses(0) + q.losses(1) + q.losses(2) >= lost_before + 2);
+    // What the majority granted is given back on every member.
+    CHECK(poll_until([&] { return q.counts(c.name, "a") == kNowhere; }, 5s));
+    for (const auto& s : q.servers) CHECK(s.cmd_int({"EXISTS", lock_key(c.name)}) == 0);
+  }
+  CHECK_FALSE(std::filesystem::exists(ran));
+}
+
+// Members that answer only after the lease ran out (paused 300 ms, a 100 ms lease) granted
+// nothing anyone can use: 69, saying so, not "busy" for a lock nobody holds.
+TEST_CASE("quorum: a majority that grants after the lease ran out is 69, not busy") {
+  LossyQuorum q;
+  warm_up(q);
+  pause_members(q, 300);
+  auto r = on(q, {"lock", "P", "--owner", "a", "--lease", "100ms"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.status == 69);
+  CHECK(r.out.empty());
+  CHECK(one_line(r.err));
+  CHECK(r.err.find("granted the lock, but the members answered after the lease ran out") !=
+        std::string::npos);
+  CHECK(poll_until([&] { return q.counts("P", "a") == kNowhere; }, 5s));
 }
 
 TEST_CASE("quorum lost reply: exec's renewal lost on a majority is sent again; the job goes on") {
