@@ -61,6 +61,37 @@ void send_in_one_write(int port, const std::string& commands, int replies) {
   }
 }
 
+// A holder running `holder_job` under `exec --lease LEASE` through `holder_url`, and a
+// waiter (`exec --lease LEASE --wait 60s`, a short job) through `waiter_url` queued behind it
+// on `master`. Global options for the waiter (before `exec`) come first in `waiter_global`.
+struct HolderAndWaiter {
+  Spawned holder, waiter;
+};
+HolderAndWaiter holder_and_waiter(RedisServer& master, const std::string& log,
+                                  const std::string& name, const std::string& lease,
+                                  const std::string& holder_url, const std::string& holder_job,
+                                  const std::string& waiter_url,
+                                  std::vector<std::string> waiter_global = {}) {
+  Spawned holder =
+      spawn_on(holder_url, stamped({"exec", "--lease", lease, name}, log, "h", holder_job));
+  REQUIRE(poll_until([&] { return started(log, "h"); }, 10s));
+  waiter_global.insert(waiter_global.end(), {"exec", "--lease", lease, "--wait", "90s", name});
+  Spawned waiter = spawn_on(waiter_url, stamped(waiter_global, log, "w", "sleep 0.1"));
+  REQUIRE(poll_until([&] { return queued(master, name) == 1; }, 10s));
+  return {std::move(holder), std::move(waiter)};
+}
+
+// Both ended as expected (the waiter with 0), and their jobs ran one after the other.
+void check_outcome(HolderAndWaiter& p, int holder_status, const std::string& log) {
+  REQUIRE(Spawned::wait_all({&p.holder, &p.waiter}, Clock::now() + 90s));
+  INFO(report(p.holder, "holder") << "\n" << report(p.waiter, "waiter"));
+  INFO("log:\n" << read_file(log));
+  CHECK(p.holder.wait(Clock::now()) == holder_status);
+  CHECK(p.waiter.wait(Clock::now()) == 0);
+  REQUIRE(jobs_of(log).size() == 2);
+  check_serial(log);
+}
+
 TEST_CASE("sentinel partition: a holder cut off from the sentinels stops before the next job") {
   for (auto how : {LossyProxy::Cut::kDrop, LossyProxy::Cut::kStall}) {
     CAPTURE((how == LossyProxy::Cut::kDrop ? "dropped" : "stalled"));
@@ -68,26 +99,14 @@ TEST_CASE("sentinel partition: a holder cut off from the sentinels stops before 
     SentinelProxies cut_off(sentinel);
     TempDir dir;
     const std::string log = dir / "log", name = "cut-holder";
-    RedisServer& master = sentinel.current_master();
-    Spawned holder =
-        spawn_on(cut_off.url, stamped({"exec", "--lease", "6s", name}, log, "h", "sleep 30"));
-    REQUIRE(poll_until([&] { return started(log, "h"); }, 10s));
-    Spawned waiter =
-        spawn_on(sentinel.url(),
-                 stamped({"exec", "--lease", "6s", "--wait", "60s", name}, log, "w", "sleep 0.1"));
-    REQUIRE(poll_until([&] { return queued(master, name) == 1; }, 10s));
-    REQUIRE(master.cmd_int({"WAIT", "1", "5000"}) == 1);  // the hold is on the replica too
+    HolderAndWaiter p = holder_and_waiter(sentinel.current_master(), log, name, "6s", cut_off.url,
+                                          "sleep 30", sentinel.url());
+    REQUIRE(sentinel.current_master().cmd_int({"WAIT", "1", "5000"}) == 1);  // replicated
     cut_off.cut(how);
     sentinel.failover();
-    REQUIRE(Spawned::wait_all({&holder, &waiter}, Clock::now() + 60s));
-    INFO(report(holder, "holder") << "\n" << report(waiter, "waiter"));
-    INFO("log:\n" << read_file(log));
     // The old master stayed writable for seconds; the holder's renewals there did not
     // count, so it stopped at its stop point, before the replicated hold expired.
-    CHECK(holder.wait(Clock::now()) == 76);
-    CHECK(waiter.wait(Clock::now()) == 0);
-    REQUIRE(jobs_of(log).size() == 2);
-    check_serial(log);
+    check_outcome(p, 76, log);
   }
 }
 
@@ -99,26 +118,16 @@ TEST_CASE(
   TempDir dir;
   const std::string log = dir / "log", name = "cut-waiter";
   RedisServer& master = sentinel.current_master();
-  Spawned holder =
-      spawn_on(sentinel.url(), stamped({"exec", "--lease", "3s", name}, log, "h", "sleep 12"));
-  REQUIRE(poll_until([&] { return started(log, "h"); }, 10s));
-  Spawned waiter = spawn_on(cut_off.url, stamped({"exec", "--lease", "3s", "--wait", "60s", name},
-                                                 log, "w", "sleep 0.1"));
-  REQUIRE(poll_until([&] { return queued(master, name) == 1; }, 10s));
+  HolderAndWaiter p =
+      holder_and_waiter(master, log, name, "3s", sentinel.url(), "sleep 12", cut_off.url);
   REQUIRE(master.cmd_int({"WAIT", "1", "5000"}) == 1);
   cut_off.cut(LossyProxy::Cut::kDrop);
   sentinel.failover();
   // The holder renews on the new master; on the old one, writable until a sentinel
   // converts it, its hold runs out while the job still runs.
-  REQUIRE(holder.wait(Clock::now() + 30s).has_value());
+  REQUIRE(p.holder.wait(Clock::now() + 30s).has_value());
   cut_off.cut(LossyProxy::Cut::kNone);
-  REQUIRE(waiter.wait(Clock::now() + 60s).has_value());
-  INFO(report(holder, "holder") << "\n" << report(waiter, "waiter"));
-  INFO("log:\n" << read_file(log));
-  CHECK(holder.wait(Clock::now()) == 0);
-  CHECK(waiter.wait(Clock::now()) == 0);
-  REQUIRE(jobs_of(log).size() == 2);
-  check_serial(log);
+  check_outcome(p, 0, log);
 }
 
 // The hold never reaches the replica that is promoted (detached before it is taken, as in
@@ -132,27 +141,16 @@ TEST_CASE("sentinel partition: an attempt resent to the new master is judged as 
   RedisServer& master = sentinel.current_master();
   RedisServer& replica = other_than(sentinel, master);
   replica.cmd({"REPLICAOF", "NO", "ONE"});
-  Spawned holder =
-      spawn_on(sentinel.url(), stamped({"exec", "--lease", "30s", name}, log, "h", "sleep 14"));
-  REQUIRE(poll_until([&] { return started(log, "h"); }, 10s));
-  Spawned waiter = spawn_on(
-      sentinel.url(), stamped({"--timeout", "8s", "exec", "--lease", "30s", "--wait", "90s", name},
-                              log, "w", "sleep 0.1"));
-  REQUIRE(poll_until([&] { return queued(master, name) == 1; }, 10s));
+  HolderAndWaiter p = holder_and_waiter(master, log, name, "30s", sentinel.url(), "sleep 14",
+                                        sentinel.url(), {"--timeout", "8s"});
   send_in_one_write(
       master.port(),
       "SPUBLISH " + lock_channel(name) + " \"changed 0\"\r\nCLIENT PAUSE 30000 ALL\r\n", 2);
   failover_to(sentinel, replica);
   CHECK(replica.cmd_int({"EXISTS", lock_key(name)}) == 0);  // the loss happened
-  REQUIRE(Spawned::wait_all({&holder, &waiter}, Clock::now() + 90s));
-  INFO(report(holder, "holder") << "\n" << report(waiter, "waiter"));
-  INFO("log:\n" << read_file(log));
   // The holder finds its hold gone on the new master at its next renewal (76); the waiter
   // took nothing there before the hold it saw could have run out.
-  CHECK(holder.wait(Clock::now()) == 76);
-  CHECK(waiter.wait(Clock::now()) == 0);
-  REQUIRE(jobs_of(log).size() == 2);
-  check_serial(log);
+  check_outcome(p, 76, log);
 }
 
 // --timeout bounds a command as a whole, the sentinels' questions and the clean-up
