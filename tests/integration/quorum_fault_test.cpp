@@ -284,7 +284,9 @@ TEST_CASE(
   LossyQuorum q;
   warm_up(q);
   REQUIRE(on(q, {"lock", "S", "--owner", "a"}).status == 0);
-  REQUIRE(q.counts("S", "a") == kOnce);
+  // The lock answers once a majority granted: the third member may run it a moment later
+  // (CI once saw it still missing there on a loaded machine).
+  REQUIRE(poll_until([&] { return q.counts("S", "a") == kOnce; }, 5s));
   // Member 2 forgot its scripts and answers 250ms late, long after the two others released
   // (the commands of a client that disconnects under CLIENT PAUSE are dropped).
   q.servers[2].cmd({"SCRIPT", "FLUSH"});
