@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <functional>
 #include <map>
 #include <set>
@@ -101,6 +102,26 @@ inline Heard heard_during(const RedisServer& server, const std::vector<std::stri
       heard[e.channel].insert(e.payload);
     }
   }
+  return heard;
+}
+
+// heard_during for a release that hands something to `waiters` (rlock processes): they are
+// stopped (SIGSTOP) from before `act` until what was heard is read, and the markers wait
+// until `settled` holds on every member. A quorum's members apply a release one after the
+// other: a waiter granted by the first would otherwise claim while the others still hold,
+// give back its minority grant and so hand the lock to the waiter behind it there, a
+// wake-up that is the split's, not the hand-off's.
+inline Heard heard_during_paused(const RedisServer& server,
+                                 const std::vector<std::string>& channels,
+                                 std::vector<Spawned>& waiters, const std::function<void()>& act,
+                                 const std::function<bool(const RedisServer&)>& settled) {
+  for (Spawned& w : waiters) w.kill(SIGSTOP);
+  Heard heard = heard_during(server, channels, [&] {
+    act();
+    for (const RedisServer* m : server.members())
+      REQUIRE(poll_until([&] { return settled(*m); }, std::chrono::seconds(10)));
+  });
+  for (Spawned& w : waiters) w.kill(SIGCONT);
   return heard;
 }
 

@@ -183,7 +183,11 @@ TEST_CASE_FIXTURE(Baton, "a hand-off wakes the head and the next waiter, not the
   REQUIRE(grants.size() == kWaiters);
   auto channels = grants;
   channels.push_back(kChannel);
-  const t::Heard heard = t::heard_during(server, channels, [&] { lock.release("holder"); });
+  const t::Heard heard = t::heard_during_paused(
+      server, channels, waiters, [&] { lock.release("holder"); },
+      [](const t::RedisServer& m) {
+        return m.cmd_int({"HEXISTS", kKey, "holder"}) == 0;
+      });
   CHECK(heard == t::Heard{{grants[0], {"grant"}}, {grants[1], {"changed 2000"}}});
 }
 
@@ -200,7 +204,10 @@ TEST_CASE_FIXTURE(Baton, "a release that keeps the lock (--min-hold) wakes the h
   const auto grants = t::grant_channels(server, kQueue, kChannel, 2);
   auto channels = grants;
   channels.push_back(kChannel);
-  const t::Heard heard =
-      t::heard_during(server, channels, [&] { lock.release("holder", Millis(5'000)); });
+  const t::Heard heard = t::heard_during_paused(
+      server, channels, waiters, [&] { lock.release("holder", Millis(5'000)); },
+      [](const t::RedisServer& m) {
+        return m.cmd_int({"PTTL", kKey}) <= 5'000;
+      });
   CHECK(heard == t::Heard{{grants[0], {"changed 5000"}}, {grants[1], {"changed 5000"}}});
 }

@@ -255,9 +255,14 @@ TEST_CASE("rwlock: a hand-off to readers wakes them and the next writer, not the
   REQUIRE(grants.size() == 8);
   auto channels = grants;
   channels.push_back(channel);
-  const Heard heard = heard_during(redis, channels, [&] {
-    CHECK(rlock(redis, {"unlock", "k", "--owner", "holder"}).status == 0);
-  });
+  const Heard heard = heard_during_paused(
+      redis, channels, waiters,
+      [&] {
+        CHECK(rlock(redis, {"unlock", "k", "--owner", "holder"}).status == 0);
+      },
+      [&](const RedisServer& m) {
+        return m.cmd_int({"HEXISTS", lock_key("k"), "holder"}) == 0;
+      });
   CHECK(heard == Heard{{grants[0], {"grant"}},
                        {grants[1], {"grant"}},
                        {grants[2], {"grant"}},

@@ -446,9 +446,14 @@ TEST_CASE("sem: a hand-off wakes the head and the next waiter, not the whole que
   REQUIRE(grants.size() == 10);
   auto channels = grants;
   channels.push_back(channel);
-  const Heard heard = heard_during(redis, channels, [&] {
-    sem_ok(redis, {"sem", "release", "W", "--permit", held[0]});
-  });
+  const Heard heard = heard_during_paused(
+      redis, channels, waiters,
+      [&] {
+        sem_ok(redis, {"sem", "release", "W", "--permit", held[0]});
+      },
+      [&](const RedisServer& m) {
+        return m.cmd_str({"ZSCORE", sem_key("W"), held[0]}).empty();
+      });
   CHECK(heard == Heard{{grants[0], {"grant"}}, {grants[1], {"changed 2000"}}});
 }
 
