@@ -3,7 +3,10 @@
 // busy for a short lease. The job runs when its hold is confirmed, is stopped before
 // anyone else can hold what it held, and every stop says why on one line.
 #include <doctest/doctest.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -240,6 +243,74 @@ TEST_CASE("exec --lease 30ms under busy CPUs: every run exits 0 or 76, and a sto
     }
   }
   MESSAGE(lost << " of 60 runs lost their 30ms lease");
+}
+
+// Where the kernel's fair scheduler makes a task of normal priority wait: CPU-bound loops
+// of the highest weight (nice -20) on the CPU it runs on. Such a task runs only once each
+// loop has used up far more CPU than it, for up to seconds (EEVDF gives it a late
+// deadline). One CPU (kStarvedCpu) only, and what is tested is pinned there: the suite's
+// other runs go on beside it on the other CPUs.
+constexpr const char* kStarvedCpu = "0";
+class StarvedCpu {
+ public:
+  StarvedCpu() {
+    for (int i = 0; i < 64; ++i)
+      loops_.emplace_back(std::vector<std::string>{"taskset", "-c", kStarvedCpu, "nice", "-n",
+                                                   "-20", "sh", "-c", "while :; do :; done"});
+  }
+
+ private:
+  std::vector<Spawned> loops_;  // SIGKILLed by pid when destroyed
+};
+
+// This thread at a real-time priority above the guardian's while it lives, so that what it
+// measures is when things happened, not when it was let to look.
+class RealTimeWatcher {
+ public:
+  RealTimeWatcher() {
+    sched_param p{};
+    p.sched_priority = 2;
+    REQUIRE(sched_setscheduler(0, SCHED_FIFO, &p) == 0);
+  }
+  ~RealTimeWatcher() {
+    sched_param p{};
+    sched_setscheduler(0, SCHED_OTHER, &p);
+  }
+};
+
+// The stop point holds when rlock's side of the machine is starved: the guardian, which
+// stops the job when the lease it knows of is about to end, raises its priority where it
+// may (root here). Without that it got its turn seconds late and the job outlived its lease.
+TEST_CASE("exec --lease 3s behind a blackhole on a starved CPU: the job is gone before it ends") {
+  // One server is enough: what is tested is rlock's own scheduling, the same on every
+  // topology, and the loops are not run four times beside the suite's other runs.
+  if (test_topology() != "standalone") return;
+  if (geteuid() != 0) {
+    MESSAGE("skipped: starving the CPU with nice -20 loops needs root");
+    return;
+  }
+  RedisServer redis;
+  LossyProxy proxy(redis.port());
+  // The job at a real-time priority too (it only sleeps): its death, once signalled, is
+  // then not delayed by the loops, and what is measured is when it was signalled.
+  Spawned exec({"taskset", "-c", kStarvedCpu, rlock_binary(), "--url", proxy.url(), "--timeout",
+                "500ms", "exec", "--lease", "3s", "L", "--", "chrt", "-f", "3", "sh", "-c",
+                "echo $$; exec sleep 600"});
+  auto line = exec.read_line(deadline(10s));
+  INFO("rlock stderr: " << exec.err());
+  REQUIRE(line.has_value());
+  Fd job(static_cast<int>(syscall(SYS_pidfd_open, std::stoi(*line), 0)));
+  REQUIRE(job.get() >= 0);
+  StarvedCpu starved;
+  RealTimeWatcher watcher;
+  // Every renewal from here on goes nowhere: the last one that counted was sent before now.
+  const auto cut = Clock::now();
+  proxy.cut(LossyProxy::Cut::kStall);
+  pollfd p{job.get(), POLLIN, 0};
+  REQUIRE(poll(&p, 1, 20'000) == 1);
+  const auto gone = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - cut);
+  MESSAGE("the job was gone " << gone.count() << " ms after the cut");
+  CHECK(gone < 3s);
 }
 
 }  // namespace
