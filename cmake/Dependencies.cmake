@@ -6,7 +6,9 @@ find_package(nlohmann_json 3.10 REQUIRED CONFIG)
 # hiredis 0.14 is wrapped in an imported target of our own rather than relying on the
 # package's config file, which other distributions do not ship for this version.
 find_path(HIREDIS_INCLUDE_DIR hiredis/hiredis.h REQUIRED)
-find_library(HIREDIS_LIBRARY NAMES libhiredis.a hiredis REQUIRED)
+# The shared library: Debian's security updates of hiredis (libhiredis0.14) reach rlock, and
+# the package depends on it (dpkg-shlibdeps).
+find_library(HIREDIS_LIBRARY NAMES hiredis REQUIRED)
 add_library(rlock::hiredis UNKNOWN IMPORTED)
 set_target_properties(rlock::hiredis PROPERTIES
   IMPORTED_LOCATION "${HIREDIS_LIBRARY}"

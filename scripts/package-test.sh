@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # dpkg-dev: dpkg-shlibdeps, for Depends; bash-completion: to load the completion as bash does
-scripts/install-deps.sh dpkg-dev lintian man-db bash-completion
+# devscripts: hardening-check
+scripts/install-deps.sh dpkg-dev lintian man-db bash-completion devscripts
 fail() { echo "package-test: $*" >&2; exit 1; }
 
 if dpkg-query -W -f='${Status}' rlock 2>/dev/null | grep -q 'install ok installed' ||
@@ -36,7 +37,10 @@ version=$(sed -n 's/^project(rlock VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 deb=$(realpath "$pkg_build")/rlock_${version}_$(dpkg --print-architecture).deb
 [ -f "$deb" ] || fail "cpack made no $deb"
 ls -l "$deb"
-dpkg-deb -f "$deb" Depends | grep -q 'libc6' || fail "Depends was not computed (dpkg-shlibdeps)"
+depends=$(dpkg-deb -f "$deb" Depends)
+grep -q 'libc6' <<<"$depends" || fail "Depends was not computed (dpkg-shlibdeps): $depends"
+# The system's shared hiredis, so that its security updates reach rlock.
+grep -q 'libhiredis0.14' <<<"$depends" || fail "Depends does not name libhiredis0.14: $depends"
 
 echo "== lintian (remaining tags are overridden with their reasons: cmake/debian/lintian-overrides)"
 lintian_out=$(lintian --fail-on error,warning "$deb" 2>&1) || fail "lintian: $lintian_out"
@@ -54,6 +58,19 @@ cleanup() {
 trap cleanup EXIT
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null
 installed=1
+
+echo "== hardening-check /usr/bin/rlock (as Debian's hardening=+all builds)"
+# Control-flow protection (CET) is checked on rlock's own objects instead: the linker marks
+# an executable only when every object in it is marked, and bookworm's glibc start files
+# (crt1.o, crti.o) are not.
+hardening-check --nocfprotection /usr/bin/rlock || fail "hardening-check /usr/bin/rlock"
+objects=$(find "$pkg_build/CMakeFiles/rlock.dir" "$pkg_build/CMakeFiles/rlock_core.dir" -name '*.o')
+[ -n "$objects" ] || fail "no object files of rlock under $pkg_build/CMakeFiles"
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+  for o in $objects; do
+    readelf -n "$o" | grep -q 'x86 feature: IBT, SHSTK' || fail "$o is not built with -fcf-protection"
+  done
+fi
 
 echo "== the installed files"
 [ "$(command -v rlock)" = /usr/bin/rlock ] || fail "rlock is not /usr/bin/rlock on PATH"
