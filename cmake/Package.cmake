@@ -4,6 +4,7 @@
 # tests and removes it.
 
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)  # the README links there
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
 set(RLOCK_PACKAGE_MAINTAINER "rlock developers <dev@rlock.invalid>"

@@ -80,6 +80,7 @@ for f in /usr/share/bash-completion/completions/rlock \
          /usr/share/zsh/vendor-completions/_rlock \
          /usr/share/fish/vendor_completions.d/rlock.fish \
          /usr/share/doc/rlock/copyright /usr/share/doc/rlock/README.md \
+         /usr/share/doc/rlock/docs/architecture.md \
          /usr/share/doc/rlock/examples/crontab; do
   [ -s "$f" ] || fail "missing $f"
 done

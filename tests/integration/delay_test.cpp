@@ -306,7 +306,7 @@ TEST_CASE("delay: 10000 items, 4 producers, 4 consumers: none lost, none twice, 
   MESSAGE("lateness p50 " << p50 << " ms, p99 " << p99 << " ms, max " << lateness.back() << " ms");
   // Generous: it catches consumers that sleep past a due item (a poll, a missed wake-up),
   // while four consumers and four producers share the machine with whatever else runs; the
-  // figure itself is bench part H's (README: p99 3 ms on an idle machine).
+  // figure itself is bench part H's (bench/README.md: p99 3 ms on an idle machine).
   CHECK(p99 < 500);
   CHECK(keys_but_reply_records(redis).empty());
 }

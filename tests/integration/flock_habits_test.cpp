@@ -154,7 +154,8 @@ TEST_CASE("flock habits: a nested exec -n of the job's own lock exits 65, flock 
   TempDir dir;
   const std::string file = dir / "f";
   if (auto flock = flock_status({file, "/usr/bin/flock", "-n", file, "true"})) CHECK(*flock == 1);
-  // Not busy for a while but never grantable: 65, as for --wait inf (README, Re-entry).
+  // Not busy for a while but never grantable: 65, as for --wait inf (docs/how-it-works.md,
+  // Re-entry).
   auto r = rlock(redis, {"exec", "L", "--", rlock_binary(), "--url", redis.url(), "exec", "-n", "L",
                          "--", "echo", "ran"});
   CHECK(r.status == 65);
