@@ -96,7 +96,10 @@ TEST_CASE("redisson layout: each side's release wakes the other side's waiter at
   REQUIRE(rlock(redis, in_layout({"lock", "wake", "--owner", "o", "--lease", "30s"})).status == 0);
   Spawned waiter(peer(redis, "wake", {"wait"}));
   REQUIRE(waiter.read_line(deadline(10s)) == "ready");
-  std::this_thread::sleep_for(300ms);  // subscribed and asleep on the holder's lease
+  // Subscribed (Redisson subscribes before it tries): from then on the release reaches it,
+  // whether it is trying or asleep on the holder's lease. (A fixed 300 ms was not always
+  // enough under CI's load: it then slept until the lease ran out.)
+  REQUIRE(poll_until([&] { return !redis.cmd({"PUBSUB", "CHANNELS", "*{wake}*"}).empty(); }, 10s));
   const long long released = epoch_ms();
   REQUIRE(rlock(redis, in_layout({"unlock", "wake", "--owner", "o"})).status == 0);
   auto acquired = waiter.read_line(deadline(10s));
@@ -135,7 +138,8 @@ TEST_CASE("redisson layout: Redisson's scripts run verbatim exclude, renew and w
   // rlock waits; Java's last unlock ("0" on Redisson's channel) wakes it.
   auto job =
       spawn_rlock(redis, in_layout({"exec", "--wait", "20s", "svc", "--", "date", "+%s%3N"}));
-  std::this_thread::sleep_for(300ms);
+  // rlock waits (subscribed to Redisson's channel too) before Java unlocks.
+  REQUIRE(poll_until([&] { return subscribers(redis, channel) == 1; }, 10s));
   CHECK(redisson_eval(redis, "redisson_unlock.lua", {"svc", channel}, {"0", "30000", java}).out ==
         "0\n");
   const long long released = epoch_ms();
