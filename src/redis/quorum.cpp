@@ -9,6 +9,7 @@
 
 #include "redis/errors.hpp"
 #include "redis/quorum_rule.hpp"
+#include "redis/quorum_vote.hpp"
 #include "redis/topology.hpp"
 #include "redis/wait_interrupt.hpp"
 #include "util/duration.hpp"
@@ -17,21 +18,13 @@
 namespace rlock::redis {
 namespace {
 
-using Answers = std::vector<std::optional<std::vector<ReplyPtr>>>;
-
-// How much later than the quorum's first use (the earliest first write any member
-// remembers) a member's own first write may be and still count as part of that first use:
-// the members of a new deployment get theirs from one parallel request, give or take the
-// members' clock skew and one that answered late.
-constexpr Millis kJoinSlack{1000};
-
 // How long the end of a process waits for replies still owed by members that had not
 // answered when a majority did (Quorum::drain). A release that a member never ran leaves it
 // holding (a minority) until its lease ends: Redis drops the commands of a client that
 // disconnects while CLIENT PAUSE holds them (a failover pauses writes), so releases get
-// longer (less than the restart rule's kJoinSlack: a member frozen under the quorum's first
-// use and thawed once that use ended still counts). Renewals and a token's write-back lose
-// nothing that matters in a minority.
+// longer (less than the restart rule's join slack (quorum_restart_rule.cpp): a member frozen under
+// the quorum's first use and thawed once that use ended still counts). Renewals and a token's
+// write-back lose nothing that matters in a minority.
 constexpr Millis kDrainPatience{100};
 constexpr Millis kReleasePatience{500};
 
@@ -55,119 +48,6 @@ std::string fence_floor() {
 
 Millis since(Deadline start) {
   return std::chrono::duration_cast<Millis>(SteadyClock::now() - start);
-}
-
-bool is_error(const redisReply* r) { return r && r->type == REDIS_REPLY_ERROR; }
-
-// The code word of an error reply (NOPERM, NOSCRIPT, ...).
-std::string_view first_word(const redisReply* r) {
-  std::string_view text(r->str, r->len);
-  return text.substr(0, text.find(' '));
-}
-
-long long int_at(const redisReply* r, size_t i) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements) return 0;
-  return r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : 0;
-}
-
-// What one member said about the request, once the member check is read.
-struct Answer {
-  const redisReply* main = nullptr;  // the script's reply; null: no answer
-  bool counts = false;               // answered, and its data is not younger than a lease
-  bool yes = false;                  // granted, renewed, released (see QuorumRule)
-  long long longest_lease = 0;       // quorum_member.lua's, 0 without the check
-  bool check_refused = false;        // `main` is the check's ACL refusal
-  bool request_refused = false;      // the request's own script was refused by the ACL too
-};
-
-bool votes_yes(const QuorumRule& rule, const redisReply* r) {
-  if (!r || is_error(r)) return false;
-  switch (rule.kind) {
-    case QuorumRule::Kind::kGrant:
-    case QuorumRule::Kind::kRelease:
-      return r->type == REDIS_REPLY_ARRAY && int_at(r, 0) == 1;
-    case QuorumRule::Kind::kRenew:
-      return r->type == REDIS_REPLY_INTEGER && r->integer > 0;
-    case QuorumRule::Kind::kUnion:
-      return true;
-  }
-  return false;
-}
-
-// Reads the members' answers. With a member check in front (`checked`), a member does not
-// count while its uptime is shorter than the longest lease any member was asked for before
-// (every grant raised that figure on the members it asked, so the others remember a lease
-// that a member lost with its data) if its data set began in this run of the server and
-// after the quorum's first use: it restarted empty, and may have granted a hold it no
-// longer knows. Where no member remembers a lease, nothing was ever granted.
-std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies, bool checked) {
-  std::vector<Answer> out(replies.size());
-  long long longest = 0, first_use = 0;
-  for (size_t i = 0; i < replies.size(); ++i) {
-    if (!replies[i]) continue;
-    out[i].main = replies[i]->back().get();
-    if (!checked) continue;
-    const redisReply* c = replies[i]->front().get();
-    longest = std::max(longest, int_at(c, 2));
-    long long first_write = int_at(c, 1);
-    if (first_write > 0) first_use = first_use ? std::min(first_use, first_write) : first_write;
-  }
-  for (size_t i = 0; i < replies.size(); ++i) {
-    if (!out[i].main) continue;
-    out[i].counts = true;
-    if (checked) {
-      const redisReply* c = replies[i]->front().get();
-      // An ACL refusal of the check is the member's answer: a user without the rights the
-      // quorum's keys need is a configuration to fix (exit 77), not a young member.
-      if (is_error(c) && first_word(c) == "NOPERM") {
-        out[i].request_refused = is_error(out[i].main) && first_word(out[i].main) == "NOPERM";
-        out[i].main = c;
-        out[i].check_refused = true;
-        // A renewal's own script ran beside the refused check: that member may still hold.
-        out[i].counts = rule.kind == QuorumRule::Kind::kGrant;
-        continue;
-      }
-      MemberAge age{int_at(c, 0), int_at(c, 1), int_at(c, 2), int_at(c, 3)};
-      if (is_error(c) || not_counted_for(age, longest, first_use).count() > 0)
-        out[i].counts = false;
-    }
-    out[i].yes = votes_yes(rule, out[i].main);
-  }
-  return out;
-}
-
-struct Tally {
-  size_t answered = 0, counting = 0, yes = 0, yes_counting = 0, errors_counting = 0;
-  const redisReply* error = nullptr;
-  bool error_in_check = false;
-  bool request_refused = false;  // of the member whose answer is `error`
-};
-
-Tally tally(const std::vector<Answer>& answers) {
-  Tally t;
-  for (const Answer& a : answers) {
-    if (!a.main) continue;
-    ++t.answered;
-    if (a.counts) ++t.counting;
-    if (a.yes) ++t.yes;
-    if (a.yes && a.counts) ++t.yes_counting;
-    if (is_error(a.main) && !t.error) {
-      t.error = a.main;
-      t.error_in_check = a.check_refused;
-      t.request_refused = a.request_refused;
-    }
-    if (is_error(a.main) && a.counts) ++t.errors_counting;
-  }
-  return t;
-}
-
-// The error that decides, as rlock reports it. Redis refuses a script whose declared keys
-// the ACL user may not touch before it runs: from the member check, those are the restart
-// rule's keys, which no --prefix moves.
-std::string error_line(const Tally& t) {
-  std::string line(t.error->str, t.error->len);
-  if (t.error_in_check) line += member_check_refusal_note(line, t.request_refused);
-  return line;
 }
 
 bool is_noscript(const redisReply* r) { return is_error(r) && first_word(r) == "NOSCRIPT"; }
@@ -194,31 +74,6 @@ long long left_since_first_send(long long reported, Millis repeated_after, long 
 ReplyPtr take(Answers& replies, size_t i) { return std::move(replies[i]->back()); }
 
 }  // namespace
-
-Millis not_counted_for(const MemberAge& m, long long longest, long long first_use) {
-  // (INFO counts the uptime in whole seconds: the start may be up to 1 s earlier.)
-  // No first write yet (a read-only look, rlock doctor): the next request's would be now.
-  long long first_write = m.first_write > 0 ? m.first_write : m.now;
-  bool began_here = first_write >= m.now - m.uptime - 1000;
-  bool joined_late = first_write > first_use + kJoinSlack.count();
-  // Nor does it start at a whole second: the uptime it reports may be up to 1 s more.
-  long long surely_up = m.uptime - 1000;
-  if (longest <= 0 || surely_up >= longest || !began_here || !joined_late) return Millis(0);
-  return Millis(longest - surely_up);
-}
-
-std::optional<long long> kept_ms(std::string_view value) {
-  long long out = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (value.empty() || value[0] == '-' || ec != std::errc() || end != value.data() + value.size())
-    return std::nullopt;
-  return out;
-}
-
-long long member_uptime(std::string_view started, long long info_uptime_ms, long long now_ms) {
-  std::optional<long long> at = kept_ms(started);
-  return at ? std::max(now_ms - *at, 0LL) : info_uptime_ms;
-}
 
 UsageError refused_on_quorum(std::string_view what) {
   return UsageError(
