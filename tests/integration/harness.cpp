@@ -25,14 +25,19 @@
 #include <system_error>
 #include <thread>
 
+#include "harness_internal.hpp"
+
 extern char** environ;
 
 namespace rlock::test {
-namespace {
 
-[[noreturn]] void throw_errno(const std::string& what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
+using detail::pidfd_open;
+using detail::poll_readable;
+using detail::poll_timeout_ms;
+using detail::spawn_process;
+using detail::throw_errno;
+
+namespace {
 
 // A write to a dead server or a closed pipe must be an error here, not the death of the
 // test process. Children get default dispositions back (POSIX_SPAWN_SETSIGDEF).
@@ -74,63 +79,8 @@ const bool kIsLazyReaper = [] {
   return false;
 }();
 
-int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
-
 int pidfd_send_signal(int pidfd, int sig) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
-}
-
-int poll_timeout_ms(Clock::time_point deadline) {
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
-}
-
-// Waits until `fd` is readable or the deadline passes; true if readable.
-bool poll_readable(int fd, Clock::time_point deadline) {
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    int n = ::poll(&p, 1, poll_timeout_ms(deadline));
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) throw_errno("poll");
-  }
-}
-
-// Starts argv[0] (PATH search) with stdin from /dev/null, `out_fd`/`err_fd` as stdout and
-// stderr, every other descriptor closed, default signal dispositions, an empty mask.
-pid_t spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                    int out_fd, int err_fd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argv.at(0).c_str(), &actions, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw std::system_error(rc, std::generic_category(), "posix_spawnp " + argv[0]);
-  return pid;
 }
 
 // A pipe whose both ends are close-on-exec; the read end is non-blocking.
@@ -227,57 +177,6 @@ void flatten(const redisReply* r, std::vector<std::string>& out) {
 }
 
 }  // namespace
-
-// --- Fd, TempDir, files ------------------------------------------------------------------
-
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) {
-    reset();
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-void Fd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-TempDir::TempDir() {
-  std::string tmpl = "/tmp/rlock-it-XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) throw_errno("mkdtemp");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
-TempDir& TempDir::operator=(TempDir&& other) noexcept {
-  if (this != &other) {
-    TempDir old(std::move(*this));
-    path_ = std::exchange(other.path_, {});
-  }
-  return *this;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, std::string_view content, unsigned mode) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
-  if (!fd) throw_errno("open " + path);
-  if (::fchmod(fd.get(), mode) != 0) throw_errno("fchmod " + path);
-  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()))
-    throw_errno("write " + path);
-}
 
 // --- RedisServer -------------------------------------------------------------------------
 
@@ -1099,35 +998,6 @@ bool poll_until(const std::function<bool()>& condition, std::chrono::millisecond
   }
 }
 
-namespace {
-Fd bind_loopback(int* port) {
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) throw_errno("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw_errno("bind");
-  socklen_t len = sizeof addr;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    throw_errno("getsockname");
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-}  // namespace
-
-int free_port() {
-  int port = 0;
-  bind_loopback(&port);
-  return port;
-}
-
-Fd listen_silently(int* port) {
-  Fd fd = bind_loopback(port);
-  if (::listen(fd.get(), 64) != 0) throw_errno("listen");
-  return fd;
-}
-
 std::string lock_key(std::string_view name, std::string_view prefix) {
   return std::string(prefix) + "lock:{" + std::string(name) + "}";
 }
@@ -1206,12 +1076,6 @@ int line_count(std::string_view text) {
   int n = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
   if (!text.empty() && text.back() != '\n') ++n;
   return n;
-}
-
-std::string make_fifo(const TempDir& dir, const std::string& name) {
-  std::string path = dir / name;
-  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
-  return path;
 }
 
 }  // namespace rlock::test

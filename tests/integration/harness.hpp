@@ -20,65 +20,14 @@
 #include <utility>
 #include <vector>
 
+#include "ports.hpp"
+#include "test_files.hpp"
+#include "timing.hpp"
+
 namespace rlock::test {
 
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 using Env = std::vector<std::pair<std::string, std::string>>;
 using nlohmann::json;
-
-// Returns now + timeout: the deadline argument of the waiting helpers below.
-inline Clock::time_point deadline(std::chrono::milliseconds timeout) {
-  return Clock::now() + timeout;
-}
-
-// Milliseconds from `start` to `end` (default: now).
-inline long long ms_between(Clock::time_point start, Clock::time_point end = Clock::now()) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(end - start).count();
-}
-
-// Owns a file descriptor (-1 when empty) and closes it on destruction. Move-only.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  // Closes the descriptor (if any) and becomes empty.
-  void reset();
-
- private:
-  int fd_ = -1;
-};
-
-// A fresh directory under /tmp, removed with its contents on destruction. Move-only.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(TempDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
-  TempDir& operator=(TempDir&& other) noexcept;
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  // Path of `name` inside the directory, as a string.
-  std::string operator/(std::string_view name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-// Reads a whole file; throws if it cannot be opened.
-std::string read_file(const std::string& path);
-// Writes (truncates) a file with the given permission bits.
-void write_file(const std::string& path, std::string_view content, unsigned mode = 0644);
 
 // An error reply (or I/O failure) of the harness's own Redis client.
 struct RedisError : std::runtime_error {
@@ -347,11 +296,6 @@ class PidGuard {
 bool poll_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds interval = 10ms);
 
-// A port on 127.0.0.1 that was free a moment ago (bound to port 0, then closed).
-int free_port();
-// A TCP socket listening on 127.0.0.1 that never accepts or answers; *port receives its port.
-Fd listen_silently(int* port);
-
 // Key layout of a lock with the default prefix (see the CLI spec).
 std::string lock_key(std::string_view name, std::string_view prefix = "rlock:");
 std::string fence_key(std::string_view name, std::string_view prefix = "rlock:");
@@ -387,10 +331,6 @@ std::string cat(const Parts&... parts) {
   (out << ... << parts);
   return out.str();
 }
-
-// A FIFO named `name` in `dir` (a test's rendezvous with a job); fails the test if it
-// cannot be made.
-std::string make_fifo(const TempDir& dir, const std::string& name);
 
 // Number of lines in `text`: its '\n' count, plus one for an unterminated last line.
 int line_count(std::string_view text);
