@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "ports.hpp"
+#include "redis_server.hpp"
+#include "test_certificates.hpp"
 #include "test_files.hpp"
 #include "timing.hpp"
 
@@ -28,124 +30,6 @@ namespace rlock::test {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 using nlohmann::json;
-
-// An error reply (or I/O failure) of the harness's own Redis client.
-struct RedisError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// A TLS listener beside the plain port (which the harness's own client keeps using, so
-// that checks never go through rlock's TLS code): certificate and key files, normally from
-// test_certificates().
-struct TlsListener {
-  std::string cert;
-  std::string key;
-  bool auth_clients = false;  // tls-auth-clients yes: a client certificate is demanded
-};
-
-// Certificates made once per test run with `openssl` in a directory of their own: a CA, the
-// server certificates it signed (each SAN named), a client certificate, a key that matches
-// nothing, and a second CA that signed nothing rlock is shown.
-struct TestCertificates {
-  std::string ca;              // the CA's certificate
-  std::string ca_dir;          // a directory holding only the CA, hashed (openssl rehash)
-  std::string other_ca;        // a CA that did not sign any server certificate
-  std::string server_key;      // the key of every server certificate below
-  std::string server_ip;       // SAN IP:127.0.0.1
-  std::string server_dns;      // SAN DNS:localhost
-  std::string server_expired;  // SAN IP:127.0.0.1 and DNS:localhost, expired yesterday
-  std::string server_wrong;    // SAN DNS:elsewhere.invalid only
-  std::string client_cert;     // signed by the CA
-  std::string client_key;      // mode 600
-  std::string stray_key;       // mode 600, matches no certificate
-};
-const TestCertificates& test_certificates();
-
-struct RedisOptions {
-  // Password of the default user ("requirepass"); empty: none.
-  std::string requirepass{};
-  // Also listen on <tempdir>/redis.sock with unixsocketperm 700.
-  bool unix_socket = false;
-  // Extra redis.conf lines, e.g. `user alice on >pw ~* &* +@all` or `rename-command KEYS ""`.
-  std::vector<std::string> config{};
-  // Extra command-line arguments after the config file, e.g. `--sentinel`.
-  std::vector<std::string> args{};
-  // Picks the port (a cluster node needs port + 10000 free too); default: free_port().
-  std::function<int()> pick_port{};
-  // Whether RLOCK_TEST_TOPOLOGY applies (see test_topology()); false for the nodes that the
-  // deployments (deployments.hpp) configure themselves.
-  bool test_topology = true;
-  // Also listen for TLS on tls_port() (the CA of test_certificates() verifies clients).
-  std::optional<TlsListener> tls{};
-};
-
-// RLOCK_TEST_TOPOLOGY, the one switch that runs the suite's tests on another topology:
-// "standalone" (default), "cluster" (every server is a one-node cluster serving all 16384
-// slots, named by a redis-cluster:// URL: cluster-mode scripts, sharded pub/sub, the
-// cluster router) or "sentinel" (every server is a master watched by a sentinel of its own,
-// named by a redis-sentinel:// URL) or "quorum" (every server is the first of three
-// independent masters named by a redis-quorum:// URL; restart, stop, freeze, thaw and cmd
-// act on all three, cmd answers with the first's reply). Checks that talk to the server
-// directly still work.
-std::string test_topology();
-
-// A redis-server of its own on a free 127.0.0.1 port, with no persistence, in a temporary
-// directory. Started by the constructor (which waits until it answers PING, at most 10s),
-// stopped by PID (TERM, then KILL) and its directory removed by the destructor. Move-only.
-class RedisServer {
- public:
-  explicit RedisServer(RedisOptions options = {});
-  ~RedisServer();
-  RedisServer(RedisServer&&) noexcept;
-  RedisServer& operator=(RedisServer&&) noexcept;
-
-  int port() const;
-  // redis://127.0.0.1:PORT (no password, even with requirepass).
-  std::string url() const;
-  // The URL rlock is given (rlock_argv): url(), or per RLOCK_TEST_TOPOLOGY the
-  // redis-cluster:// or redis-sentinel:// URL that names this server.
-  std::string topology_url() const;
-  // The TLS port (0 without options.tls) and rediss://127.0.0.1:TLS_PORT.
-  int tls_port() const;
-  std::string tls_url() const;
-  // Path of the unix socket; empty unless options.unix_socket.
-  std::string socket_path() const;
-  pid_t pid() const;
-  // The server's log so far (for failure messages).
-  std::string log() const;
-
-  // Runs one command on a fresh connection (AUTH with requirepass, SELECT db) and returns
-  // the reply flattened to strings: an array gives its elements (nested arrays are
-  // flattened, nil becomes ""), any other reply one element. Throws RedisError on an error
-  // reply or I/O failure.
-  std::vector<std::string> cmd(const std::vector<std::string>& argv, int db = 0) const;
-  // The single (scalar) reply of cmd() as a string; nil gives "".
-  std::string cmd_str(const std::vector<std::string>& argv, int db = 0) const;
-  // The reply of cmd() as an integer (integer replies, or strings holding one).
-  long long cmd_int(const std::vector<std::string>& argv, int db = 0) const;
-
-  // Every server of the deployment topology_url() names that holds data: this one and, on
-  // a quorum, the other members (for checks that each member must pass on its own).
-  std::vector<const RedisServer*> members() const;
-  // The integer reply of `argv` that a majority of members() give at least (on one
-  // server: its own; nil counts as 0). A quorum member that missed a hold, its grant answered after
-  // the majority's, sees the lock free, and the next waiter takes it there (a minority) instead of
-  // queueing.
-  long long on_majority(const std::vector<std::string>& argv) const;
-
-  // Stops the server and starts a new one on the same port with the same config. Nothing
-  // is persisted, so all data is lost.
-  void restart();
-  // Stops the server (TERM, then KILL); connections are refused until restart().
-  void stop();
-  // SIGSTOP / SIGCONT: a frozen server accepts connections but answers nothing.
-  void freeze();
-  void thaw();
-
- private:
-  struct State;
-  std::unique_ptr<State> s_;
-};
 
 // Exit status as a shell reports it: the exit code, or 128+N if killed by signal N.
 int decode_wait_status(int wait_status);
