@@ -12,9 +12,9 @@
 #include <sstream>
 #include <thread>
 
-#include "harness.hpp"
 #include "harness_internal.hpp"
 #include "ports.hpp"
+#include "processes.hpp"
 #include "test_certificates.hpp"
 #include "test_files.hpp"
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness.hpp"
+#include "processes.hpp"
 #include "test_files.hpp"
 
 namespace rlock::test {

@@ -1,29 +1,21 @@
-#include "harness.hpp"
+// Spawned, run, the rlock runners, the lazy reaper (and its start-up in this binary),
+// parent_of, wait_gone and PidGuard.
+#include "processes.hpp"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <sstream>
-#include <system_error>
-#include <thread>
+#include <stdexcept>
 
 #include "harness_internal.hpp"
 
@@ -117,8 +109,6 @@ const std::filesystem::path& suite_home() {
 }
 
 }  // namespace
-
-// --- processes ---------------------------------------------------------------------------
 
 int decode_wait_status(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -339,149 +329,6 @@ Spawned spawn_under_lazy_reaper(const std::vector<std::string>& argv, const Env&
   return Spawned(helper, env);
 }
 
-// --- PtyProcess --------------------------------------------------------------------------
-
-struct PtyProcess::State {
-  pid_t pid = -1;
-  Fd master;
-  Fd pidfd;
-  std::string out;
-  size_t matched = 0;
-  bool reaped = false;
-  int status = -1;
-
-  // Reads what the terminal has; false once the slave side is closed.
-  bool read_some(Clock::time_point deadline) {
-    if (!master) return false;
-    if (!poll_readable(master.get(), deadline)) return true;
-    char chunk[4096];
-    ssize_t n = ::read(master.get(), chunk, sizeof chunk);
-    if (n > 0) {
-      out.append(chunk, static_cast<size_t>(n));
-      return true;
-    }
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
-    master.reset();  // EIO: no process has the slave open any more
-    return false;
-  }
-
-  void reap() {
-    int ws = 0;
-    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-    }
-    reaped = true;
-    status = decode_wait_status(ws);
-    pidfd.reset();
-  }
-};
-
-PtyProcess::PtyProcess(const std::vector<std::string>& argv, const Env& env_extra)
-    : s_(std::make_unique<State>()) {
-  Fd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
-  if (!master || ::grantpt(master.get()) != 0 || ::unlockpt(master.get()) != 0)
-    throw_errno("posix_openpt");
-  std::string slave = ::ptsname(master.get());
-  std::vector<std::string> env = child_env(env_extra);
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    ::setsid();
-    int fd = ::open(slave.c_str(), O_RDWR);  // the first terminal a session leader opens...
-    if (fd < 0) ::_exit(126);
-    ::ioctl(fd, TIOCSCTTY, 0);  // ...becomes its controlling terminal (explicitly, to be sure)
-    ::dup2(fd, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (fd > 2) ::close(fd);
-    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvpe(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  s_->pid = pid;
-  s_->pidfd = Fd(pidfd_open(pid));
-  s_->master = std::move(master);
-  ::fcntl(s_->master.get(), F_SETFL, ::fcntl(s_->master.get(), F_GETFL) | O_NONBLOCK);
-}
-
-PtyProcess::~PtyProcess() {
-  if (s_ && !s_->reaped) {
-    ::kill(s_->pid, SIGKILL);
-    s_->reap();
-  }
-}
-
-PtyProcess::PtyProcess(PtyProcess&&) noexcept = default;
-
-PtyProcess& PtyProcess::operator=(PtyProcess&& other) noexcept {
-  if (this != &other) {
-    PtyProcess old(std::move(*this));
-    s_ = std::move(other.s_);
-  }
-  return *this;
-}
-
-pid_t PtyProcess::pid() const { return s_->pid; }
-const std::string& PtyProcess::output() const { return s_->out; }
-
-void PtyProcess::send(std::string_view text) {
-  while (!text.empty()) {
-    ssize_t n = ::write(s_->master.get(), text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      poll_readable(s_->master.get(), deadline(10ms));
-      continue;
-    }
-    if (n < 0) throw_errno("write to pty");
-    text.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-bool PtyProcess::expect(std::string_view text, Clock::time_point deadline) {
-  for (;;) {
-    size_t at = s_->out.find(text, s_->matched);
-    if (at != std::string::npos) {
-      s_->matched = at + text.size();
-      return true;
-    }
-    if (Clock::now() >= deadline || !s_->read_some(deadline)) return false;
-  }
-}
-
-bool PtyProcess::await(const std::function<bool(const std::string&)>& done,
-                       Clock::time_point deadline) {
-  for (;;) {
-    if (done(s_->out)) return true;
-    if (Clock::now() >= deadline || !s_->read_some(deadline)) return false;
-  }
-}
-
-std::optional<int> PtyProcess::wait(Clock::time_point deadline) {
-  while (!s_->reaped) {
-    if (poll_readable(s_->pidfd.get(), Clock::now())) {
-      while (s_->master && poll_readable(s_->master.get(), Clock::now()) &&
-             s_->read_some(Clock::now())) {
-      }
-      s_->reap();
-      break;
-    }
-    if (Clock::now() >= deadline) return std::nullopt;
-    if (s_->master) {
-      s_->read_some(std::min(deadline, Clock::now() + 20ms));
-    } else {
-      poll_readable(s_->pidfd.get(), deadline);
-    }
-  }
-  return s_->status;
-}
-
 pid_t parent_of(pid_t pid) {
   std::string stat;
   try {
@@ -517,96 +364,6 @@ PidGuard::~PidGuard() {
 
 bool PidGuard::wait_gone(std::chrono::milliseconds timeout) {
   return !pidfd_ || poll_readable(pidfd_.get(), deadline(timeout));
-}
-
-bool poll_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds interval) {
-  const auto until = deadline(timeout);
-  for (;;) {
-    if (condition()) return true;
-    if (Clock::now() >= until) return false;
-    ::usleep(static_cast<useconds_t>(interval.count() * 1000));
-  }
-}
-
-std::string lock_key(std::string_view name, std::string_view prefix) {
-  return std::string(prefix) + "lock:{" + std::string(name) + "}";
-}
-
-std::string fence_key(std::string_view name, std::string_view prefix) {
-  return lock_key(name, prefix) + ":fence";
-}
-
-std::string lock_channel(std::string_view name, std::string_view prefix) {
-  return std::string(prefix) + "chan:{" + std::string(name) + "}:lock";
-}
-
-json hash_of(const RedisServer& server, const std::string& key, int db) {
-  auto flat = server.cmd({"HGETALL", key}, db);
-  json obj = json::object();
-  for (size_t i = 0; i + 1 < flat.size(); i += 2) obj[flat[i]] = flat[i + 1];
-  return obj;
-}
-
-long long subscribers(const RedisServer& server, const std::string& channel) {
-  auto reply = server.cmd({"PUBSUB", "SHARDNUMSUB", channel});
-  if (reply.size() != 2) throw RedisError("unexpected PUBSUB SHARDNUMSUB reply");
-  return std::stoll(reply[1]);
-}
-
-long long live_waiters(const RedisServer& server, std::string_view name, std::string_view prefix) {
-  long long fewest = -1;
-  for (const RedisServer* m : server.members()) {
-    long long here = 0;
-    for (const std::string& entry :
-         m->cmd({"ZRANGE", lock_key(name, prefix) + ":waiters", "0", "-1"})) {
-      // An entry is "<lease>:<kind>:<wait id>:<owner>".
-      const size_t kind = entry.find(':'), id = entry.find(':', kind + 1),
-                   owner = entry.find(':', id + 1);
-      if (owner == std::string::npos) continue;
-      const std::string channel =
-          lock_channel(name, prefix) + ":" + entry.substr(id + 1, owner - id - 1);
-      if (subscribers(*m, channel) > 0) ++here;
-    }
-    fewest = fewest < 0 ? here : std::min(fewest, here);
-  }
-  return fewest;
-}
-
-json parse_json(const std::string& text) {
-  json parsed = json::parse(text, nullptr, false);
-  if (parsed.is_discarded()) FAIL("not one JSON document: [" << text << "]");
-  return parsed;
-}
-
-json keys_of(const json& object) {
-  json names = json::array();
-  for (const auto& item : object.items()) names.push_back(item.key());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::map<std::string, std::string> snapshot(const RedisServer& redis) {
-  std::map<std::string, std::string> all;
-  for (const auto& key : redis.cmd({"KEYS", "*"}))
-    all[key] = redis.cmd_str({"TYPE", key}) +
-               (redis.cmd_int({"PTTL", key}) == -1 ? ":persistent:" : ":expiring:") +
-               redis.cmd_str({"DUMP", key});
-  return all;
-}
-
-std::vector<json> lines_of(const std::string& text) {
-  std::vector<json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(parse_json(line));
-  return out;
-}
-
-int line_count(std::string_view text) {
-  int n = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-  if (!text.empty() && text.back() != '\n') ++n;
-  return n;
 }
 
 }  // namespace rlock::test
