@@ -10,9 +10,9 @@
 
 namespace rlock::test {
 
-// harness.cpp: like test_certificates().server_ip (IP:127.0.0.1, the same CA and key) but
-// valid for 10 days. Declared here rather than in harness.hpp, which every integration
-// test includes: one test needs it.
+// test_certificates.cpp: like test_certificates().server_ip (IP:127.0.0.1, the same CA and
+// key) but valid for 10 days. Declared here rather than in harness.hpp, which every
+// integration test includes: one test needs it.
 std::string server_certificate_expiring_soon();
 
 namespace {
