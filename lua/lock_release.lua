@@ -12,7 +12,8 @@
 -- leaves the queue, and marks the request given up, so that it changes nothing if the
 -- server runs it only now. "return" (a quorum's grant that fell short of a majority) gives
 -- back the hold the request ARGV[4] took, if any, and nothing else: the request stays
--- queued, a grant not yet claimed stays its own, and its next attempt may take it again.
+-- queued, a grant not yet claimed stays its own, a hold it claimed becomes its
+-- reservation again, and its next attempt may take it again.
 -- Reply: {1, remaining_count} released (0: released, handed over or kept);
 --        {0, owner1, count1, ...} the owner does not hold it (empty after 0: it is free);
 --        {-2, owner1, count1, ...} refused: the last level belongs to a running exec;
@@ -58,7 +59,16 @@ if ARGV[6] == 'return' then
     return {1, 0}
   end
   if count < 1 or (kind == 'exec' and exec_hold ~= rid) then return {1, 0} end
-  if exec_hold == rid then redis.call('DEL', KEYS[6]) end
+  if count == 1 then
+    -- The hold this request took becomes its reservation again (as the grant left it, for
+    -- a claim window): its next attempt claims it here. Handed on instead, the lock would
+    -- go to the waiter behind it on this member while the others still grant this one,
+    -- and the order of the queue would differ from member to member.
+    redis.call('PEXPIRE', KEYS[1], claim_ms)
+    if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', claim_ms) end
+    redis.call('SET', KEYS[5], ARGV[7], 'PX', claim_ms)
+    return {1, 1}
+  end
   release_level(owner, count, 0, channel, claim_ms)
   return {1, 1}
 end
