@@ -54,16 +54,23 @@ if ARGV[6] == 'return' then
   local _, kind = parse_member(ARGV[7])
   if redis.call('GET', KEYS[7]) ~= '1' then return {1, 0} end
   remember('r')
+  -- The hold this request took becomes its reservation again (as the grant left it, for a
+  -- claim window): its next attempt claims it here. Handed on instead, the lock would go to
+  -- the waiter behind it on this member while the others still grant this one, and the
+  -- order of the queue would differ from member to member.
   if is_shared(kind) then
-    if release_shared(reader_id(kind, owner, rid)) then return {1, 1} end
+    local id = reader_id(kind, owner, rid)
+    if reader_live(id, now_ms) == 1 then
+      reader_set(id, 1, now_ms + claim_ms, now_ms)
+      redis.call('HSET', KEYS[9], ARGV[7], string.format('%.0f', now_ms + claim_ms))
+      extend(KEYS[9], claim_ms)
+      return {1, 1}
+    end
+    if release_shared(id) then return {1, 1} end
     return {1, 0}
   end
   if count < 1 or (kind == 'exec' and exec_hold ~= rid) then return {1, 0} end
   if count == 1 then
-    -- The hold this request took becomes its reservation again (as the grant left it, for
-    -- a claim window): its next attempt claims it here. Handed on instead, the lock would
-    -- go to the waiter behind it on this member while the others still grant this one,
-    -- and the order of the queue would differ from member to member.
     redis.call('PEXPIRE', KEYS[1], claim_ms)
     if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', claim_ms) end
     redis.call('SET', KEYS[5], ARGV[7], 'PX', claim_ms)
