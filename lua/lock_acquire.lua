@@ -39,6 +39,7 @@
 -- On a quorum (redis/quorum_rule.hpp):
 -- @quorum grant
 -- @include common.lua
+-- @include waiter_queue.lua
 -- @include lock_common.lua
 foreign_channel = ARGV[12] or ''
 fence_floor = tonumber(ARGV[13]) or 0
@@ -128,7 +129,7 @@ local req = redis.call('GET', KEYS[7])
 if req == '0' then return {-1} end
 
 local now = server_time()
-drop_expired(now.ms)
+queue.drop_expired(now.ms)
 local readers, soonest = purge_readers(now.ms)
 local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
 local exec_hold = redis.call('GET', KEYS[6])

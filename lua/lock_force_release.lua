@@ -10,6 +10,7 @@
 -- On a quorum (redis/quorum_rule.hpp):
 -- @quorum union
 -- @include common.lua
+-- @include waiter_queue.lua
 -- @include lock_common.lua
 foreign_channel = ARGV[4] or ''
 fence_floor = tonumber(ARGV[5]) or 0

@@ -24,6 +24,7 @@
 -- On a quorum (redis/quorum_rule.hpp):
 -- @quorum release
 -- @include common.lua
+-- @include waiter_queue.lua
 -- @include lock_common.lua
 foreign_channel = ARGV[10] or ''
 fence_floor = tonumber(ARGV[11]) or 0

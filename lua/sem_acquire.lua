@@ -21,6 +21,7 @@
 --        the <held> permits of that hold of ARGV[12] are released: it would wait for itself;
 --        it leaves the queue).
 -- @include common.lua
+-- @include waiter_queue.lua
 -- @include sem_common.lua
 local err = check_sem_keys(ARGV[9])
 if err then return err end
@@ -108,7 +109,7 @@ local function waits_for_permits(usable)
     if #batch == 0 then return false end
     for _, m in ipairs(batch) do
       if m == member then return false end
-      local n, wait_id = member_count(m), string.match(m, '^%d+:(%x+):')
+      local n, wait_id = member_count(m), wait_id_of(m)
       if n > usable and n <= capacity() and wait_id and numsub(channel .. ':' .. wait_id) > 0 then
         return true
       end

@@ -17,6 +17,7 @@
 -- KEYS[10] this request's reply record (see once in common.lua): a repeat of the same
 -- request (a retry after a lost reply) gets the first run's reply and changes nothing.
 -- @include common.lua
+-- @include waiter_queue.lua
 -- @include sem_common.lua
 return once(KEYS[10], ARGV[5], function()
 local err = check_sem_keys(ARGV[1])

@@ -5,6 +5,7 @@
 --        {0, id1, id2, ...} the ids not held: nothing was renewed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
 -- @include common.lua
+-- @include waiter_queue.lua
 -- @include sem_common.lua
 local err = check_sem_keys(ARGV[1])
 if err then return err end

@@ -153,38 +153,21 @@ local function remember(outcome)
   redis.call('SET', KEYS[7], outcome, 'PX', REQUEST_TTL)
 end
 
-local function leave_queue(member)
-  redis.call('ZREM', KEYS[3], member)
-  redis.call('ZREM', KEYS[4], member)
-end
-
--- Drops the waits whose deadline has passed.
-local function drop_expired(now_ms)
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. now_ms)) do
-    leave_queue(m)
-  end
-end
-
--- The longest-waiting waiter that is still there to take the lock (its wait has not run
--- out and its grant channel has a subscriber); the others are dropped on the way.
-local function first_live(channel)
-  drop_expired(server_time().ms)
-  while true do
-    local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    if not head then return nil end
-    local wait_id = string.match(head, '^%d+:%a+:(%x+):')
-    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then
-      return head
-    end
-    leave_queue(head)
-  end
-end
-
 local function is_shared(kind) return kind == 'slock' or kind == 'sexec' end
 
 -- "<lease_ms>", "<kind>", "<wait_id>", "<owner>" of a waiters member.
 local function parse_member(m)
   return string.match(m, '^(%d+):(%a+):(%x+):(.*)$')
+end
+
+local queue = waiter_queue(KEYS[3], KEYS[4], function(m) return select(3, parse_member(m)) end)
+local leave_queue, second_live, tell_changed = queue.leave, queue.second_live, queue.tell_changed
+
+-- The longest-waiting waiter that is still there to take the lock (its wait has not run
+-- out and its grant channel has a subscriber); the others are dropped on the way.
+local function first_live(channel)
+  queue.drop_expired(server_time().ms)
+  return queue.first_live(channel)
 end
 
 local function reader_id(kind, owner, hold_id)
@@ -280,25 +263,6 @@ local function grant_reader(head, channel, claim_ms, now_ms)
   redis.call('HSET', KEYS[9], head, string.format('%.0f', now_ms + claim_ms))
   extend(KEYS[9], claim_ms)
   publish(channel .. ':' .. wait_id, 'grant')
-end
-
--- Tells the waiter `member`, on its own grant channel, that the holders' expiry is now at
--- most `ms` away (prim/wait.cpp shortens its sleep to that): only the waiters that would
--- take the lock when it runs out need to look again then, never the whole queue, so that
--- a hand-off costs the same whatever the queue's length. The others look again at the
--- holders' expiry they last saw, or when a hand-off makes them the next.
-local function tell_changed(member, channel, ms)
-  local wait_id = member and select(3, parse_member(member))
-  if wait_id then publish(channel .. ':' .. wait_id, 'changed ' .. ms) end
-end
-
--- The live waiter right behind the head (the head's stand-in if it never takes the lock:
--- a stopped process keeps its subscription), among the few that follow it; nil if none.
-local function second_live(channel)
-  for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 1, 8)) do
-    local _, _, wait_id = parse_member(m)
-    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then return m end
-  end
 end
 
 -- Hands the lock to whoever is next, if it is free for them: the run of shared waiters at

@@ -61,10 +61,12 @@ local function member_count(member)
   return tonumber(string.match(member, '^(%d+):')) or 0
 end
 
-local function leave_queue(member)
-  redis.call('ZREM', KEYS[4], member)
-  redis.call('ZREM', KEYS[5], member)
-end
+-- The wait id of a waiters member "<count>:<wait id>:<owner>".
+local function wait_id_of(member) return string.match(member, '^%d+:(%x+):') end
+
+local queue = waiter_queue(KEYS[4], KEYS[5], wait_id_of)
+local leave_queue, first_live, second_live, tell_changed =
+  queue.leave, queue.first_live, queue.second_live, queue.tell_changed
 
 -- Takes back permits whose lease ran out, reservations nobody claimed in time, and waits
 -- whose deadline passed. Every semaphore script that writes starts with it.
@@ -77,9 +79,7 @@ local function reclaim(now_ms)
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. now_ms)) do
     redis.call('ZREM', KEYS[6], m)
   end
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. now_ms)) do
-    leave_queue(m)
-  end
+  queue.drop_expired(now_ms)
 end
 
 -- Permits reserved for granted waiters that have not claimed them yet.
@@ -93,20 +93,6 @@ local function free_permits()
   return capacity() - redis.call('ZCARD', KEYS[1]) - reserved()
 end
 
--- The longest-waiting waiter still there to take permits (its grant channel has a
--- subscriber); dead ones are dropped on the way.
-local function first_live(channel)
-  while true do
-    local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
-    if not head then return nil end
-    local wait_id = string.match(head, '^%d+:(%x+):')
-    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then
-      return head
-    end
-    leave_queue(head)
-  end
-end
-
 -- The first live waiter that the capacity can serve. One asking for more than the whole
 -- capacity (a --resize shrank it since it queued) is passed over and woken (unless
 -- `quiet`: it was woken already), so that its next attempt tells it so; it does not hold
@@ -116,32 +102,14 @@ local function first_servable(channel, self, quiet)
   while true do
     local head = redis.call('ZRANGE', KEYS[4], rank, rank)[1]
     if not head then return nil end
-    local wait_id = string.match(head, '^%d+:(%x+):')
-    if not wait_id or numsub(channel .. ':' .. wait_id) == 0 then
+    if not queue.live(head, channel) then
       leave_queue(head)
     elseif member_count(head) > cap then
-      if head ~= self and not quiet then publish(channel .. ':' .. wait_id, 'resized') end
+      if head ~= self and not quiet then publish(channel .. ':' .. wait_id_of(head), 'resized') end
       rank = rank + 1
     else
       return head
     end
-  end
-end
-
--- Tells the waiter `member` (not `self`, the caller, which learns it from its reply) on
--- its own grant channel that the next expiry is at most `ms` away (prim/wait.cpp shortens
--- its sleep to that); the others look again at the expiry they last saw.
-local function tell_changed(member, channel, ms, self)
-  local wait_id = member and member ~= self and string.match(member, '^%d+:(%x+):')
-  if wait_id then publish(channel .. ':' .. wait_id, 'changed ' .. ms) end
-end
-
--- The live waiter right behind the head (its stand-in if the head is stopped), among the
--- few that follow it; nil if none.
-local function second_live(channel)
-  for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 1, 8)) do
-    local wait_id = string.match(m, '^%d+:(%x+):')
-    if wait_id and numsub(channel .. ':' .. wait_id) > 0 then return m end
   end
 end
 
@@ -162,7 +130,7 @@ local function pass_on(channel, claim_ms, now_ms, self)
     extend(KEYS[6], claim_ms)
     free = free - member_count(head)
     if head ~= self then
-      publish(channel .. ':' .. string.match(head, '^%d+:(%x+):'), 'grant')
+      publish(channel .. ':' .. wait_id_of(head), 'grant')
     end
     granted, head = true, nil
   end
