@@ -77,6 +77,7 @@ if ARGV[6] == 'return' then
     redis.call('SET', KEYS[5], ARGV[7], 'PX', claim_ms)
     return {1, 1}
   end
+  if exec_hold == rid then redis.call('DEL', KEYS[6]) end
   release_level(owner, count, 0, channel, claim_ms)
   return {1, 1}
 end

@@ -301,9 +301,9 @@ GUARDIAN_CODE void raise_priority(void* stack, size_t stack_size) {
       sys(SYS_sched_setscheduler, 0, SCHED_FIFO, reinterpret_cast<long>(&param)) != 0) {
     sys(SYS_setpriority, PRIO_PROCESS, 0, -20);
   }
-  const long page = 4096;
-  const long code = reinterpret_cast<long>(__start_rlock_guardian_text) & ~(page - 1);
-  sys(SYS_mlock, code, reinterpret_cast<long>(__stop_rlock_guardian_text) - code);
+  // (The kernel rounds the range out to whole pages.)
+  sys(SYS_mlock, reinterpret_cast<long>(__start_rlock_guardian_text),
+      __stop_rlock_guardian_text - __start_rlock_guardian_text);
   sys(SYS_mlock, reinterpret_cast<long>(stack), static_cast<long>(stack_size));
 }
 

@@ -114,7 +114,8 @@ class Monitor {
 };
 
 // The keys of a command, as the server finds them.
-std::vector<std::string> keys_of(const RedisServer& server, const std::vector<std::string>& argv) {
+std::vector<std::string> command_keys(const RedisServer& server,
+                                      const std::vector<std::string>& argv) {
   std::vector<std::string> ask = {"COMMAND", "GETKEYS"};
   ask.insert(ask.end(), argv.begin(), argv.end());
   try {
@@ -150,7 +151,7 @@ void judge(const RedisServer& server, const std::vector<Monitored>& lines,
     }
     INFO("script " << current << ": " << m.argv[0]);
     REQUIRE(!current.empty());  // a script's commands follow its EVAL
-    for (const std::string& k : keys_of(server, m.argv)) {
+    for (const std::string& k : command_keys(server, m.argv)) {
       if (!declared.count(k)) use[current].undeclared.insert(cmd + " " + k);
     }
   }
