@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "cli/command.hpp"
+#include "cli/flag_options.hpp"
+#include "cli/full_app.hpp"
 #include "cli/raw_words.hpp"
 #include "cli/stdout_writer.hpp"
 #include "util/error.hpp"
@@ -76,21 +78,10 @@ SplitArgs split_args(int argc, char** argv) {
   return out;
 }
 
-// `help SUBCOMMAND [SUBSUBCOMMAND]`: `rlock help sem exec` as `rlock sem exec --help`.
-void add_help_command(CLI::App& app, std::vector<std::string>& topic) {
-  auto* help =
-      app.add_subcommand("help", "Show this overview, or a subcommand's options and examples");
-  help->add_option("subcommand", topic, listed(subcommand_names(), " or "))
-      ->type_name("SUBCOMMAND")
-      ->expected(0, 2);
-}
-
 // Global options that take a value, so that value is not taken for a subcommand name.
 bool takes_value(const std::string& arg) {
-  for (const char* o : {"--url", "--password-file", "--prefix", "--connect-timeout", "--timeout",
-                        "--sync-replicas", "--sync-timeout", "--layout", "--format",
-                        "--tls-ca-cert", "--tls-ca-dir", "--tls-cert", "--tls-key"}) {
-    if (arg == o) return true;
+  for (const Flag& f : flag_table()) {
+    if (f.global() && !f.value.empty() && f.named(arg)) return true;
   }
   return false;
 }
@@ -284,13 +275,20 @@ const CLI::App* parsed_subcommand(const std::vector<std::pair<CLI::App*, Runner>
 
 }  // namespace
 
+// `help SUBCOMMAND [SUBSUBCOMMAND]`: `rlock help sem exec` as `rlock sem exec --help`.
+void add_help_command(CLI::App& app, std::vector<std::string>& topic) {
+  auto* help =
+      app.add_subcommand("help", "Show this overview, or a subcommand's options and examples");
+  add_table_option(*help, "subcommand", topic)->expected(0, 2);
+}
+
 int run(int argc, char** argv) {
   SplitArgs args = split_args(argc, argv);
   CLI::App app(
       "Locks, read-write locks, semaphores, countdown latches, rate limiters and delayed queues "
       "for shell jobs, cron and CI, held in Redis.",
       "rlock");
-  app.set_version_flag("--version", "rlock " RLOCK_VERSION);
+  add_help_and_version_flags(app);
   app.fallthrough();
   app.require_subcommand(0, 1);
   app.footer(

@@ -13,6 +13,7 @@
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/stdout_writer.hpp"
 #include "cli/supervised.hpp"
@@ -350,26 +351,14 @@ int run_dead(const PopFlags& f, const PopRequest& r, const Settings& settings) {
 
 Runner define_delay_pop_command(CLI::App& app, std::vector<std::string>& command) {
   auto f = std::make_shared<PopFlags>();
-  app.add_option("queue", f->queue, "queue name; then optionally -- CMD [ARGS...]")
-      ->required()
-      ->type_name("QUEUE");
-  app.add_option("-w,--wait", f->wait,
-                 "wait up to DUR for a due item, inf: forever (default: don't)")
-      ->type_name("DUR");
-  app.add_option("--count", f->count,
-                 "take up to N due items at once (1 to 1000, default 1; without CMD)")
-      ->type_name("N");
-  app.add_option("--visibility", f->visibility,
-                 "-- CMD: lease of the item while CMD runs, renewed (default 30s)")
-      ->type_name("DUR");
-  app.add_option("--max-deliveries", f->max_deliveries,
-                 "-- CMD: after N deliveries (1 to 1000000000) an item goes to the dead letters "
-                 "(default: never)")
-      ->type_name("N");
-  app.add_flag("--forever", f->forever, "keep serving the queue until INT/TERM (exit 0)");
-  app.add_flag("--dead", f->dead, "read (and remove) up to --count dead letters instead");
-  add_conflict_exit_code_flag(app, f->conflict_exit_code,
-                              "exit code when no item was due in time (default 75)");
+  add_table_option(app, "queue", f->queue)->required();
+  add_table_option(app, "--wait", f->wait);
+  add_table_option(app, "--count", f->count);
+  add_table_option(app, "--visibility", f->visibility);
+  add_table_option(app, "--max-deliveries", f->max_deliveries);
+  add_table_flag(app, "--forever", f->forever);
+  add_table_flag(app, "--dead", f->dead);
+  add_conflict_exit_code_flag(app, f->conflict_exit_code);
   add_supervise_flags(app, f->supervise);
   app.footer(R"(Takes due items of a delayed queue. Consumers do not poll: they sleep until the
 earliest due time, or until a push of an earlier item wakes them (pub/sub); a lost wake-up

@@ -6,6 +6,7 @@
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/flag_options.hpp"
 #include "prim/delay_queue.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -164,19 +165,13 @@ int run_push(const PushFlags& f, const Settings& settings) {
 
 Runner define_delay_push_command(CLI::App& app, std::vector<std::string>& /*command*/) {
   auto f = std::make_shared<PushFlags>();
-  app.add_option("queue", f->queue, "queue name")->required()->type_name("QUEUE");
-  app.add_option("payload", f->payload, "the item's bytes; - reads them from stdin")
-      ->type_name("PAYLOAD");
-  auto* delay = app.add_option("--delay", f->delay, "due DUR after the server's clock now (0: now)")
-                    ->type_name("DUR");
-  app.add_option("--at", f->at, "due at TIME: RFC 3339 or Unix seconds")
-      ->type_name("TIME")
-      ->excludes(delay);
-  app.add_option("--id", f->id, "item id: the same id again changes nothing (default: random)")
-      ->type_name("ID");
-  app.add_flag("--lines", f->lines, "one item per stdin line, pipelined in batches");
-  app.add_option("--max-payload", f->max_payload, "largest payload accepted (default 1MiB)")
-      ->type_name("SIZE");
+  add_table_option(app, "queue", f->queue)->required();
+  add_table_option(app, "payload", f->payload);
+  auto* delay = add_table_option(app, "--delay", f->delay);
+  add_table_option(app, "--at", f->at)->excludes(delay);
+  add_table_option(app, "--id", f->id);
+  add_table_flag(app, "--lines", f->lines);
+  add_table_option(app, "--max-payload", f->max_payload);
   app.footer(R"(Schedules an item on a delayed queue, due on the Redis server's clock: --delay after
 the server's time at the push, or --at an absolute time (RFC 3339 with Z or an offset, or
 Unix seconds, fractions allowed). The payload is bytes, stored as given. Prints one JSON

@@ -8,6 +8,7 @@
 #include "cli/ancestry.hpp"
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/supervised.hpp"
 #include "prim/lock.hpp"
@@ -164,13 +165,9 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
 Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   auto flags = std::make_shared<ExecFlags>();
   auto* sub = &app;
-  add_lock_flags(*sub, flags->lock, HoldModes::kSharedOrExclusive, Names::kSeveral);
-  sub->get_option("name")->description(
-      "lock name; several: all of them or none; then -- CMD [ARGS...], the command to run");
+  add_lock_flags(*sub, flags->lock, Names::kSeveral);
   add_supervise_flags(*sub, flags->supervise);
-  sub->add_option("-c,--command", flags->shell_command,
-                  "run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)")
-      ->type_name("CMD");
+  add_table_option(*sub, "--command", flags->shell_command);
   sub->footer(R"(Runs CMD (no shell; -c 'CMD' runs it with $SHELL -c, as flock -c) in its own
 process group while holding NAME, renewing the lease
 every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,

@@ -5,6 +5,7 @@
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/inspect_watch.hpp"
 #include "inspect/object_type.hpp"
 #include "inspect/prometheus.hpp"
@@ -16,13 +17,6 @@
 
 namespace rlock::cli {
 namespace {
-
-std::string known_types() {
-  std::string out;
-  for (const auto* t : inspect::object_types())
-    out += (out.empty() ? "" : ",") + std::string(t->type());
-  return out;
-}
 
 // Writes one JSON array as it goes: "[" with the first batch read (so that a failure to
 // connect prints nothing), one object per line separated by ",", then "]". When the
@@ -69,18 +63,12 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
   auto pattern = std::make_shared<std::string>("*");
   auto types = std::make_shared<std::string>();
   auto* sub = &app;
-  sub->add_option("pattern", *pattern, "glob over object names (default *)")->type_name("PATTERN");
-  sub->add_option("--type", *types,
-                  "only these types, comma-separated: " + known_types() + " (default: all)")
-      ->type_name("TYPE[,TYPE]");
+  add_table_option(*sub, "pattern", *pattern);
+  add_table_option(*sub, "--type", *types);
   auto watch = std::make_shared<bool>(false);
   auto interval = std::make_shared<std::optional<std::string>>();
-  sub->add_flag("--watch", *watch,
-                "list again on every change until q or ^C: a live table on a terminal, JSON "
-                "lines otherwise");
-  sub->add_option("--interval", *interval,
-                  "--watch: list again at least every DUR (at least 100ms, default 1s)")
-      ->type_name("DUR");
+  add_table_flag(*sub, "--watch", *watch);
+  add_table_option(*sub, "--interval", *interval);
   std::string shapes;
   for (const auto* t : inspect::object_types()) {
     shapes += "  " + std::string(t->type()) + ":\n    " + std::string(t->json_shape()) + "\n";

@@ -4,6 +4,7 @@
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/wait_line.hpp"
@@ -152,9 +153,7 @@ int run_status(const LatchFlags& f, const Settings& s) {
   return 0;
 }
 
-void add_name(CLI::App& sub, LatchFlags& f) {
-  sub.add_option("name", f.name, "latch name")->required()->type_name("NAME");
-}
+void add_name(CLI::App& sub, LatchFlags& f) { add_table_option(sub, "name", f.name)->required(); }
 
 }  // namespace
 
@@ -163,35 +162,25 @@ Runner define_latch_command(CLI::App& app, std::vector<std::string>& /*command_a
 
   auto* set = app.add_subcommand("set", "Create a latch with count N (refuses a live one)");
   add_name(*set, *f);
-  set->add_option("count", f->count, "the count, N >= 1")->required()->type_name("N");
-  set->add_option("--expire", f->expire, "expiry of the whole latch (default: none)")
-      ->type_name("DUR");
-  set->add_flag("--force", f->force, "reset a live latch (count > 0) too");
+  add_table_option(*set, "count", f->count)->required();
+  add_table_option(*set, "--expire", f->expire);
+  add_table_flag(*set, "--force", f->force);
 
   auto* down = app.add_subcommand("count-down", "Count a latch down (never below zero)");
   add_name(*down, *f);
-  down->add_option("--by", f->by, "amount K >= 1 (default 1)")->type_name("K");
-  down->add_option("--id", f->id, "participant id: counts down only once, however often retried")
-      ->type_name("ID");
+  add_table_option(*down, "--by", f->by);
+  add_table_option(*down, "--id", f->id);
 
   auto* await = app.add_subcommand("await", "Wait until a latch reaches zero");
   add_name(*await, *f);
-  auto* wait =
-      await->add_option("-w,--wait", f->wait, "wait up to DUR, inf: forever (default: don't wait)")
-          ->type_name("DUR");
-  await->add_flag("-n,--no-wait", f->no_wait, "check once (the default)")->excludes(wait);
-  add_conflict_exit_code_flag(*await, f->conflict_exit_code,
-                              "exit code when the count is not 0 in time (default 75)");
+  auto* wait = add_table_option(*await, "--wait", f->wait);
+  add_table_flag(*await, "--no-wait", f->no_wait)->excludes(wait);
+  add_conflict_exit_code_flag(*await, f->conflict_exit_code);
 
   auto* status = app.add_subcommand("status", "Show a latch: count, ids counted (paged), expiry");
   add_name(*status, *f);
-  status
-      ->add_option("--limit", f->limit,
-                   "about how many ids to list (default " + std::to_string(kDefaultStatusLimit) +
-                       ", at most " + std::to_string(kMaxStatusLimit) + ")")
-      ->type_name("N");
-  status->add_option("--after", f->after, "list the page of ids after the one whose \"next\" was C")
-      ->type_name("C");
+  add_table_option(*status, "--limit", f->limit);
+  add_table_option(*status, "--after", f->after);
 
   app.footer(R"(Results:
   set NAME N [--expire DUR] [--force]   prints {"name","count","ttl_ms","previous"}; a live

@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/supervised.hpp"
 #include "cli/whole_flag.hpp"
@@ -264,36 +265,22 @@ int run_limit(const LimitFlags& f, const std::vector<std::string>& command, cons
 
 Runner define_limit_command(CLI::App& app, std::vector<std::string>& command) {
   auto f = std::make_shared<LimitFlags>();
-  app.add_option("name", f->name, "limiter name; then optionally -- CMD [ARGS...] to run")
-      ->required()
-      ->type_name("NAME");
-  app.add_option("--rate", f->rate, "calls of cost 1 allowed per --per (stored with the limiter)")
-      ->type_name("N");
-  app.add_option("--per", f->per, "the period of --rate, e.g. 1s, 1m, 1h")->type_name("DUR");
-  app.add_option("--burst", f->burst, "calls of cost 1 that pass at once from idle (default 1)")
-      ->type_name("B");
-  app.add_option("--cost", f->cost, "what this call takes, 1..burst (default 1)")->type_name("K");
-  app.add_option("--client", f->client, "a bucket per client: this call's client id")
-      ->type_name("ID");
-  app.add_option("--client-rate", f->client_rate,
-                 "with --client: each client's rate per --per, beside the overall --rate")
-      ->type_name("M");
-  auto set_wait = [f](const std::string& v) {
+  add_table_option(app, "name", f->name)->required();
+  add_table_option(app, "--rate", f->rate);
+  add_table_option(app, "--per", f->per);
+  add_table_option(app, "--burst", f->burst);
+  add_table_option(app, "--cost", f->cost);
+  add_table_option(app, "--client", f->client);
+  add_table_option(app, "--client-rate", f->client_rate);
+  add_table_option_function(app, "--wait", [f](const std::string& v) {
     parse_duration(v, "--wait", /*allow_forever=*/true);
     f->wait = v;
-  };
-  app.add_option_function<std::string>(
-         "-w,--wait", set_wait,
-         "when limited, sleep until the call can pass and retry, up to DUR (default: don't wait)")
-      ->type_name("DUR");
-  app.add_flag("--peek", f->peek, "decide without consuming anything");
-  app.add_flag("--reconfigure", f->reconfigure,
-               "store a different --rate/--per/--burst/--client-rate, converting the state");
-  app.add_flag("--fail-open", f->fail_open,
-               "when Redis is unreachable, let the call through (default: exit 69)");
-  app.add_flag("--reset", f->reset, "clear the limiter's state and config");
-  add_conflict_exit_code_flag(app, f->conflict_exit_code,
-                              "exit code when the call is limited (default 75)");
+  });
+  add_table_flag(app, "--peek", f->peek);
+  add_table_flag(app, "--reconfigure", f->reconfigure);
+  add_table_flag(app, "--fail-open", f->fail_open);
+  add_table_flag(app, "--reset", f->reset);
+  add_conflict_exit_code_flag(app, f->conflict_exit_code);
   for (const char* o :
        {"--rate", "--per", "--burst", "--cost", "--client", "--client-rate", "--wait", "--peek",
         "--reconfigure", "--fail-open", "--conflict-exit-code"}) {

@@ -141,7 +141,7 @@ int lock_several(const LockRequest& req, const Console& console, const Settings&
 Runner define_lock_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
   auto flags = std::make_shared<LockFlags>();
   auto* sub = &app;
-  add_lock_flags(*sub, *flags, HoldModes::kSharedOrExclusive, Names::kSeveral);
+  add_lock_flags(*sub, *flags, Names::kSeveral);
   sub->footer(R"(Prints {"name","owner","acquired":true,"count","fence","lease_ms"}; when the lock
 is held by someone else prints {"name","acquired":false,"holders","holders_total","ttl_ms"}
 and exits 75 (or -E); "holders" lists the writer and at most 100 readers. With

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/ancestry.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
 #include "util/duration.hpp"
@@ -20,51 +21,28 @@ int parse_exit_code(const std::string& text) {
 
 }  // namespace
 
-void add_lock_flags(CLI::App& sub, LockFlags& f, HoldModes modes, Names names) {
-  auto* name = sub.add_option("name", f.names, "lock name")->required()->type_name("NAME");
-  if (names == Names::kOne) {
-    name->expected(1);
-  } else {
-    name->description("lock name; several: all of them or none (sorted, taken in that order)");
-  }
-  sub.add_option("--owner", f.owner, "owner id (default: RLOCK_OWNER or host:pid:random)")
-      ->type_name("ID");
-  sub.add_option("--lease", f.lease, "lease of the hold (default 30s)")->type_name("DUR");
+void add_lock_flags(CLI::App& sub, LockFlags& f, Names names) {
+  auto* name = add_table_option(sub, "name", f.names)->required();
+  if (names == Names::kOne) name->expected(1);
+  add_table_option(sub, "--owner", f.owner);
+  add_table_option(sub, "--lease", f.lease);
   // Checked as it is read: an empty value would otherwise mean "not given".
-  auto set_wait = [&f](const std::string& v) {
+  auto* wait = add_table_option_function(sub, "--wait", [&f](const std::string& v) {
     parse_duration(v, "--wait", /*allow_forever=*/true);
     f.wait = v;
-  };
-  auto* wait = sub.add_option_function<std::string>(
-                      "-w,--wait", set_wait,
-                      "wait up to DUR for the lock, inf: forever (default: don't wait)")
-                   ->type_name("DUR");
-  // flock's spellings of -n, where flock's other habits (-s, -x) are taken too.
-  bool flock_like = modes == HoldModes::kSharedOrExclusive;
-  sub.add_flag(flock_like ? "-n,--no-wait,--nb,--nonblock" : "-n,--no-wait", f.no_wait,
-               flock_like ? "fail at once if the lock is held (the default; flock -n, --nb)"
-                          : "fail at once if the lock is held (the default)")
-      ->excludes(wait);
-  if (modes == HoldModes::kSharedOrExclusive) {
-    auto* shared = sub.add_flag(
-        "-s,--shared", f.shared,
-        "a shared (read) hold: any number at once, but no exclusive holder (flock -s)");
-    sub.add_flag("-x,--exclusive")
-        ->description("an exclusive hold, the default (flock -x)")
-        ->excludes(shared);
+  });
+  add_table_flag(sub, "--no-wait", f.no_wait)->excludes(wait);
+  // A semaphore's permits are neither shared nor exclusive.
+  if (table_has(sub, "--shared")) {
+    auto* shared = add_table_flag(sub, "--shared", f.shared);
+    add_table_flag(sub, "--exclusive")->excludes(shared);
   }
-  sub.add_option_function<std::string>(
-         "-E,--conflict-exit-code",
-         [&f](const std::string& v) { f.conflict_exit_code = parse_exit_code(v); },
-         "exit code when the lock is not acquired (default 75)")
-      ->type_name("N");
+  add_conflict_exit_code_flag(sub, f.conflict_exit_code);
 }
 
-void add_conflict_exit_code_flag(CLI::App& sub, int& code, const std::string& description) {
-  sub.add_option_function<std::string>(
-         "-E,--conflict-exit-code", [&code](const std::string& v) { code = parse_exit_code(v); },
-         description)
-      ->type_name("N");
+void add_conflict_exit_code_flag(CLI::App& sub, int& code) {
+  add_table_option_function(sub, "--conflict-exit-code",
+                            [&code](const std::string& v) { code = parse_exit_code(v); });
 }
 
 LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {

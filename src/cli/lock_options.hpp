@@ -38,16 +38,14 @@ struct LockRequest {
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
 };
 
-// Whether a subcommand's holds can be shared (-s) or exclusive (-x): a lock's can, a
-// semaphore's permits cannot.
-enum class HoldModes { kSharedOrExclusive, kNone };
 // Whether a subcommand takes one NAME or several (lock and exec: all of them or none).
 enum class Names { kOne, kSeveral };
-void add_lock_flags(CLI::App& sub, LockFlags& flags,
-                    HoldModes modes = HoldModes::kSharedOrExclusive, Names names = Names::kOne);
+// Declares NAME, --owner, --lease, -w, -n, -E and, where the flag table gives them to the
+// subcommand (a lock's holds, not a semaphore's permits), -s and -x.
+void add_lock_flags(CLI::App& sub, LockFlags& flags, Names names = Names::kOne);
 
-// Declares -E/--conflict-exit-code N (0-255, decimal) as `lock` has it, storing into `code`.
-void add_conflict_exit_code_flag(CLI::App& sub, int& code, const std::string& description);
+// Declares -E/--conflict-exit-code N (0-255, decimal), storing into `code`.
+void add_conflict_exit_code_flag(CLI::App& sub, int& code);
 
 // Validates the names (a name given twice too) and durations and picks the owner. Throws
 // UsageError.

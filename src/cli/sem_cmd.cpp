@@ -6,6 +6,7 @@
 #include "cli/ancestry.hpp"
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/supervised.hpp"
@@ -54,16 +55,10 @@ struct SemApps {
 };
 
 void add_permit_flags(CLI::App& sub, PermitFlags& f) {
-  add_lock_flags(sub, f.lock, HoldModes::kNone);
-  sub.get_option("name")->description("semaphore name");
-  sub.add_option("--permits", f.permits, "the semaphore's capacity (stored at first use)")
-      ->required()
-      ->type_name("N");
-  sub.add_option("--count", f.count, "permits to take at once (default 1)")->type_name("K");
-  sub.add_flag("--resize", f.resize, "store --permits as the new capacity");
-  sub.get_option("--lease")->description("lease of each permit (default 30s)");
-  sub.get_option("--wait")->description(
-      "wait up to DUR for the permits, inf: forever (default: don't wait)");
+  add_lock_flags(sub, f.lock);
+  add_table_option(sub, "--permits", f.permits)->required();
+  add_table_option(sub, "--count", f.count);
+  add_table_flag(sub, "--resize", f.resize);
 }
 
 struct Take {
@@ -317,12 +312,10 @@ int run_status(const SemFlags& f, const Settings& settings) {
   return 0;
 }
 
-void add_name(CLI::App& sub, std::string& name) {
-  sub.add_option("name", name, "semaphore name")->required()->type_name("NAME");
-}
+void add_name(CLI::App& sub, std::string& name) { add_table_option(sub, "name", name)->required(); }
 
-void add_ids(CLI::App& sub, std::vector<std::string>& ids, const char* what) {
-  sub.add_option("--permit", ids, what)->type_name("ID")->expected(1, -1);
+void add_ids(CLI::App& sub, std::vector<std::string>& ids) {
+  add_table_option(sub, "--permit", ids)->expected(1, -1);
 }
 
 SemApps define_subcommands(CLI::App& app, SemFlags& f) {
@@ -331,27 +324,18 @@ SemApps define_subcommands(CLI::App& app, SemFlags& f) {
   add_permit_flags(*s.acquire, f.take);
   s.release = app.add_subcommand("release", "Give permits back (--force: all of them)");
   add_name(*s.release, f.name);
-  auto* ids = s.release->add_option("--permit", f.ids, "permit id(s) to release (repeatable)")
-                  ->type_name("ID")
-                  ->expected(1, -1);
-  s.release->add_flag("--force", f.force, "free every permit, whoever holds it")->excludes(ids);
+  add_ids(*s.release, f.ids);
+  add_table_flag(*s.release, "--force", f.force)->excludes(s.release->get_option("--permit"));
   s.renew = app.add_subcommand("renew", "Extend the lease of held permits");
   add_name(*s.renew, f.name);
-  add_ids(*s.renew, f.ids, "permit id(s) to renew (repeatable)");
-  s.renew->add_option("--lease", f.lease, "new lease from now (default 30s)")->type_name("DUR");
+  add_ids(*s.renew, f.ids);
+  add_table_option(*s.renew, "--lease", f.lease);
   s.status = app.add_subcommand("status", "Capacity, permits in use, waiters (paged)");
   add_name(*s.status, f.name);
-  s.status
-      ->add_option("--limit", f.limit,
-                   "most permits and waiters listed (default " +
-                       std::to_string(kDefaultStatusLimit) + ", at most " +
-                       std::to_string(kMaxStatusLimit) + ")")
-      ->type_name("N");
-  s.status->add_option("--after", f.after, "list the page after the one whose \"next\" was C")
-      ->type_name("C");
+  add_table_option(*s.status, "--limit", f.limit);
+  add_table_option(*s.status, "--after", f.after);
   s.exec = app.add_subcommand("exec", "Run a command while holding permits");
   add_permit_flags(*s.exec, f.take);
-  s.exec->get_option("name")->description("semaphore name; then -- CMD [ARGS...]");
   add_supervise_flags(*s.exec, f.supervise);
   return s;
 }

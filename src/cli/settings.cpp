@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/flag_options.hpp"
 #include "cli/whole_flag.hpp"
 #include "prim/redisson_layout.hpp"
 #include "redis/url.hpp"
@@ -22,12 +23,8 @@ constexpr const char* kDefaultUrl = "redis://127.0.0.1:6379";
 constexpr size_t kMaxConfigBytes = 64 * 1024;
 constexpr size_t kMaxPasswordFileBytes = 4 * 1024;
 constexpr size_t kMaxKeyFileBytes = 64 * 1024;
-constexpr const char* kConfigKeys[] = {"url",           "password_file",     "prefix",
-                                       "owner",         "connect_timeout",   "timeout",
-                                       "sentinel_user", "sentinel_password", "sync_replicas",
-                                       "sync_timeout",  "tls_ca_cert",       "tls_ca_dir",
-                                       "tls_cert",      "tls_key",           "tls_insecure",
-                                       "layout"};
+// The config file keys that are no flag's (the flag table names the others).
+constexpr std::string_view kSentinelConfigKeys[] = {"sentinel_user", "sentinel_password"};
 // More replicas than any deployment has: a larger --sync-replicas is a typo.
 constexpr long long kMaxSyncReplicas = 1000;
 
@@ -70,7 +67,9 @@ nlohmann::json load_config() {
   }
   for (const auto& [key, value] : cfg.items()) {
     bool known = false;
-    for (const char* k : kConfigKeys) known = known || key == k;
+    for (std::string_view k : kSentinelConfigKeys) known = known || key == k;
+    for (const Flag& flag : flag_table())
+      known = known || (!flag.config.empty() && key == flag.config);
     if (!known) throw UsageError("config file " + *path + ": unknown key '" + key + "'");
     if (!value.is_string())
       throw UsageError("config file " + *path + ": '" + key + "' must be a string");
@@ -164,21 +163,29 @@ void resolve_sentinel_credentials(const nlohmann::json& cfg, redis::Target& targ
   }
 }
 
-// One TLS setting: its flag, else its environment variable, else its config file key.
-struct TlsSource {
+// A global option's value and where it came from: given (`value`), else its environment
+// variable, else its config file key, both as the flag table names them; else nothing
+// (`from` empty). Each value is named by its source: a bad one in the environment or the config
+// file is no typo on the command line.
+struct Sourced {
   std::string value;
   std::string from;  // for messages: "--tls-key", "RLOCK_TLS_KEY", "the config file's tls_key"
 };
 
-TlsSource tls_setting(const std::string& flag_value, const char* flag, const char* variable,
-                      const nlohmann::json& cfg, const char* key) {
-  if (!flag_value.empty()) return {flag_value, flag};
-  if (auto v = env(variable)) return {*v, variable};
-  if (auto v = config_value(cfg, key)) return {*v, std::string("the config file's ") + key};
+Sourced sourced(const std::string& value, std::string_view flag, const nlohmann::json& cfg) {
+  const Flag& f = flag_of("", flag);
+  if (!value.empty()) return {value, std::string(flag)};
+  std::string variable(f.env), key(f.config);
+  if (!variable.empty()) {
+    if (auto v = env(variable.c_str())) return {*v, variable};
+  }
+  if (!key.empty()) {
+    if (auto v = config_value(cfg, key.c_str())) return {*v, "the config file's " + key};
+  }
   return {};
 }
 
-bool parse_switch(const TlsSource& s) {
+bool parse_switch(const Sourced& s) {
   if (s.value.empty() || s.value == "1" || s.value == "true" || s.value == "yes") return true;
   if (s.value == "0" || s.value == "false" || s.value == "no") return false;
   throw UsageError(s.from + ": expected 1, true, yes, 0, false or no");
@@ -188,15 +195,11 @@ bool parse_switch(const TlsSource& s) {
 // here, under the password file's rule (mode 600 or stricter): it is a secret.
 std::shared_ptr<const redis::TlsContext> resolve_tls(const GlobalFlags& f,
                                                      const nlohmann::json& cfg, bool tls_url) {
-  TlsSource ca_cert =
-      tls_setting(f.tls_ca_cert, "--tls-ca-cert", "RLOCK_TLS_CA_CERT", cfg, "tls_ca_cert");
-  TlsSource ca_dir =
-      tls_setting(f.tls_ca_dir, "--tls-ca-dir", "RLOCK_TLS_CA_DIR", cfg, "tls_ca_dir");
-  TlsSource cert = tls_setting(f.tls_cert, "--tls-cert", "RLOCK_TLS_CERT", cfg, "tls_cert");
-  TlsSource key = tls_setting(f.tls_key, "--tls-key", "RLOCK_TLS_KEY", cfg, "tls_key");
-  TlsSource insecure = f.tls_insecure
-                           ? TlsSource{"1", "--tls-insecure"}
-                           : tls_setting("", "", "RLOCK_TLS_INSECURE", cfg, "tls_insecure");
+  Sourced ca_cert = sourced(f.tls_ca_cert, "--tls-ca-cert", cfg);
+  Sourced ca_dir = sourced(f.tls_ca_dir, "--tls-ca-dir", cfg);
+  Sourced cert = sourced(f.tls_cert, "--tls-cert", cfg);
+  Sourced key = sourced(f.tls_key, "--tls-key", cfg);
+  Sourced insecure = sourced(f.tls_insecure ? "1" : "", "--tls-insecure", cfg);
   if (!tls_url) {
     // The environment and a config file may serve rediss and redis URLs alike; a flag on
     // the command line is meant for this URL.
@@ -232,61 +235,29 @@ std::shared_ptr<const redis::TlsContext> resolve_tls(const GlobalFlags& f,
 
 void add_global_flags(CLI::App& app, GlobalFlags& f) {
   // A flag given with an empty value is refused as it is read: empty means "not given".
-  auto required_value = [&app](const char* flag, std::string& target, const char* description) {
-    return app.add_option_function<std::string>(
-        flag,
-        [flag, &target](const std::string& v) {
-          if (v.empty()) throw UsageError(std::string(flag) + ": empty value");
-          target = v;
-        },
-        description);
+  auto required_value = [&app](const char* flag, std::string& target) {
+    return add_table_option_function(app, flag, [flag, &target](const std::string& v) {
+      if (v.empty()) throw UsageError(std::string(flag) + ": empty value");
+      target = v;
+    });
   };
-  required_value("--url", f.url,
-                 "redis://[user[:pass]@]host[:port][/db], unix:///path[?db=N], "
-                 "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2, redis-quorum://H1,H2,H3 "
-                 "(locks only); rediss... over TLS")
-      ->type_name("URL");
-  required_value("--password-file", f.password_file, "read the password from FILE (mode 600)")
-      ->type_name("FILE");
-  app.add_option_function<std::string>(
-         "--prefix", [&f](const std::string& v) { f.prefix = v; },
-         "key prefix (default rlock:; may be empty)")
-      ->type_name("PREFIX");
-  required_value("--connect-timeout", f.connect_timeout, "connect timeout (default 2s)")
-      ->type_name("DUR");
-  required_value("--timeout", f.timeout,
-                 "timeout of each request, its repeats and clean-up (default 5s; before lock and "
-                 "exec, never after: flock's --timeout is --wait there)")
-      ->type_name("DUR");
-  required_value("--sync-replicas", f.sync_replicas,
-                 "acquisitions and renewals wait for N replicas to acknowledge (WAIT); "
-                 "0 = off (default)")
-      ->type_name("N");
-  required_value("--sync-timeout", f.sync_timeout,
-                 "how long --sync-replicas waits for the replicas (default 1s)")
-      ->type_name("DUR");
-  required_value("--layout", f.layout,
-                 "whose key layout locks use: rlock (default) or redisson (Redisson's RLock: "
-                 "lock, unlock, exec and inspect of locks only)")
-      ->type_name("LAYOUT");
-  required_value("--tls-ca-cert", f.tls_ca_cert,
-                 "rediss: trust the CAs in FILE (PEM) instead of the system's")
-      ->type_name("FILE");
-  required_value("--tls-ca-dir", f.tls_ca_dir,
-                 "rediss: trust the CAs in DIR (hashed, c_rehash) instead of the system's")
-      ->type_name("DIR");
-  required_value("--tls-cert", f.tls_cert, "rediss: client certificate (PEM), with --tls-key")
-      ->type_name("FILE");
-  required_value("--tls-key", f.tls_key, "rediss: client private key (PEM, mode 600)")
-      ->type_name("FILE");
-  app.add_flag("--tls-insecure", f.tls_insecure,
-               "rediss: verify neither the certificate nor the host name (says so on stderr)");
-  app.add_option("--format", f.format,
-                 "output of listings: json or table; prometheus (inspect only)")
-      ->check(CLI::IsMember({"json", "table", "prometheus"}))
-      ->type_name("FMT");
-  app.add_flag("-v,--verbose", f.verbose, "explain on stderr what rlock waits for and why");
-  app.add_flag("-q,--quiet", f.quiet, "no result on stdout, no notices on stderr (warnings stay)");
+  required_value("--url", f.url);
+  required_value("--password-file", f.password_file);
+  add_table_option_function(app, "--prefix", [&f](const std::string& v) { f.prefix = v; });
+  required_value("--connect-timeout", f.connect_timeout);
+  required_value("--timeout", f.timeout);
+  required_value("--sync-replicas", f.sync_replicas);
+  required_value("--sync-timeout", f.sync_timeout);
+  required_value("--layout", f.layout);
+  required_value("--tls-ca-cert", f.tls_ca_cert);
+  required_value("--tls-ca-dir", f.tls_ca_dir);
+  required_value("--tls-cert", f.tls_cert);
+  required_value("--tls-key", f.tls_key);
+  add_table_flag(app, "--tls-insecure", f.tls_insecure);
+  add_table_option(app, "--format", f.format)
+      ->check(CLI::IsMember({"json", "table", "prometheus"}));
+  add_table_flag(app, "--verbose", f.verbose);
+  add_table_flag(app, "--quiet", f.quiet);
 }
 
 Settings resolve_settings(const GlobalFlags& f) {
@@ -311,26 +282,21 @@ Settings resolve_settings(const GlobalFlags& f) {
   if (s.connect.connect_timeout.count() == 0 || s.connect.command_timeout.count() == 0) {
     throw UsageError("--connect-timeout and --timeout must be greater than 0");
   }
-  // Each value is named by where it came from: a bad one in the environment or the config
-  // file is no typo on the command line.
-  auto pick = [&](const std::string& flag, const char* name, const char* var, const char* key,
+  auto pick = [&](const std::string& value, std::string_view flag,
                   const char* fallback) -> std::pair<std::string, std::string> {
-    if (!flag.empty()) return {flag, name};
-    if (auto v = env(var)) return {*v, var};
-    if (auto v = config_value(cfg, key)) return {*v, std::string("the config file's ") + key};
-    return {fallback, name};
+    Sourced s = sourced(value, flag, cfg);
+    if (s.from.empty()) return {fallback, std::string(flag)};
+    return {s.value, s.from};
   };
-  auto [replicas, replicas_from] =
-      pick(f.sync_replicas, "--sync-replicas", "RLOCK_SYNC_REPLICAS", "sync_replicas", "0");
+  auto [replicas, replicas_from] = pick(f.sync_replicas, "--sync-replicas", "0");
   s.connect.sync_replicas =
       static_cast<int>(parse_whole_flag(replicas, replicas_from, 0, kMaxSyncReplicas));
-  auto [sync_timeout, sync_timeout_from] =
-      pick(f.sync_timeout, "--sync-timeout", "RLOCK_SYNC_TIMEOUT", "sync_timeout", "1s");
+  auto [sync_timeout, sync_timeout_from] = pick(f.sync_timeout, "--sync-timeout", "1s");
   s.connect.sync_timeout = parse_duration(sync_timeout, sync_timeout_from);
   if (s.connect.sync_timeout.count() == 0) {
     throw UsageError(sync_timeout_from + " must be greater than 0 (WAIT 0 would wait forever)");
   }
-  auto [layout, layout_from] = pick(f.layout, "--layout", "RLOCK_LAYOUT", "layout", "rlock");
+  auto [layout, layout_from] = pick(f.layout, "--layout", "rlock");
   if (layout == "redisson") {
     s.layout = Layout::kRedisson;
   } else if (layout != "rlock") {

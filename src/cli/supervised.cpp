@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/flag_options.hpp"
 #include "cli/secret_env.hpp"
 #include "exec/stop_policy.hpp"
 #include "exec/watchdog.hpp"
@@ -69,16 +70,10 @@ class Unheld final : public prim::Hold {
 }  // namespace
 
 void add_supervise_flags(CLI::App& sub, SuperviseFlags& f) {
-  sub.add_option("--on-lost", f.on_lost, "signal for the job if the hold is lost (default TERM)")
-      ->type_name("SIG");
-  f.kill_after_given =
-      sub.add_option("--kill-after", f.kill_after,
-                     "then SIGKILL after DUR (default 10s, shortened to fit --lease)")
-          ->type_name("DUR");
-  sub.add_option("--min-hold", f.min_hold, "keep the hold until DUR after acquisition")
-      ->type_name("DUR");
-  sub.add_flag("--keep-secrets", f.keep_secrets,
-               "let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL");
+  add_table_option(sub, "--on-lost", f.on_lost);
+  f.kill_after_given = add_table_option(sub, "--kill-after", f.kill_after);
+  add_table_option(sub, "--min-hold", f.min_hold);
+  add_table_flag(sub, "--keep-secrets", f.keep_secrets);
 }
 
 // Signals are diverted first, so that INT/TERM/HUP/QUIT stop the wait instead of rlock.

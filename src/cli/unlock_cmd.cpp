@@ -3,6 +3,7 @@
 
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
 #include "prim/lock.hpp"
 #include "util/error.hpp"
@@ -84,15 +85,10 @@ int unlock_several(const UnlockFlags& f, const std::string& owner, const Console
 Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
   auto flags = std::make_shared<UnlockFlags>();
   auto* sub = &app;
-  sub->add_option("name", flags->names, "lock name; several: each is unlocked")
-      ->required()
-      ->type_name("NAME");
-  auto* owner = sub->add_option("--owner", flags->owner, "the owner that holds it (or RLOCK_OWNER)")
-                    ->type_name("ID");
-  sub->add_flag("-s,--shared", flags->shared, "drop a shared (read) hold of the owner");
-  sub->add_flag("--force", flags->force,
-                "release it whoever holds it, writer and readers (for stuck locks)")
-      ->excludes(owner);
+  add_table_option(*sub, "name", flags->names)->required();
+  auto* owner = add_table_option(*sub, "--owner", flags->owner);
+  add_table_flag(*sub, "--shared", flags->shared);
+  add_table_flag(*sub, "--force", flags->force)->excludes(owner);
   sub->footer(R"(Prints {"name","owner","released","count"}: released is true when the count
 reached 0. By a non-holder it changes nothing, names the holder and exits 75.
 --force prints {"name","forced":true,"holders"} with whoever held it.

@@ -1,0 +1,160 @@
+#include "cli/flag_table.hpp"
+
+namespace rlock::cli {
+
+std::span<const Flag> lock_flags() {
+  static const Flag kFlags[] = {
+      {.commands = "lock",
+       .names = "name",
+       .value = "NAME",
+       .help = "lock name; several: all of them or none (sorted, taken in that order)"},
+      {.commands = "lock,exec,sem acquire,sem exec",
+       .names = "--owner",
+       .value = "ID",
+       .help = "owner id (default: RLOCK_OWNER or host:pid:random)",
+       .man = R"roff(Owner to hold the lock as.
+Default:
+.BR RLOCK_OWNER ,
+then the config file key
+.BR owner ,
+then
+.IB host : pid : random\fR,\fP
+which differs on every run, so a script that wants to
+.B unlock
+later must pass an owner or keep the one printed.
+A made-up owner is also told in a warning on standard error, printed even with
+.BR \-q ,
+with the
+.B rlock unlock
+command that releases the lock.
+Processes that use the same owner share the holds they take with
+.BR lock :
+the second one re-enters instead of waiting.
+Concurrent
+.B exec
+processes never share a hold (see
+.BR WAITING ).)roff",
+       .env = "RLOCK_OWNER",
+       .config = "owner"},
+      {.commands = "lock",
+       .names = "--lease",
+       .value = "DUR",
+       .help = "lease of the hold",
+       .man = R"roff(How long the lock is held without renewal.
+Default:
+.BR 30s .)roff",
+       .default_value = "30s"},
+      {.commands = "lock,exec",
+       .names = "-w,--wait",
+       .value = "DUR",
+       .help = "wait up to DUR for the lock, inf: forever (default: don't wait)",
+       .man = R"roff(If the lock is held, wait up to
+.I DUR
+for it;
+.B inf
+(or
+.BR infinity )
+waits for as long as it takes, as
+.BR flock (1)
+does by default.
+An empty
+.I DUR
+is a usage error.)roff",
+       .completion = Completion::kSuggestions,
+       .choices = "inf 10s 1m 5m 1h"},
+      {.commands = "lock,exec",
+       .names = "-n,--no-wait,--nb,--nonblock",
+       .value = "",
+       .help = "fail at once if the lock is held (the default; flock -n, --nb)",
+       .man = R"roff(Do not wait; fail at once if the lock is held.
+This is the default.
+.RB ( \-\-nb
+and
+.B \-\-nonblock
+are
+.BR flock (1)'s
+spellings.))roff"},
+      {.commands = "lock,exec",
+       .names = "-s,--shared",
+       .value = "",
+       .help = "a shared (read) hold: any number at once, but no exclusive holder (flock -s)",
+       .man = R"roff(Take a shared (read) hold, as
+.BR "flock \-s" :
+any number of shared holds at once, or one exclusive holder (the plain lock),
+never both.
+Each shared hold has its own lease, so a reader that died stops blocking
+writers when its own lease ends, while other readers renew theirs.
+Once an exclusive request waits, shared requests that come later queue behind
+it (writers do not starve); when an exclusive holder releases and the head of
+the queue is a run of shared requests, they all get the lock in one handoff.
+A holder of the exclusive lock may also take it shared (a downgrade: a plain
+.B unlock
+then drops the exclusive hold and keeps the shared one); a shared holder
+asking for the exclusive lock would wait for itself, so that is refused at
+once whatever
+.B \-\-wait
+says (exit status 65, the shared hold unchanged).
+The fencing token advances on fresh exclusive acquisitions only; a shared hold
+gets the current token.
+The JSON result then has
+.BR \(dqshared\(dq:true .
+With
+.BR exec ,
+.B \-\-shared
+and
+.B \-\-min\-hold
+together are a usage error.)roff"},
+      {.commands = "lock,exec",
+       .names = "-x,--exclusive",
+       .value = "",
+       .help = "an exclusive hold, the default (flock -x)",
+       .man = R"roff(Take an exclusive hold, as
+.BR "flock \-x" .
+This is the default; with
+.B \-s
+it is a usage error.)roff"},
+      {.commands = "lock,exec",
+       .names = "-E,--conflict-exit-code",
+       .value = "N",
+       .help = "exit code when the lock is not acquired",
+       .man = R"roff(Exit with
+.I N
+(decimal, 0 to 255:
+.B 010
+is ten) instead of 75 when the lock was not acquired.)roff",
+       .default_value = "75"},
+      {.commands = "unlock",
+       .names = "name",
+       .value = "NAME",
+       .help = "lock name; several: each is unlocked",
+       .completion = Completion::kLockName},
+      {.commands = "unlock",
+       .names = "--owner",
+       .value = "ID",
+       .help = "the owner that holds it (or RLOCK_OWNER)",
+       .man = R"roff(The owner that holds the lock.
+Default:
+.BR RLOCK_OWNER ,
+then the config file key
+.BR owner .
+Without any owner and without
+.BR \-\-force ,
+.B unlock
+is a usage error (exit status 64).)roff"},
+      {.commands = "unlock",
+       .names = "-s,--shared",
+       .value = "",
+       .help = "drop a shared (read) hold of the owner",
+       .man =
+           R"roff(Drop a shared hold of the owner (one level) instead of an exclusive one.)roff"},
+      {.commands = "unlock",
+       .names = "--force",
+       .value = "",
+       .help = "release it whoever holds it, writer and readers (for stuck locks)",
+       .man = R"roff(Release the lock whoever holds it, whatever the count: the exclusive holder
+and every shared holder.)roff"},
+  };
+  return kFlags;
+}
+
+}  // namespace rlock::cli
