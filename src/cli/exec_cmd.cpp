@@ -11,7 +11,6 @@
 #include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/supervised.hpp"
-#include "prim/lock.hpp"
 #include "prim/multi_lock.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -31,46 +30,6 @@ std::vector<std::string> shell_argv(const std::string& command) {
   return {shell && *shell ? shell : "/bin/sh", "-c", command};
 }
 
-std::string join(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
-
-// One wait for the lock and, once it is held, the command run under it.
-int acquire_and_run(const std::vector<std::string>& command, const LockRequest& req,
-                    const Console& console, Supervision& supervision, redis::Topology& topology,
-                    prim::Lock& lock) {
-  auto inherited = inherited_holds();
-  lock.set_ancestry(inherited);
-  auto a = lock.acquire(req.owner, req.lease, req.wait_until,
-                        supervision.wait_hooks(wait_hooks(console, req.name)),
-                        prim::HoldKind::kExec, req.mode);
-  if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
-    if (const auto* held = std::get_if<prim::Held>(&a))
-      lock.release(req.owner, Millis(0), held->hold_id, req.mode);
-    console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" +
-                   req.name + "'; the command did not run");
-    return 128 + signo;
-  }
-  if (const auto* busy = std::get_if<prim::Busy>(&a)) {
-    console.notice(describe_busy(req.name, *busy, req.wait) + "; not running the command");
-    return req.conflict_exit_code;
-  }
-  const auto& held = std::get<prim::Held>(a);
-  console.explain("acquired lock '" + req.name + "' (fence " + std::to_string(held.fence) +
-                  ", lease " + format_duration(req.lease) + ", renewed every " +
-                  format_duration(supervision.renew_interval()) + "); running: " + join(command));
-  return supervision.run(command,
-                         {{"RLOCK_NAME", req.name},
-                          {"RLOCK_OWNER", req.owner},
-                          {"RLOCK_FENCE", std::to_string(held.fence)},
-                          {"RLOCK_FENCES", req.name + "=" + std::to_string(held.fence)},
-                          {"RLOCK_LEASE_MS", std::to_string(req.lease.count())},
-                          {kHoldsVariable, holds_for_job(inherited, {held.hold_id, req.owner})}},
-                         lock.hold(req.owner, req.lease, held), topology);
-}
-
 // RLOCK_FENCES: one line NAME=FENCE per lock, in the order given (names have no control
 // characters, and a fence no '=').
 std::string fences_variable(const std::vector<prim::MultiLock::Taken>& taken) {
@@ -80,51 +39,61 @@ std::string fences_variable(const std::vector<prim::MultiLock::Taken>& taken) {
   return out;
 }
 
-// acquire_and_run for several locks: all of them or none (see prim::MultiLock).
-int acquire_all_and_run(const std::vector<std::string>& command, const LockRequest& req,
-                        const Console& console, Supervision& supervision, redis::Topology& topology,
-                        prim::MultiLock& locks) {
+// RLOCK_NAME and RLOCK_FENCE are the first name's; -v gives each lock's fence.
+JobHold job_hold(const LockRequest& req, const std::vector<prim::MultiLock::Taken>& taken,
+                 const std::vector<prim::AncestorHold>& inherited) {
+  JobHold job;
+  job.name = req.name;
+  job.owner = req.owner;
+  const std::string first_fence = std::to_string(taken.front().held.fence);
+  if (taken.size() == 1) {
+    job.what = "lock '" + req.name + "'";
+    job.terms = "fence " + first_fence + ", ";
+  }
+  std::vector<prim::AncestorHold> own;
+  for (const auto& t : taken) {
+    if (taken.size() > 1)
+      job.what += (job.what.empty() ? "locks '" : ", '") + t.name + "' (fence " +
+                  std::to_string(t.held.fence) + ")";
+    own.push_back({t.held.hold_id, req.owner});
+  }
+  job.env = {{"RLOCK_FENCE", first_fence}, {"RLOCK_FENCES", fences_variable(taken)}};
+  job.holds = holds_for_job_several(inherited, own);
+  return job;
+}
+
+// One wait for the locks (all of them or none, see prim::MultiLock: one name is the case
+// n=1) and, once they are held, the command run under them.
+int acquire_and_run(const std::vector<std::string>& command, const LockRequest& req,
+                    const Console& console, Supervision& supervision, redis::Topology& topology,
+                    prim::MultiLock& locks) {
   auto inherited = inherited_holds();
   locks.set_ancestry(inherited);
   auto outcome = locks.acquire(
       req.owner, req.lease, req.wait_until,
       [&](const std::string& name) { return supervision.wait_hooks(wait_hooks(console, name)); },
       prim::HoldKind::kExec, req.mode);
-  const std::string nothing_held = "none of locks " + quoted_names(req.names) + " is held";
+  const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
+  // With several names, the line must tell that the busy or interrupted one left none held.
+  const std::string none_held =
+      req.names.size() > 1 ? "; none of " + locks_named(req.names) + " is held" : "";
   if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
-    std::string waited_for = "locks " + quoted_names(req.names);
-    if (const auto* all = std::get_if<prim::MultiLock::Acquired>(&outcome))
-      locks.give_back(req.owner, all->taken, prim::HoldKind::kExec);
-    else
-      waited_for = "lock '" + std::get<prim::MultiLock::Refused>(outcome).name + "'";
+    if (!refused)
+      locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
+                      prim::HoldKind::kExec);
     console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for " +
-                   waited_for + "; " + nothing_held + "; the command did not run");
+                   (refused ? "lock '" + refused->name + "'" : locks_named(req.names)) + none_held +
+                   "; the command did not run");
     return 128 + signo;
   }
-  if (const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome)) {
-    console.notice(describe_busy(refused->name, refused->busy, req.wait) + "; " + nothing_held +
+  if (refused) {
+    console.notice(describe_busy(refused->name, refused->busy, req.wait) + none_held +
                    "; not running the command");
     return req.conflict_exit_code;
   }
   auto& all = std::get<prim::MultiLock::Acquired>(outcome);
-  std::string acquired;
-  std::vector<prim::AncestorHold> own;
-  for (const auto& t : all.taken) {
-    acquired += (acquired.empty() ? "'" : ", '") + t.name + "' (fence " +
-                std::to_string(t.held.fence) + ")";
-    own.push_back({t.held.hold_id, req.owner});
-  }
-  console.explain("acquired locks " + acquired + " (lease " + format_duration(req.lease) +
-                  ", renewed every " + format_duration(supervision.renew_interval()) +
-                  "); running: " + join(command));
-  return supervision.run(command,
-                         {{"RLOCK_NAME", req.name},
-                          {"RLOCK_OWNER", req.owner},
-                          {"RLOCK_FENCE", std::to_string(all.taken.front().held.fence)},
-                          {"RLOCK_FENCES", fences_variable(all.taken)},
-                          {"RLOCK_LEASE_MS", std::to_string(req.lease.count())},
-                          {kHoldsVariable, holds_for_job_several(inherited, own)}},
-                         std::move(all.hold), topology);
+  return supervision.run_held(command, job_hold(req, all.taken, inherited), std::move(all.hold),
+                              topology);
 }
 
 int run_exec(const ExecFlags& f, std::vector<std::string> command, const Settings& settings) {
@@ -148,15 +117,9 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
   supervision.prepare_during_next_script(topology);
-  if (req.names.size() > 1) {
-    prim::MultiLock locks(topology, *layout, req.names);
-    return supervision.until_in_time(req.wait_until, [&] {
-      return acquire_all_and_run(command, req, console, supervision, topology, locks);
-    });
-  }
-  prim::Lock lock(topology, *layout, req.name);
+  prim::MultiLock locks(topology, *layout, req.names);
   return supervision.until_in_time(req.wait_until, [&] {
-    return acquire_and_run(command, req, console, supervision, topology, lock);
+    return acquire_and_run(command, req, console, supervision, topology, locks);
   });
 }
 

@@ -7,7 +7,6 @@
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/stop_signals.hpp"
-#include "prim/lock.hpp"
 #include "prim/multi_lock.hpp"
 #include "util/duration.hpp"
 
@@ -22,23 +21,22 @@ std::string unlock_command(const LockRequest& req) {
          shell_quote(req.owner);
 }
 
-// What stands when the result could not be printed: the hold, and how to give it back.
-std::string held_line(const LockRequest& req, const prim::Held& held) {
-  return "lock '" + req.name + "' is held all the same (" +
-         (req.mode == prim::LockMode::kShared ? "shared, " : "") + "owner '" + req.owner +
-         "', count " + std::to_string(held.count) + ", fence " + std::to_string(held.fence) +
-         ", lease " + format_duration(held.lease) + "); give it back with: " + unlock_command(req);
-}
-
-// held_line for several locks: all of them stand.
+// What stands when the result could not be printed: the holds, and how to give them back.
 std::string held_line(const LockRequest& req, const std::vector<prim::MultiLock::Taken>& taken) {
+  const std::string shared = req.mode == prim::LockMode::kShared ? "shared, " : "";
+  if (taken.size() == 1) {
+    const prim::Held& held = taken.front().held;
+    return "lock '" + req.name + "' is held all the same (" + shared + "owner '" + req.owner +
+           "', count " + std::to_string(held.count) + ", fence " + std::to_string(held.fence) +
+           ", lease " + format_duration(held.lease) +
+           "); give it back with: " + unlock_command(req);
+  }
   std::string each;
   for (const auto& t : taken) {
     each += (each.empty() ? "'" : ", '") + t.name + "' (count " + std::to_string(t.held.count) +
             ", fence " + std::to_string(t.held.fence) + ")";
   }
-  return "locks " + each + " are held all the same (" +
-         (req.mode == prim::LockMode::kShared ? "shared, " : "") + "owner '" + req.owner +
+  return "locks " + each + " are held all the same (" + shared + "owner '" + req.owner +
          "', lease " + format_duration(req.lease) +
          "); give them back with: " + unlock_command(req);
 }
@@ -46,10 +44,9 @@ std::string held_line(const LockRequest& req, const std::vector<prim::MultiLock:
 // `lock` without an owner holds for a made-up one that only this line (and stdout, which
 // -q hides) tells: said on stderr even with -q, with the command that releases it.
 std::string made_up_owner_warning(const LockRequest& req) {
-  std::string what =
-      req.names.size() > 1 ? "locks " + quoted_names(req.names) : "lock '" + req.name + "'";
-  return "no --owner or RLOCK_OWNER: holding " + what + " as owner '" + req.owner + "'; release " +
-         (req.names.size() > 1 ? "them" : "it") + " with: " + unlock_command(req);
+  return "no --owner or RLOCK_OWNER: holding " + locks_named(req.names) + " as owner '" +
+         req.owner + "'; release " + (req.names.size() > 1 ? "them" : "it") +
+         " with: " + unlock_command(req);
 }
 
 // The object `lock` prints for one lock it holds (the whole result for a single name).
@@ -71,68 +68,65 @@ Json busy_json(const std::string& name, const prim::Busy& busy) {
           {"ttl_ms", busy.ttl.count()}};
 }
 
-int lock_one(const LockRequest& req, const Console& console, const Settings& settings) {
-  // Only a wait takes the stop signals: without one, ^C ends rlock at once, as it would
-  // any command (nothing is queued, and a hold granted is either reported or not taken).
-  std::optional<StopSignals> stops;
-  if (req.wait.count() > 0) stops.emplace();
-  redis::Topology topology = open_topology(settings);
-  auto layout = make_layout(settings);
-  prim::Lock lock(topology, *layout, req.name);
-  lock.set_ancestry(inherited_holds());
-  prim::WaitHooks hooks = wait_hooks(console, req.name);
-  if (stops) hooks = stops->attach(std::move(hooks));
-  auto a =
-      lock.acquire(req.owner, req.lease, req.wait_until, hooks, prim::HoldKind::kLock, req.mode);
-  if (int signo = stops ? stops->stop_signal() : 0) {  // while connecting, waiting, or at the grant
-    if (const auto* held = std::get_if<prim::Held>(&a))
-      lock.give_back(req.owner, *held, prim::HoldKind::kLock);
-    console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for lock '" +
-                   req.name + "'; it is not held");
-    return 128 + signo;
-  }
-  if (const auto* busy = std::get_if<prim::Busy>(&a)) {
-    if (req.wait.count() > 0) console.notice(describe_busy(req.name, *busy, req.wait));
-    console.result(busy_json(req.name, *busy));
-    return req.conflict_exit_code;
-  }
-  const auto& held = std::get<prim::Held>(a);
-  if (req.owner_made_up) console.warning(made_up_owner_warning(req));
-  console.result(held_json(req, req.name, held), held_line(req, held));
-  return 0;
+Json held_result(const LockRequest& req, const std::vector<prim::MultiLock::Taken>& taken) {
+  if (taken.size() == 1) return held_json(req, req.name, taken.front().held);
+  Json each = Json::array();
+  for (const auto& t : taken) each.push_back(held_json(req, t.name, t.held));
+  return {{"acquired", true}, {"locks", each}};
 }
 
-// `lock` of several names: all of them or none (see prim::MultiLock). A stop signal while
-// it waits gives back what it took (a later lock's wait holds the earlier ones), where one
-// name's wait would simply end with nothing held.
-int lock_several(const LockRequest& req, const Console& console, const Settings& settings) {
-  StopSignals stops;
-  auto hooks_for = [&](const std::string& name) { return stops.attach(wait_hooks(console, name)); };
+// The line on stderr: for one name only after a wait (without one, stdout's result is the
+// whole answer); for several always, as it names the busy one of them.
+int report_busy(const LockRequest& req, const Console& console,
+                const prim::MultiLock::Refused& refused) {
+  std::string line = describe_busy(refused.name, refused.busy, req.wait);
+  if (req.names.size() == 1) {
+    if (req.wait.count() > 0) console.notice(line);
+    console.result(busy_json(refused.name, refused.busy));
+  } else {
+    console.notice(line + "; none of " + locks_named(req.names) + " is held");
+    console.result({{"acquired", false}, {"busy", busy_json(refused.name, refused.busy)}});
+  }
+  return req.conflict_exit_code;
+}
+
+std::string interrupted_line(const LockRequest& req, int signo) {
+  std::string line = "interrupted by signal " + std::to_string(signo);
+  if (req.names.size() == 1)
+    return line + " while waiting for lock '" + req.name + "'; it is not held";
+  return line + "; none of " + locks_named(req.names) + " is held";
+}
+
+// One name is the case n=1 of several: all of them or none (see prim::MultiLock).
+int run_lock(const LockRequest& req, const Console& console, const Settings& settings) {
+  // Only a wait takes the stop signals: without one, ^C ends rlock at once, as it would
+  // any command (nothing is queued, and a hold granted is either reported or not taken).
+  // Several names take them all the same: a later lock's acquisition holds the earlier ones,
+  // which a signal must not leave held.
+  std::optional<StopSignals> stops;
+  if (req.wait.count() > 0 || req.names.size() > 1) stops.emplace();
+  auto hooks_for = [&](const std::string& name) {
+    prim::WaitHooks hooks = wait_hooks(console, name);
+    return stops ? stops->attach(std::move(hooks)) : hooks;
+  };
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
   prim::MultiLock locks(topology, *layout, req.names);
   locks.set_ancestry(inherited_holds());
   auto outcome = locks.acquire(req.owner, req.lease, req.wait_until, hooks_for,
                                prim::HoldKind::kLock, req.mode);
-  const std::string nothing_held = "none of locks " + quoted_names(req.names) + " is held";
   const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
-  if (int stop = stops.stop_signal()) {  // while connecting, waiting, or at the grant
+  if (int signo = stops ? stops->stop_signal() : 0) {  // while connecting, waiting, or at the grant
     if (!refused)
       locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
                       prim::HoldKind::kLock);
-    console.notice("interrupted by signal " + std::to_string(stop) + "; " + nothing_held);
-    return 128 + stop;
+    console.notice(interrupted_line(req, signo));
+    return 128 + signo;
   }
-  if (refused) {
-    console.notice(describe_busy(refused->name, refused->busy, req.wait) + "; " + nothing_held);
-    console.result({{"acquired", false}, {"busy", busy_json(refused->name, refused->busy)}});
-    return req.conflict_exit_code;
-  }
+  if (refused) return report_busy(req, console, *refused);
   const auto& taken = std::get<prim::MultiLock::Acquired>(outcome).taken;
   if (req.owner_made_up) console.warning(made_up_owner_warning(req));
-  Json each = Json::array();
-  for (const auto& t : taken) each.push_back(held_json(req, t.name, t.held));
-  console.result({{"acquired", true}, {"locks", each}}, held_line(req, taken));
+  console.result(held_result(req, taken), held_line(req, taken));
   return 0;
 }
 
@@ -164,8 +158,7 @@ stderr, even with -q, says how to unlock it.)");
   return {[flags](const Settings& settings) {
     Console console(settings);
     LockRequest req = resolve_lock_request(*flags, settings);
-    if (req.names.size() > 1) return lock_several(req, console, settings);
-    return lock_one(req, console, settings);
+    return run_lock(req, console, settings);
   }};
 }
 

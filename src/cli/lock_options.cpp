@@ -135,6 +135,10 @@ std::string quoted_names(const std::vector<std::string>& names) {
   return out;
 }
 
+std::string locks_named(const std::vector<std::string>& names) {
+  return (names.size() > 1 ? "locks " : "lock ") + quoted_names(names);
+}
+
 std::string describe_busy(const std::string& name, const prim::Busy& busy, Millis waited) {
   std::string line =
       (waited.count() > 0 ? "gave up after waiting " + format_duration(waited) + ": lock '"

@@ -72,5 +72,7 @@ void validate_names(const std::vector<std::string>& names);
 
 // "'a', 'b' and 'c'" for messages about several locks.
 std::string quoted_names(const std::vector<std::string>& names);
+// "lock 'a'", or "locks 'a' and 'b'" for several.
+std::string locks_named(const std::vector<std::string>& names);
 
 }  // namespace rlock::cli

@@ -181,18 +181,13 @@ int acquire_and_run(const std::vector<std::string>& command, const Take& t, cons
     return t.lock.conflict_exit_code;
   }
   const auto& held = std::get<prim::PermitsHeld>(a);
-  console.explain("acquired " + std::to_string(held.ids.size()) + " permit(s) of semaphore '" +
-                  t.lock.name + "' (lease " + format_duration(t.lock.lease) + ", renewed every " +
-                  format_duration(supervision.renew_interval()) +
-                  "); running: " + join(command, " "));
-  return supervision.run(
-      command,
-      {{"RLOCK_NAME", t.lock.name},
-       {"RLOCK_OWNER", t.lock.owner},
-       {"RLOCK_PERMITS", join(held.ids, " ")},
-       {"RLOCK_LEASE_MS", std::to_string(t.lock.lease.count())},
-       {kHoldsVariable, holds_for_job(inherited, {held.request_id, t.lock.owner})}},
-      sem.hold(held, t.lock.lease), topology);
+  JobHold job;
+  job.name = t.lock.name;
+  job.owner = t.lock.owner;
+  job.what = std::to_string(held.ids.size()) + " permit(s) of semaphore '" + t.lock.name + "'";
+  job.env = {{"RLOCK_PERMITS", join(held.ids, " ")}};
+  job.holds = holds_for_job(inherited, {held.request_id, t.lock.owner});
+  return supervision.run_held(command, job, sem.hold(held, t.lock.lease), topology);
 }
 
 int run_exec(const SemFlags& f, const std::vector<std::string>& command, const Settings& settings) {

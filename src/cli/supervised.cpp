@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/ancestry.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/secret_env.hpp"
 #include "exec/stop_policy.hpp"
@@ -46,6 +47,12 @@ exec::SuperviseOptions parsed_options(const SuperviseFlags& f, Millis lease,
   so.min_hold = parse_duration(f.min_hold, "--min-hold");
   set_stop_timing(f, lease, console, so);
   return so;
+}
+
+std::string join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
 }
 
 std::optional<exec::JobCgroup> job_cgroup(const Console& console) {
@@ -147,6 +154,19 @@ int Supervision::run(const std::vector<std::string>& command,
   int code = exec::supervise(job, watchdog, stops_.fd(), *guardian_, options_);
   if (came_too_late_) guardian_.reset();  // it was told to finish: the next run starts one
   return code;
+}
+
+int Supervision::run_held(const std::vector<std::string>& command, const JobHold& held,
+                          std::unique_ptr<prim::Hold> hold, redis::Topology& topology) {
+  console_.explain("acquired " + held.what + " (" + held.terms + "lease " +
+                   format_duration(lease_) + ", renewed every " +
+                   format_duration(renew_interval()) + "); running: " + join(command));
+  std::vector<std::pair<std::string, std::string>> env = {{"RLOCK_NAME", held.name},
+                                                          {"RLOCK_OWNER", held.owner}};
+  env.insert(env.end(), held.env.begin(), held.env.end());
+  env.emplace_back("RLOCK_LEASE_MS", std::to_string(lease_.count()));
+  env.emplace_back(kHoldsVariable, held.holds);
+  return run(command, std::move(env), std::move(hold), topology);
 }
 
 int Supervision::run_unheld(const std::vector<std::string>& command,

@@ -41,6 +41,17 @@ void add_supervise_flags(CLI::App& sub, SuperviseFlags& flags);
 // The "lease" of a command run with nothing held (run_unheld): longer than any job.
 inline constexpr Millis kNoLease = kMaxDuration;
 
+// What a job runs under, as run_held() says it on -v and tells it to the job.
+struct JobHold {
+  std::string name;   // RLOCK_NAME
+  std::string owner;  // RLOCK_OWNER
+  // -v says "acquired <what> (<terms>lease L, renewed every R); running: CMD".
+  std::string what;
+  std::string terms;
+  std::vector<std::pair<std::string, std::string>> env;  // the primitive's own variables
+  std::string holds;                                     // RLOCK_HOLDS
+};
+
 // Running a command under a hold, in steps around the acquisition: the constructor does
 // what must come before it (stop timing checked against the lease, signals diverted to a
 // signal fd), prepare_during_next_script() has the job's cgroup and guardian made while the
@@ -68,6 +79,11 @@ class Supervision {
   int run(const std::vector<std::string>& command,
           std::vector<std::pair<std::string, std::string>> env, std::unique_ptr<prim::Hold> hold,
           redis::Topology& topology);
+
+  // run() for a lock or permits: says on -v what is held and what runs, and gives the job
+  // RLOCK_NAME, RLOCK_OWNER, `held.env`, RLOCK_LEASE_MS and RLOCK_HOLDS.
+  int run_held(const std::vector<std::string>& command, const JobHold& held,
+               std::unique_ptr<prim::Hold> hold, redis::Topology& topology);
 
   // Runs `command` as run() does, with nothing held (a rate limiter's allowed call): the
   // same signal forwarding, containment and guardian, and no lease that could be lost.

@@ -25,8 +25,8 @@ Json force_unlock(prim::Lock& lock) {
 
 // Releases one level of `lock` held by `owner`: the result object, or the one-line reason
 // why nothing changed (`refused`).
-Json unlock_one(prim::Lock& lock, const std::string& owner, prim::LockMode mode,
-                std::string& refused) {
+Json release_level(prim::Lock& lock, const std::string& owner, prim::LockMode mode,
+                   std::string& refused) {
   auto r = lock.release(owner, Millis(0), "", mode);
   using Outcome = prim::Release::Outcome;
   const std::string& name = lock.name();
@@ -45,34 +45,40 @@ Json unlock_one(prim::Lock& lock, const std::string& owner, prim::LockMode mode,
   return nullptr;
 }
 
-// unlock of several names: each is released (or forced) on its own, whatever the others'
-// outcome; a name that could not be unlocked makes the exit code as it would alone, and
-// the line that says so names it (and what was unlocked all the same).
-int unlock_several(const UnlockFlags& f, const std::string& owner, const Console& console,
-                   const Settings& settings) {
+// Each name is released (or forced) on its own, whatever the others' outcome. One name's
+// result is its object, and its error is the command's; several print the object of each
+// one unlocked, and the line on stderr names each one that was not (and what was unlocked
+// all the same), with the exit code of the first that failed (not merely not held).
+int run_unlock(const UnlockFlags& f, const std::string& owner, const Console& console,
+               const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
   auto mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
+  const bool one = f.names.size() == 1;
   Json each = Json::array();
   std::vector<std::string> refused, unlocked;
-  int failed = 0;  // the exit code of the first name that failed (not merely not held)
+  int failed = 0;
   for (const auto& name : f.names) {
     prim::Lock lock(topology, *layout, name);
     std::string why;
     try {
-      Json one = f.force ? force_unlock(lock) : unlock_one(lock, owner, mode, why);
+      Json result = f.force ? force_unlock(lock) : release_level(lock, owner, mode, why);
       if (why.empty()) {
-        each.push_back(std::move(one));
+        each.push_back(std::move(result));
         unlocked.push_back(name);
       }
     } catch (const Error& e) {
+      if (one) throw;
       // The names before it may have been unlocked already: they are reported all the same.
       why = "lock '" + name + "': " + e.what();
       if (!failed) failed = e.exit_code();
     }
     if (!why.empty()) refused.push_back(std::move(why));
   }
-  console.result({{"locks", each}});
+  if (!one)
+    console.result({{"locks", each}});
+  else if (!each.empty())
+    console.result(each.front());
   if (refused.empty()) return 0;
   std::string line;
   for (const auto& r : refused) line += (line.empty() ? "" : "; ") + r;
@@ -103,20 +109,7 @@ Examples:
     Console console(settings);
     validate_names(flags->names);
     std::string owner = flags->force ? std::string() : explicit_owner(flags->owner, settings);
-    if (flags->names.size() > 1) return unlock_several(*flags, owner, console, settings);
-    redis::Topology topology = open_topology(settings);
-    auto layout = make_layout(settings);
-    prim::Lock lock(topology, *layout, flags->names.front());
-    if (flags->force) {
-      console.result(force_unlock(lock));
-      return 0;
-    }
-    std::string refused;
-    Json one = unlock_one(
-        lock, owner, flags->shared ? prim::LockMode::kShared : prim::LockMode::kExclusive, refused);
-    if (!refused.empty()) throw Error(kExitNotNow, refused);
-    console.result(one);
-    return 0;
+    return run_unlock(*flags, owner, console, settings);
   }};
 }
 

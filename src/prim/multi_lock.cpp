@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "prim/multi_hold.hpp"
 #include "util/error.hpp"
 
 namespace rlock::prim {
@@ -57,16 +58,18 @@ MultiLock::Outcome MultiLock::acquire(const std::string& owner, Millis lease, De
     if (!take_all(owner, lease, until, hooks, kind, mode, members, refused)) continue;
     if (refused) return std::move(*refused);
     Acquired out;
-    std::vector<MultiHold::Member> holds;
-    for (auto& m : members) holds.push_back({names_[m.index], std::move(m.hold)});
-    long long first_fence = 0;
     for (size_t i = 0; i < names_.size(); ++i) {
       auto m = std::find_if(members.begin(), members.end(),
                             [i](const Member& x) { return x.index == i; });
       out.taken.push_back({names_[i], m->held});
-      if (i == 0) first_fence = m->held.fence;
     }
-    out.hold = std::make_unique<MultiHold>(std::move(holds), first_fence);
+    if (members.size() == 1) {
+      out.hold = std::move(members.front().hold);
+      return out;
+    }
+    std::vector<MultiHold::Member> holds;
+    for (auto& m : members) holds.push_back({names_[m.index], std::move(m.hold)});
+    out.hold = std::make_unique<MultiHold>(std::move(holds), out.taken.front().held.fence);
     return out;
   }
 }

@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
+#include "prim/hold.hpp"
 #include "prim/lock.hpp"
-#include "prim/multi_hold.hpp"
 
 namespace rlock::prim {
 
@@ -31,10 +31,11 @@ class MultiLock {
     Held held;
   };
   // All held: `taken` in the order the names were given, `hold` keeps them all (for exec's
-  // supervision), renewed up to now.
+  // supervision), renewed up to now. For one name it is that lock's own hold, so that a
+  // single lock is renewed, lost and reported exactly as a Lock's hold is.
   struct Acquired {
     std::vector<Taken> taken;
-    std::unique_ptr<MultiHold> hold;
+    std::unique_ptr<Hold> hold;
   };
   // None held: `name` is the lock found busy (or being waited for when the wait ended).
   struct Refused {

@@ -377,6 +377,24 @@ TEST_CASE("multilock: a member lost under the job stops it with 76") {
   }
 }
 
+// One name is a MultiLock of one, supervised by that lock's own hold: its lost line is a
+// lock's, not a member's ("lock 'a': ...").
+TEST_CASE("multilock: exec of one name lost under the job says so as a single lock") {
+  RedisServer redis;
+  auto job = spawn_rlock(redis, {"exec", "--lease", "3s", "--owner", "job", "a", "--", "sh", "-c",
+                                 "echo $$; exec sleep 60"});
+  auto line = job.read_line(deadline(10s));
+  REQUIRE(line.has_value());
+  PidGuard child(static_cast<pid_t>(std::stol(*line)));
+  REQUIRE(rlock(redis, {"unlock", "--force", "a"}).status == 0);
+  auto status = job.wait(deadline(10s));
+  INFO("stderr: " << job.err());
+  CHECK(status.value_or(kStillRunning) == 76);
+  CHECK(child.wait_gone(2s));
+  CHECK(job.err().find("lock lost: the lock is no longer held by job (expired, deleted or "
+                       "forced)") != std::string::npos);
+}
+
 TEST_CASE("multilock: inside exec a b, a request that only its release could grant is refused") {
   RedisServer redis;
   struct Case {
