@@ -300,7 +300,7 @@ TEST_CASE("hostile: the command line guides") {
   CHECK(redis.cmd_int({"DBSIZE"}) == 0);
 }
 
-// docs/commands.md: everything rlock prints on stderr is one line starting `rlock: `; a usage
+// rlock(1), DIAGNOSTICS: everything rlock prints on stderr is one line starting `rlock: `; a usage
 // error exits 64 and touches nothing.
 TEST_CASE("hostile: every usage error is one line on stderr and exit 64") {
   RedisServer redis;
