@@ -1,19 +1,18 @@
 #include "cli/flag_table.hpp"
 
 namespace rlock::cli {
+namespace {
 
-std::span<const Flag> exec_flags() {
-  static const Flag kFlags[] = {
-      {.commands = "exec",
-       .names = "name",
-       .value = "NAME",
-       .help =
-           "lock name; several: all of them or none; then -- CMD [ARGS...], the command to run"},
-      {.commands = "exec",
-       .names = "--lease",
-       .value = "DUR",
-       .help = "lease of the hold",
-       .man = R"roff(Lease of the lock; renewed every
+constexpr Flag kExecFlags[] = {
+    {.commands = "exec",
+     .names = "name",
+     .value = "NAME",
+     .help = "lock name; several: all of them or none; then -- CMD [ARGS...], the command to run"},
+    {.commands = "exec",
+     .names = "--lease",
+     .value = "DUR",
+     .help = "lease of the hold",
+     .man = R"roff(Lease of the lock; renewed every
 .IR DUR /3
 while the command runs (or sooner: every half of the time from a renewal to the
 stop point, if that is less).
@@ -21,12 +20,12 @@ Default:
 .BR 30s .
 A short lease frees the lock sooner after a crash; a long one rides out longer
 Redis outages.)roff",
-       .default_value = "30s"},
-      {.commands = "exec,sem exec,delay-pop",
-       .names = "--on-lost",
-       .value = "SIG",
-       .help = "signal for the job if the hold is lost",
-       .man = R"roff(Signal sent to the command (its process group, or every process in its cgroup)
+     .default_value = "30s"},
+    {.commands = "exec,sem exec,delay-pop",
+     .names = "--on-lost",
+     .value = "SIG",
+     .help = "signal for the job if the hold is lost",
+     .man = R"roff(Signal sent to the command (its process group, or every process in its cgroup)
 when the lock is lost or its lease reaches the stop point.
 A name with or without
 .B SIG
@@ -41,14 +40,14 @@ A name with or without
 or a number.
 Default:
 .BR TERM .)roff",
-       .completion = Completion::kSuggestions,
-       .choices = "TERM INT HUP QUIT KILL USR1 USR2",
-       .default_value = "TERM"},
-      {.commands = "exec,sem exec,delay-pop",
-       .names = "--kill-after",
-       .value = "DUR",
-       .help = "then SIGKILL after DUR (default 10s, shortened to fit --lease)",
-       .man = R"roff(After sending the
+     .completion = Completion::kSuggestions,
+     .choices = "TERM INT HUP QUIT KILL USR1 USR2",
+     .default_value = "TERM"},
+    {.commands = "exec,sem exec,delay-pop",
+     .names = "--kill-after",
+     .value = "DUR",
+     .help = "then SIGKILL after DUR (default 10s, shortened to fit --lease)",
+     .man = R"roff(After sending the
 .B \-\-on\-lost
 signal, send KILL if the command is still running after
 .IR DUR
@@ -61,11 +60,11 @@ Default:
 shortened to that limit for a short lease
 .RB ( \-v
 says so).)roff"},
-      {.commands = "exec,sem exec,delay-pop",
-       .names = "--min-hold",
-       .value = "DUR",
-       .help = "keep the hold until DUR after acquisition",
-       .man = R"roff(Keep the lock held until
+    {.commands = "exec,sem exec,delay-pop",
+     .names = "--min-hold",
+     .value = "DUR",
+     .help = "keep the hold until DUR after acquisition",
+     .man = R"roff(Keep the lock held until
 .I DUR
 after it was acquired, even if the command finished earlier.
 .B rlock
@@ -81,22 +80,24 @@ The kept lock (count 0) is busy for every owner, its own included;
 with its owner, or
 .BR "unlock \-\-force" ,
 ends it early.)roff"},
-      {.commands = "exec,sem exec,delay-pop",
-       .names = "--keep-secrets",
-       .value = "",
-       .help = "let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL",
-       .man = R"roff(Let the command inherit
+    {.commands = "exec,sem exec,delay-pop",
+     .names = "--keep-secrets",
+     .value = "",
+     .help = "let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL",
+     .man = R"roff(Let the command inherit
 .B RLOCK_PASSWORD
 and a password-bearing
 .B RLOCK_URL
 or
 .BR REDIS_URL .)roff"},
-      {.commands = "exec",
-       .names = "-c,--command",
-       .value = "CMD",
-       .help = "run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)"},
-  };
-  return kFlags;
-}
+    {.commands = "exec",
+     .names = "-c,--command",
+     .value = "CMD",
+     .help = "run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)"},
+};
+
+}  // namespace
+
+std::span<const Flag> exec_flags() { return kExecFlags; }
 
 }  // namespace rlock::cli

@@ -1,29 +1,29 @@
 #include "cli/flag_table.hpp"
 
 namespace rlock::cli {
+namespace {
 
-std::span<const Flag> global_flags() {
-  static const Flag kFlags[] = {
-      {.commands = "",
-       .names = "-h,--help",
-       .value = "",
-       .help = "print this help and exit",
-       .man = R"roff(Print help and exit.
+constexpr Flag kGlobalFlags[] = {
+    {.commands = "",
+     .names = "-h,--help",
+     .value = "",
+     .help = "print this help and exit",
+     .man = R"roff(Print help and exit.
 After a subcommand, print that subcommand's help.)roff"},
-      {.commands = "",
-       .names = "--version",
-       .value = "",
-       .help = "print the version and exit",
-       .man = R"roff(Print
+    {.commands = "",
+     .names = "--version",
+     .value = "",
+     .help = "print the version and exit",
+     .man = R"roff(Print
 .B rlock 0.1.0
 and exit 0.)roff"},
-      {.commands = "",
-       .names = "--url",
-       .value = "URL",
-       .help = "redis://[user[:pass]@]host[:port][/db], unix:///path[?db=N], "
-               "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2, redis-quorum://H1,H2,H3 "
-               "(locks only); rediss... over TLS",
-       .man = R"roff(The Redis server:
+    {.commands = "",
+     .names = "--url",
+     .value = "URL",
+     .help = "redis://[user[:pass]@]host[:port][/db], unix:///path[?db=N], "
+             "redis-sentinel://H1,H2/MASTER, redis-cluster://H1,H2, redis-quorum://H1,H2,H3 "
+             "(locks only); rediss... over TLS",
+     .man = R"roff(The Redis server:
 .BI redis:// \fR[\fPuser : password @\fR]\fPhost\fR[\fP: port\fR][\fP/ db\fR]\fP
 or
 .BI unix:// /path/to.sock\fR[\fP?db= N\fR]\fP\c
@@ -124,16 +124,16 @@ and
 .BR "\-\-layout redisson" .
 See
 .BR QUORUM .)roff",
-       .completion = Completion::kPrefix,
-       .choices = "redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// "
-                  "redis-cluster:// rediss-cluster:// redis-quorum:// rediss-quorum://",
-       .env = "RLOCK_URL",
-       .config = "url"},
-      {.commands = "",
-       .names = "--password-file",
-       .value = "FILE",
-       .help = "read the password from FILE (mode 600)",
-       .man = R"roff(Read the password from the first line of
+     .completion = Completion::kPrefix,
+     .choices = "redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel:// "
+                "redis-cluster:// rediss-cluster:// redis-quorum:// rediss-quorum://",
+     .env = "RLOCK_URL",
+     .config = "url"},
+    {.commands = "",
+     .names = "--password-file",
+     .value = "FILE",
+     .help = "read the password from FILE (mode 600)",
+     .man = R"roff(Read the password from the first line of
 .IR FILE .
 The file is refused (exit status 64) if its group or others can read it; use
 .BR "chmod 600" .
@@ -143,13 +143,13 @@ Without this option the password comes from
 .BR RLOCK_PASSWORD ,
 else from the config file key
 .BR password_file .)roff",
-       .completion = Completion::kFile,
-       .config = "password_file"},
-      {.commands = "",
-       .names = "--prefix",
-       .value = "PREFIX",
-       .help = "key prefix (default rlock:; may be empty)",
-       .man = R"roff(Prefix of every key and channel name.
+     .completion = Completion::kFile,
+     .config = "password_file"},
+    {.commands = "",
+     .names = "--prefix",
+     .value = "PREFIX",
+     .help = "key prefix (default rlock:; may be empty)",
+     .man = R"roff(Prefix of every key and channel name.
 Default:
 .BR RLOCK_PREFIX ,
 then the config file key
@@ -161,38 +161,38 @@ An empty prefix
 .RB ( "\-\-prefix ''" )
 is honoured; a prefix with braces is refused (exit status 64), as it would split
 one lock's keys over cluster slots.)roff",
-       .env = "RLOCK_PREFIX",
-       .config = "prefix"},
-      {.commands = "",
-       .names = "--connect-timeout",
-       .value = "DUR",
-       .help = "connect timeout",
-       .man = R"roff(Timeout for connecting to the server over TCP or a unix socket.
+     .env = "RLOCK_PREFIX",
+     .config = "prefix"},
+    {.commands = "",
+     .names = "--connect-timeout",
+     .value = "DUR",
+     .help = "connect timeout",
+     .man = R"roff(Timeout for connecting to the server over TCP or a unix socket.
 Default: config file key
 .BR connect_timeout ,
 then
 .BR 2s .)roff",
-       .default_value = "2s",
-       .config = "connect_timeout"},
-      {.commands = "",
-       .names = "--timeout",
-       .value = "DUR",
-       .help = "timeout of each request, its repeats and clean-up (default 5s; before lock and "
-               "exec, never after: flock's --timeout is --wait there)",
-       .man = R"roff(Timeout of each request to the server, with its repeats and its clean-up
+     .default_value = "2s",
+     .config = "connect_timeout"},
+    {.commands = "",
+     .names = "--timeout",
+     .value = "DUR",
+     .help = "timeout of each request, its repeats and clean-up (default 5s; before lock and "
+             "exec, never after: flock's --timeout is --wait there)",
+     .man = R"roff(Timeout of each request to the server, with its repeats and its clean-up
 (plus at most 200ms for the clean-up's connection; see
 .BR "When Redis fails or misbehaves" ).
 Default: config file key
 .BR timeout ,
 then
 .BR 5s .)roff",
-       .config = "timeout"},
-      {.commands = "",
-       .names = "--sync-replicas",
-       .value = "N",
-       .help =
-           "acquisitions and renewals wait for N replicas to acknowledge (WAIT); 0 = off (default)",
-       .man = R"roff(Every write that takes or renews something (an acquisition by
+     .config = "timeout"},
+    {.commands = "",
+     .names = "--sync-replicas",
+     .value = "N",
+     .help =
+         "acquisitions and renewals wait for N replicas to acknowledge (WAIT); 0 = off (default)",
+     .man = R"roff(Every write that takes or renews something (an acquisition by
 .BR lock ,
 .BR exec ,
 .BR "sem acquire" ,
@@ -263,13 +263,13 @@ config file key
 .BR sync_replicas ,
 then
 .BR 0 .)roff",
-       .env = "RLOCK_SYNC_REPLICAS",
-       .config = "sync_replicas"},
-      {.commands = "",
-       .names = "--sync-timeout",
-       .value = "DUR",
-       .help = "how long --sync-replicas waits for the replicas",
-       .man = R"roff(How long each WAIT of
+     .env = "RLOCK_SYNC_REPLICAS",
+     .config = "sync_replicas"},
+    {.commands = "",
+     .names = "--sync-timeout",
+     .value = "DUR",
+     .help = "how long --sync-replicas waits for the replicas",
+     .man = R"roff(How long each WAIT of
 .B \-\-sync\-replicas
 may take (more than 0); the request's
 .B \-\-timeout
@@ -280,15 +280,15 @@ config file key
 .BR sync_timeout ,
 then
 .BR 1s .)roff",
-       .default_value = "1s",
-       .env = "RLOCK_SYNC_TIMEOUT",
-       .config = "sync_timeout"},
-      {.commands = "",
-       .names = "--layout",
-       .value = "LAYOUT",
-       .help = "whose key layout locks use: rlock (default) or redisson (Redisson's RLock: lock, "
-               "unlock, exec and inspect of locks only)",
-       .man = R"roff(Whose key layout locks use:
+     .default_value = "1s",
+     .env = "RLOCK_SYNC_TIMEOUT",
+     .config = "sync_timeout"},
+    {.commands = "",
+     .names = "--layout",
+     .value = "LAYOUT",
+     .help = "whose key layout locks use: rlock (default) or redisson (Redisson's RLock: lock, "
+             "unlock, exec and inspect of locks only)",
+     .man = R"roff(Whose key layout locks use:
 .B rlock
 (the default) or
 .BR redisson ,
@@ -324,15 +324,15 @@ config file key
 .BR layout ,
 then
 .BR rlock .)roff",
-       .completion = Completion::kChoices,
-       .choices = "rlock redisson",
-       .env = "RLOCK_LAYOUT",
-       .config = "layout"},
-      {.commands = "",
-       .names = "--tls-ca-cert",
-       .value = "FILE",
-       .help = "rediss: trust the CAs in FILE (PEM) instead of the system's",
-       .man = R"roff(For
+     .completion = Completion::kChoices,
+     .choices = "rlock redisson",
+     .env = "RLOCK_LAYOUT",
+     .config = "layout"},
+    {.commands = "",
+     .names = "--tls-ca-cert",
+     .value = "FILE",
+     .help = "rediss: trust the CAs in FILE (PEM) instead of the system's",
+     .man = R"roff(For
 .BR rediss:// ,
 .BR rediss\-sentinel:// ,
 .B rediss\-cluster://
@@ -346,14 +346,14 @@ Also
 .B RLOCK_TLS_CA_CERT
 and the config file key
 .BR tls_ca_cert .)roff",
-       .completion = Completion::kFile,
-       .env = "RLOCK_TLS_CA_CERT",
-       .config = "tls_ca_cert"},
-      {.commands = "",
-       .names = "--tls-ca-dir",
-       .value = "DIR",
-       .help = "rediss: trust the CAs in DIR (hashed, c_rehash) instead of the system's",
-       .man = R"roff(Trust the CA certificates in
+     .completion = Completion::kFile,
+     .env = "RLOCK_TLS_CA_CERT",
+     .config = "tls_ca_cert"},
+    {.commands = "",
+     .names = "--tls-ca-dir",
+     .value = "DIR",
+     .help = "rediss: trust the CAs in DIR (hashed, c_rehash) instead of the system's",
+     .man = R"roff(Trust the CA certificates in
 .I DIR
 (hashed names, as
 .B openssl rehash
@@ -364,14 +364,14 @@ Also
 .B RLOCK_TLS_CA_DIR
 and
 .BR tls_ca_dir .)roff",
-       .completion = Completion::kDirectory,
-       .env = "RLOCK_TLS_CA_DIR",
-       .config = "tls_ca_dir"},
-      {.commands = "",
-       .names = "--tls-cert",
-       .value = "FILE",
-       .help = "rediss: client certificate (PEM), with --tls-key",
-       .man = R"roff(The client certificate (PEM, with its chain) and its private key (PEM, not
+     .completion = Completion::kDirectory,
+     .env = "RLOCK_TLS_CA_DIR",
+     .config = "tls_ca_dir"},
+    {.commands = "",
+     .names = "--tls-cert",
+     .value = "FILE",
+     .help = "rediss: client certificate (PEM), with --tls-key",
+     .man = R"roff(The client certificate (PEM, with its chain) and its private key (PEM, not
 encrypted), for a server that demands one
 .RB ( tls\-auth\-clients ).
 They go together. The key file must not be accessible by group or others, as a
@@ -383,21 +383,21 @@ Also
 and
 .BR tls_cert ,
 .BR tls_key .)roff",
-       .completion = Completion::kFile,
-       .env = "RLOCK_TLS_CERT",
-       .config = "tls_cert"},
-      {.commands = "",
-       .names = "--tls-key",
-       .value = "FILE",
-       .help = "rediss: client private key (PEM, mode 600)",
-       .completion = Completion::kFile,
-       .env = "RLOCK_TLS_KEY",
-       .config = "tls_key"},
-      {.commands = "",
-       .names = "--tls-insecure",
-       .value = "",
-       .help = "rediss: verify neither the certificate nor the host name (says so on stderr)",
-       .man = R"roff(Verify neither the server's certificate nor its name: the connection is
+     .completion = Completion::kFile,
+     .env = "RLOCK_TLS_CERT",
+     .config = "tls_cert"},
+    {.commands = "",
+     .names = "--tls-key",
+     .value = "FILE",
+     .help = "rediss: client private key (PEM, mode 600)",
+     .completion = Completion::kFile,
+     .env = "RLOCK_TLS_KEY",
+     .config = "tls_key"},
+    {.commands = "",
+     .names = "--tls-insecure",
+     .value = "",
+     .help = "rediss: verify neither the certificate nor the host name (says so on stderr)",
+     .man = R"roff(Verify neither the server's certificate nor its name: the connection is
 encrypted, but anyone on the path can pose as the server. rlock says so in one
 line on standard error, even with
 .BR \-q .
@@ -407,13 +407,13 @@ and
 .B tls_insecure
 .RB ( 1 ", " true ", " yes ;
 .BR 0 ", " false ", " no ).)roff",
-       .env = "RLOCK_TLS_INSECURE",
-       .config = "tls_insecure"},
-      {.commands = "",
-       .names = "--format",
-       .value = "FMT",
-       .help = "output of listings: json or table; prometheus (inspect only)",
-       .man = R"roff(Output format of listings
+     .env = "RLOCK_TLS_INSECURE",
+     .config = "tls_insecure"},
+    {.commands = "",
+     .names = "--format",
+     .value = "FMT",
+     .help = "output of listings: json or table; prometheus (inspect only)",
+     .man = R"roff(Output format of listings
 .RB ( inspect ;
 .B doctor
 has a table too).
@@ -424,32 +424,34 @@ only: with any other subcommand it is a usage error (64), since a scraper fed JS
 fails unseen.
 Default:
 .BR json .)roff",
-       .completion = Completion::kChoices,
-       .choices = "json table prometheus"},
-      {.commands = "",
-       .names = "-v,--verbose",
-       .value = "",
-       .help = "explain on stderr what rlock waits for and why",
-       .man = R"roff(Explain on standard error what
+     .completion = Completion::kChoices,
+     .choices = "json table prometheus"},
+    {.commands = "",
+     .names = "-v,--verbose",
+     .value = "",
+     .help = "explain on stderr what rlock waits for and why",
+     .man = R"roff(Explain on standard error what
 .B rlock
 waits for and why.)roff"},
-      {.commands = "",
-       .names = "-q,--quiet",
-       .value = "",
-       .help = "no result on stdout, no notices on stderr (warnings stay)",
-       .man = R"roff(Print no result JSON on standard output and no notices on standard error.
+    {.commands = "",
+     .names = "-q,--quiet",
+     .value = "",
+     .help = "no result on stdout, no notices on stderr (warnings stay)",
+     .man = R"roff(Print no result JSON on standard output and no notices on standard error.
 Errors and warnings (the made-up owner of
 .BR lock )
 still print one line on standard error.
 The exit status carries the result.)roff"},
-      {.commands = "help",
-       .names = "subcommand",
-       .value = "SUBCOMMAND",
-       .help = "lock, unlock, exec, sem, inspect, latch, limit, delay-push, delay-pop or doctor, "
-               "then sem's or latch's own",
-       .completion = Completion::kSubcommand},
-  };
-  return kFlags;
-}
+    {.commands = "help",
+     .names = "subcommand",
+     .value = "SUBCOMMAND",
+     .help = "lock, unlock, exec, sem, inspect, latch, limit, delay-push, delay-pop or doctor, "
+             "then sem's or latch's own",
+     .completion = Completion::kSubcommand},
+};
+
+}  // namespace
+
+std::span<const Flag> global_flags() { return kGlobalFlags; }
 
 }  // namespace rlock::cli

@@ -1,43 +1,43 @@
 #include "cli/flag_table.hpp"
 
 namespace rlock::cli {
+namespace {
 
-std::span<const Flag> inspect_flags() {
-  static const Flag kFlags[] = {
-      {.commands = "inspect",
-       .names = "pattern",
-       .value = "PATTERN",
-       .help = "glob over object names",
-       .completion = Completion::kLockName,
-       .default_value = "*"},
-      {.commands = "inspect",
-       .names = "--type",
-       .value = "TYPE[,TYPE]",
-       .help = "only these types, comma-separated: lock,sem,latch,limiter,queue (default: all)",
-       .man = R"roff(Only these types:
+constexpr Flag kInspectFlags[] = {
+    {.commands = "inspect",
+     .names = "pattern",
+     .value = "PATTERN",
+     .help = "glob over object names",
+     .completion = Completion::kLockName,
+     .default_value = "*"},
+    {.commands = "inspect",
+     .names = "--type",
+     .value = "TYPE[,TYPE]",
+     .help = "only these types, comma-separated: lock,sem,latch,limiter,queue (default: all)",
+     .man = R"roff(Only these types:
 .BR lock ,
 .BR sem ,
 .BR latch ,
 .B limiter
 (default: all).
 An unknown type is a usage error (exit 64).)roff",
-       .completion = Completion::kCommaList,
-       .choices = "lock sem latch limiter queue"},
-      {.commands = "inspect",
-       .names = "--watch",
-       .value = "",
-       .help = "list again on every change until q or ^C: a live table on a terminal, JSON lines "
-               "otherwise",
-       .man = R"roff(List again whenever something changes, until
+     .completion = Completion::kCommaList,
+     .choices = "lock sem latch limiter queue"},
+    {.commands = "inspect",
+     .names = "--watch",
+     .value = "",
+     .help = "list again on every change until q or ^C: a live table on a terminal, JSON lines "
+             "otherwise",
+     .man = R"roff(List again whenever something changes, until
 .BR q ,
 ^C, or SIGINT, SIGTERM, SIGHUP or SIGQUIT (exit 0); see
 .B Watching
 below.)roff"},
-      {.commands = "inspect",
-       .names = "--interval",
-       .value = "DUR",
-       .help = "--watch: list again at least every DUR (at least 100ms, default 1s)",
-       .man = R"roff(With
+    {.commands = "inspect",
+     .names = "--interval",
+     .value = "DUR",
+     .help = "--watch: list again at least every DUR (at least 100ms, default 1s)",
+     .man = R"roff(With
 .BR \-\-watch :
 list again at least every
 .I DUR
@@ -46,10 +46,12 @@ error, exit 64, and so is
 .B \-\-interval
 without
 .BR \-\-watch ).)roff",
-       .completion = Completion::kSuggestions,
-       .choices = "500ms 1s 5s 30s"},
-  };
-  return kFlags;
-}
+     .completion = Completion::kSuggestions,
+     .choices = "500ms 1s 5s 30s"},
+};
+
+}  // namespace
+
+std::span<const Flag> inspect_flags() { return kInspectFlags; }
 
 }  // namespace rlock::cli

@@ -1,18 +1,18 @@
 #include "cli/flag_table.hpp"
 
 namespace rlock::cli {
+namespace {
 
-std::span<const Flag> lock_flags() {
-  static const Flag kFlags[] = {
-      {.commands = "lock",
-       .names = "name",
-       .value = "NAME",
-       .help = "lock name; several: all of them or none (sorted, taken in that order)"},
-      {.commands = "lock,exec,sem acquire,sem exec",
-       .names = "--owner",
-       .value = "ID",
-       .help = "owner id (default: RLOCK_OWNER or host:pid:random)",
-       .man = R"roff(Owner to hold the lock as.
+constexpr Flag kLockFlags[] = {
+    {.commands = "lock",
+     .names = "name",
+     .value = "NAME",
+     .help = "lock name; several: all of them or none (sorted, taken in that order)"},
+    {.commands = "lock,exec,sem acquire,sem exec",
+     .names = "--owner",
+     .value = "ID",
+     .help = "owner id (default: RLOCK_OWNER or host:pid:random)",
+     .man = R"roff(Owner to hold the lock as.
 Default:
 .BR RLOCK_OWNER ,
 then the config file key
@@ -34,21 +34,21 @@ Concurrent
 .B exec
 processes never share a hold (see
 .BR WAITING ).)roff",
-       .env = "RLOCK_OWNER",
-       .config = "owner"},
-      {.commands = "lock",
-       .names = "--lease",
-       .value = "DUR",
-       .help = "lease of the hold",
-       .man = R"roff(How long the lock is held without renewal.
+     .env = "RLOCK_OWNER",
+     .config = "owner"},
+    {.commands = "lock",
+     .names = "--lease",
+     .value = "DUR",
+     .help = "lease of the hold",
+     .man = R"roff(How long the lock is held without renewal.
 Default:
 .BR 30s .)roff",
-       .default_value = "30s"},
-      {.commands = "lock,exec",
-       .names = "-w,--wait",
-       .value = "DUR",
-       .help = "wait up to DUR for the lock, inf: forever (default: don't wait)",
-       .man = R"roff(If the lock is held, wait up to
+     .default_value = "30s"},
+    {.commands = "lock,exec",
+     .names = "-w,--wait",
+     .value = "DUR",
+     .help = "wait up to DUR for the lock, inf: forever (default: don't wait)",
+     .man = R"roff(If the lock is held, wait up to
 .I DUR
 for it;
 .B inf
@@ -60,13 +60,13 @@ does by default.
 An empty
 .I DUR
 is a usage error.)roff",
-       .completion = Completion::kSuggestions,
-       .choices = "inf 10s 1m 5m 1h"},
-      {.commands = "lock,exec",
-       .names = "-n,--no-wait,--nb,--nonblock",
-       .value = "",
-       .help = "fail at once if the lock is held (the default; flock -n, --nb)",
-       .man = R"roff(Do not wait; fail at once if the lock is held.
+     .completion = Completion::kSuggestions,
+     .choices = "inf 10s 1m 5m 1h"},
+    {.commands = "lock,exec",
+     .names = "-n,--no-wait,--nb,--nonblock",
+     .value = "",
+     .help = "fail at once if the lock is held (the default; flock -n, --nb)",
+     .man = R"roff(Do not wait; fail at once if the lock is held.
 This is the default.
 .RB ( \-\-nb
 and
@@ -74,11 +74,11 @@ and
 are
 .BR flock (1)'s
 spellings.))roff"},
-      {.commands = "lock,exec",
-       .names = "-s,--shared",
-       .value = "",
-       .help = "a shared (read) hold: any number at once, but no exclusive holder (flock -s)",
-       .man = R"roff(Take a shared (read) hold, as
+    {.commands = "lock,exec",
+     .names = "-s,--shared",
+     .value = "",
+     .help = "a shared (read) hold: any number at once, but no exclusive holder (flock -s)",
+     .man = R"roff(Take a shared (read) hold, as
 .BR "flock \-s" :
 any number of shared holds at once, or one exclusive holder (the plain lock),
 never both.
@@ -104,35 +104,35 @@ With
 and
 .B \-\-min\-hold
 together are a usage error.)roff"},
-      {.commands = "lock,exec",
-       .names = "-x,--exclusive",
-       .value = "",
-       .help = "an exclusive hold, the default (flock -x)",
-       .man = R"roff(Take an exclusive hold, as
+    {.commands = "lock,exec",
+     .names = "-x,--exclusive",
+     .value = "",
+     .help = "an exclusive hold, the default (flock -x)",
+     .man = R"roff(Take an exclusive hold, as
 .BR "flock \-x" .
 This is the default; with
 .B \-s
 it is a usage error.)roff"},
-      {.commands = "lock,exec",
-       .names = "-E,--conflict-exit-code",
-       .value = "N",
-       .help = "exit code when the lock is not acquired",
-       .man = R"roff(Exit with
+    {.commands = "lock,exec",
+     .names = "-E,--conflict-exit-code",
+     .value = "N",
+     .help = "exit code when the lock is not acquired",
+     .man = R"roff(Exit with
 .I N
 (decimal, 0 to 255:
 .B 010
 is ten) instead of 75 when the lock was not acquired.)roff",
-       .default_value = "75"},
-      {.commands = "unlock",
-       .names = "name",
-       .value = "NAME",
-       .help = "lock name; several: each is unlocked",
-       .completion = Completion::kLockName},
-      {.commands = "unlock",
-       .names = "--owner",
-       .value = "ID",
-       .help = "the owner that holds it (or RLOCK_OWNER)",
-       .man = R"roff(The owner that holds the lock.
+     .default_value = "75"},
+    {.commands = "unlock",
+     .names = "name",
+     .value = "NAME",
+     .help = "lock name; several: each is unlocked",
+     .completion = Completion::kLockName},
+    {.commands = "unlock",
+     .names = "--owner",
+     .value = "ID",
+     .help = "the owner that holds it (or RLOCK_OWNER)",
+     .man = R"roff(The owner that holds the lock.
 Default:
 .BR RLOCK_OWNER ,
 then the config file key
@@ -141,20 +141,21 @@ Without any owner and without
 .BR \-\-force ,
 .B unlock
 is a usage error (exit status 64).)roff"},
-      {.commands = "unlock",
-       .names = "-s,--shared",
-       .value = "",
-       .help = "drop a shared (read) hold of the owner",
-       .man =
-           R"roff(Drop a shared hold of the owner (one level) instead of an exclusive one.)roff"},
-      {.commands = "unlock",
-       .names = "--force",
-       .value = "",
-       .help = "release it whoever holds it, writer and readers (for stuck locks)",
-       .man = R"roff(Release the lock whoever holds it, whatever the count: the exclusive holder
+    {.commands = "unlock",
+     .names = "-s,--shared",
+     .value = "",
+     .help = "drop a shared (read) hold of the owner",
+     .man = R"roff(Drop a shared hold of the owner (one level) instead of an exclusive one.)roff"},
+    {.commands = "unlock",
+     .names = "--force",
+     .value = "",
+     .help = "release it whoever holds it, writer and readers (for stuck locks)",
+     .man = R"roff(Release the lock whoever holds it, whatever the count: the exclusive holder
 and every shared holder.)roff"},
-  };
-  return kFlags;
-}
+};
+
+}  // namespace
+
+std::span<const Flag> lock_flags() { return kLockFlags; }
 
 }  // namespace rlock::cli
