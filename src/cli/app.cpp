@@ -273,82 +273,53 @@ const CLI::App* parsed_subcommand(const std::vector<std::pair<CLI::App*, Runner>
   return nullptr;
 }
 
-}  // namespace
-
-// `help SUBCOMMAND [SUBSUBCOMMAND]`: `rlock help sem exec` as `rlock sem exec --help`.
-void add_help_command(CLI::App& app, std::vector<std::string>& topic) {
-  auto* help =
-      app.add_subcommand("help", "Show this overview, or a subcommand's options and examples");
-  add_table_option(*help, "subcommand", topic)->expected(0, 2);
+// The overview's text after the global options.
+const char* overview_footer() {
+  return "Durations: 250ms, 30s, 5m, 2h, 1d, compounds such as 1h30m, a bare number of seconds;\n"
+         "at most 36500d. --wait inf waits forever.\n\n"
+         "TLS: rediss://, rediss-sentinel://, rediss-cluster:// and rediss-quorum:// URLs verify\n"
+         "the server's certificate and name; the --tls-* options are also RLOCK_TLS_CA_CERT,\n"
+         "RLOCK_TLS_CA_DIR, RLOCK_TLS_CERT, RLOCK_TLS_KEY, RLOCK_TLS_INSECURE and the config\n"
+         "file's tls_* keys.\n\n"
+         "While a command waits with stderr on a terminal (and without -q), one status line\n"
+         "shows who holds it, the place in the queue and the time left, redrawn in place and\n"
+         "erased before the result, a notice or the job.\n\n"
+         "Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.";
 }
 
-int run(int argc, char** argv) {
-  SplitArgs args = split_args(argc, argv);
-  CLI::App app(
-      "Locks, read-write locks, semaphores, countdown latches, rate limiters and delayed queues "
-      "for shell jobs, cron and CI, held in Redis.",
-      "rlock");
-  add_help_and_version_flags(app);
-  app.fallthrough();
-  app.require_subcommand(0, 1);
-  app.footer(
-      "Durations: 250ms, 30s, 5m, 2h, 1d, compounds such as 1h30m, a bare number of seconds;\n"
-      "at most 36500d. --wait inf waits forever.\n\n"
-      "TLS: rediss://, rediss-sentinel://, rediss-cluster:// and rediss-quorum:// URLs verify\n"
-      "the server's certificate and name; the --tls-* options are also RLOCK_TLS_CA_CERT,\n"
-      "RLOCK_TLS_CA_DIR, RLOCK_TLS_CERT, RLOCK_TLS_KEY, RLOCK_TLS_INSECURE and the config\n"
-      "file's tls_* keys.\n\n"
-      "While a command waits with stderr on a terminal (and without -q), one status line\n"
-      "shows who holds it, the place in the queue and the time left, redrawn in place and\n"
-      "erased before the result, a notice or the job.\n\n"
-      "Run 'rlock help SUBCOMMAND' for its options and examples; rlock(1) has the details.");
-  GlobalFlags globals;
-  add_global_flags(app, globals);
-  std::string chosen = chosen_subcommand(args.rlock);
-  // Only the chosen subcommand gets its options defined (CLI11 builds every option eagerly,
-  // a measurable part of start-up); the others exist with their name and description for
-  // the overview and for errors.
-  bool known = find_subcommand(chosen) != nullptr;
-  std::vector<std::pair<CLI::App*, Runner>> commands;
-  for (const auto& e : subcommands()) {
-    CLI::App* sub = app.add_subcommand(e.name, e.description);
-    if (!known || chosen == e.name) commands.emplace_back(sub, e.define(*sub, args.command));
+// What a command line CLI11 refused gets: --help and --version their text (0), anything
+// else one UsageError naming the word at fault.
+int answer_parse_error(const CLI::ParseError& e, CLI::App& app,
+                       const std::vector<std::pair<CLI::App*, Runner>>& commands,
+                       const RawWords& raw, const SplitArgs& args) {
+  if (e.get_exit_code() == 0) {  // --help, --version: CLI11 prints them on std::cout
+    std::ostringstream text;
+    app.exit(e, text, text);
+    return print_text(text.str());
   }
-  std::vector<std::string> help_topic;
-  add_help_command(app, help_topic);
-
-  RawWords raw;
-  std::vector<std::string> words = raw.stand_in(args.rlock);
-  raw.restore_options(app);
-  // CLI11's parse(vector&) takes the arguments last-first: it pops them off the back.
-  std::vector<std::string> reversed(words.rbegin(), words.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {  // --help, --version: CLI11 prints them on std::cout
-      std::ostringstream text;
-      app.exit(e, text, text);
-      return print_text(text.str());
+  const CLI::App* parsed = parsed_subcommand(commands);
+  const Subcommand* entry = parsed ? find_subcommand(parsed->get_name()) : nullptr;
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    // remaining() lists the unexpected words in command-line order (the error's own text
+    // joins them last-first).
+    std::vector<std::string> extras = app.remaining(true);
+    for (auto& word : extras) word = raw.restore(word);
+    // A word where the command would go is a command without its `--`; an unknown
+    // option is named as such.
+    bool option = !extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-';
+    if (parsed && runs_command(parsed, entry) && !args.has_dashes && !option) {
+      throw UsageError(std::string(entry->name) + ": missing '--' before the command (" +
+                       entry->command_usage + ")");
     }
-    const CLI::App* parsed = parsed_subcommand(commands);
-    const Subcommand* entry = parsed ? find_subcommand(parsed->get_name()) : nullptr;
-    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
-      // remaining() lists the unexpected words in command-line order (the error's own text
-      // joins them last-first).
-      std::vector<std::string> extras = app.remaining(true);
-      for (auto& word : extras) word = raw.restore(word);
-      // A word where the command would go is a command without its `--`; an unknown
-      // option is named as such.
-      bool option = !extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-';
-      if (parsed && runs_command(parsed, entry) && !args.has_dashes && !option) {
-        throw UsageError(std::string(entry->name) + ": missing '--' before the command (" +
-                         entry->command_usage + ")");
-      }
-      if (!extras.empty()) throw unexpected_argument(extras.front(), parsed, app);
-    }
-    throw UsageError(raw.restore(e.what()) + see_help(parsed ? parsed->get_name() : std::string()));
+    if (!extras.empty()) throw unexpected_argument(extras.front(), parsed, app);
   }
+  throw UsageError(raw.restore(e.what()) + see_help(parsed ? parsed->get_name() : std::string()));
+}
 
+// Runs the subcommand CLI11 entered, or help.
+int run_chosen(CLI::App& app, const std::vector<std::pair<CLI::App*, Runner>>& commands,
+               const std::vector<std::string>& help_topic, const SplitArgs& args,
+               const GlobalFlags& globals) {
   if (app.got_subcommand("help")) return print_help(app, help_topic);
   for (const auto& [sub, runner] : commands) {
     if (!sub->parsed()) continue;
@@ -373,6 +344,53 @@ int run(int argc, char** argv) {
     return runner.run(resolve_settings(globals));
   }
   missing_subcommand();
+}
+
+}  // namespace
+
+// `help SUBCOMMAND [SUBSUBCOMMAND]`: `rlock help sem exec` as `rlock sem exec --help`.
+void add_help_command(CLI::App& app, std::vector<std::string>& topic) {
+  auto* help =
+      app.add_subcommand("help", "Show this overview, or a subcommand's options and examples");
+  add_table_option(*help, "subcommand", topic)->expected(0, 2);
+}
+
+int run(int argc, char** argv) {
+  SplitArgs args = split_args(argc, argv);
+  CLI::App app(
+      "Locks, read-write locks, semaphores, countdown latches, rate limiters and delayed queues "
+      "for shell jobs, cron and CI, held in Redis.",
+      "rlock");
+  add_help_and_version_flags(app);
+  app.fallthrough();
+  app.require_subcommand(0, 1);
+  app.footer(overview_footer());
+  GlobalFlags globals;
+  add_global_flags(app, globals);
+  std::string chosen = chosen_subcommand(args.rlock);
+  // Only the chosen subcommand gets its options defined (CLI11 builds every option eagerly,
+  // a measurable part of start-up); the others exist with their name and description for
+  // the overview and for errors.
+  bool known = find_subcommand(chosen) != nullptr;
+  std::vector<std::pair<CLI::App*, Runner>> commands;
+  for (const auto& e : subcommands()) {
+    CLI::App* sub = app.add_subcommand(e.name, e.description);
+    if (!known || chosen == e.name) commands.emplace_back(sub, e.define(*sub, args.command));
+  }
+  std::vector<std::string> help_topic;
+  add_help_command(app, help_topic);
+
+  RawWords raw;
+  std::vector<std::string> words = raw.stand_in(args.rlock);
+  raw.restore_options(app);
+  // CLI11's parse(vector&) takes the arguments last-first: it pops them off the back.
+  std::vector<std::string> reversed(words.rbegin(), words.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return answer_parse_error(e, app, commands, raw, args);
+  }
+  return run_chosen(app, commands, help_topic, args, globals);
 }
 
 }  // namespace rlock::cli

@@ -57,24 +57,14 @@ Millis watch_interval(const std::optional<std::string>& text) {
   return interval;
 }
 
-}  // namespace
-
-Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
-  auto pattern = std::make_shared<std::string>("*");
-  auto types = std::make_shared<std::string>();
-  auto* sub = &app;
-  add_table_option(*sub, "pattern", *pattern);
-  add_table_option(*sub, "--type", *types);
-  auto watch = std::make_shared<bool>(false);
-  auto interval = std::make_shared<std::optional<std::string>>();
-  add_table_flag(*sub, "--watch", *watch);
-  add_table_option(*sub, "--interval", *interval);
+// The subcommand's help after its options: the JSON shapes, the formats, --watch.
+std::string inspect_footer() {
   std::string shapes;
   for (const auto* t : inspect::object_types()) {
     shapes += "  " + std::string(t->type()) + ":\n    " + std::string(t->json_shape()) + "\n";
   }
-  sub->footer("Prints one JSON array, one object per line, each with a \"type\" field:\n" + shapes +
-              R"(An object that cannot be read as its type has an "error" field. Objects stream in
+  return "Prints one JSON array, one object per line, each with a \"type\" field:\n" + shapes +
+         R"(An object that cannot be read as its type has an "error" field. Objects stream in
 SCAN order (sorted within each SCAN batch) in bounded memory; --format table prints
 fixed-width columns TYPE NAME HOLDERS/COUNT TTL FENCE WAITERS (and MEMBER on a quorum: the
 member, majority or minority); --format prometheus the
@@ -103,7 +93,53 @@ Examples:
   rlock inspect --watch 'deploy*'
   rlock inspect --watch --interval 5s --type lock > locks.jsonl
   rlock inspect --format prometheus > rlock.prom.tmp && mv rlock.prom.tmp rlock.prom
-  rlock inspect --type lock | jq '.[] | select(.waiters_total > 0)')");
+  rlock inspect --type lock | jq '.[] | select(.waiters_total > 0)')";
+}
+
+// One listing in the chosen format.
+int list_once(const Settings& settings, const prim::KeyLayout& layout, const std::string& pattern,
+              const std::vector<const inspect::ObjectType*>& selected) {
+  Console console(settings);
+  redis::Topology topology = open_topology(settings);
+  if (settings.format == Format::kPrometheus) {
+    // Printed only once the whole listing was read: a listing that fails half-way prints
+    // nothing, so a textfile collector never takes a partial one for the state.
+    inspect::PrometheusWriter out;
+    inspect::scan_objects(topology, layout, pattern, selected,
+                          [&](const auto& shown) { out.batch(shown); });
+    out.finish([&](const std::string& text) { console.result_text(text); });
+    return 0;
+  }
+  if (settings.format == Format::kTable) {
+    bool header = false;  // printed with the first batch: a failure to connect prints nothing
+    const bool quorum = !topology.quorum_members().empty();
+    inspect::scan_objects(topology, layout, pattern, selected, [&](const auto& shown) {
+      std::string text = header ? "" : inspect::table_header(quorum);
+      header = true;
+      for (const auto& s : shown) text += inspect::table_row(s.type->type(), s.name, s.decoded);
+      console.result_text(text);
+    });
+    if (!header) console.result_text(inspect::table_header(quorum));
+    return 0;
+  }
+  JsonArrayWriter out(console);
+  inspect::scan_objects(topology, layout, pattern, selected,
+                        [&](const auto& shown) { out.batch(shown); });
+  out.end();
+  return 0;
+}
+}  // namespace
+
+Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
+  auto pattern = std::make_shared<std::string>("*");
+  auto types = std::make_shared<std::string>();
+  auto watch = std::make_shared<bool>(false);
+  auto interval = std::make_shared<std::optional<std::string>>();
+  add_table_option(app, "pattern", *pattern);
+  add_table_option(app, "--type", *types);
+  add_table_flag(app, "--watch", *watch);
+  add_table_option(app, "--interval", *interval);
+  app.footer(inspect_footer());
   return {[pattern, types, watch, interval](const Settings& settings) {
     auto selected = inspect::select_types(*types);  // a bad --type before any connection
     auto layout = make_layout(settings);
@@ -122,34 +158,7 @@ Examples:
       }
       return run_inspect_watch(settings, {*pattern, selected, watch_interval(*interval)});
     }
-    Console console(settings);
-    redis::Topology topology = open_topology(settings);
-    if (settings.format == Format::kPrometheus) {
-      // Printed only once the whole listing was read: a listing that fails half-way prints
-      // nothing, so a textfile collector never takes a partial one for the state.
-      inspect::PrometheusWriter out;
-      inspect::scan_objects(topology, *layout, *pattern, selected,
-                            [&](const auto& shown) { out.batch(shown); });
-      out.finish([&](const std::string& text) { console.result_text(text); });
-      return 0;
-    }
-    if (settings.format == Format::kTable) {
-      bool header = false;  // printed with the first batch: a failure to connect prints nothing
-      const bool quorum = !topology.quorum_members().empty();
-      inspect::scan_objects(topology, *layout, *pattern, selected, [&](const auto& shown) {
-        std::string text = header ? "" : inspect::table_header(quorum);
-        header = true;
-        for (const auto& s : shown) text += inspect::table_row(s.type->type(), s.name, s.decoded);
-        console.result_text(text);
-      });
-      if (!header) console.result_text(inspect::table_header(quorum));
-      return 0;
-    }
-    JsonArrayWriter out(console);
-    inspect::scan_objects(topology, *layout, *pattern, selected,
-                          [&](const auto& shown) { out.batch(shown); });
-    out.end();
-    return 0;
+    return list_once(settings, *layout, *pattern, selected);
   }};
 }
 
