@@ -298,19 +298,14 @@ int refuse_to_start(Watchdog& watchdog, Guardian& guardian, const SuperviseOptio
   return kExitLockLost;
 }
 
-}  // namespace
-
-int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardian& guardian,
-              const SuperviseOptions& options) {
-  watchdog.stop_before_deadline(options.kill_after + options.margin);
-  // A server that stalled with the acquisition answers late, on a lease that began when it
-  // took the request: a renewal now confirms the hold with a fresh deadline.
-  if (SteadyClock::now() >= watchdog.stop_at() && !watchdog.confirm())
-    return refuse_to_start(watchdog, guardian, options);
+// Starts the job, in its cgroup when there is one and the move worked (`cgroup` says which);
+// `not_job` gets the processes that are no part of it. A failure to start releases the hold.
+Job start_supervised(const JobSpec& spec, Watchdog& watchdog, Guardian& guardian,
+                     const SuperviseOptions& options, std::set<pid_t>& not_job,
+                     const JobCgroup*& cgroup) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   // Without a cgroup, children rlock already has (inherited from whoever exec'd it) are no
   // part of the job; with one, the cgroup says exactly what is.
-  std::set<pid_t> not_job;
   if (!options.cgroup) not_job = Leftovers::children_of_rlock();
   not_job.insert(guardian.pid());
   JobSpec with_cgroup = spec;
@@ -326,7 +321,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
     throw;
   }
   if (options.started) options.started();
-  const JobCgroup* cgroup = job.in_cgroup ? options.cgroup : nullptr;
+  cgroup = job.in_cgroup ? options.cgroup : nullptr;
   if (options.cgroup && !cgroup) {
     if (options.verbose) {
       options.verbose(std::string("could not move the job into its cgroup (") +
@@ -337,14 +332,12 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
     not_job.erase(job.pid);
     not_job.insert(guardian.pid());
   }
-  Run run(job, guardian, watchdog, signals, options, cgroup,
-          Leftovers(job.pid, cgroup, std::move(not_job)));
-  run.loop();
-  restore_terminal(job);
-  run.hear_guardian();  // its word comes before the job's death, maybe not before the SIGCHLD
+  return job;
+}
 
-  // Nothing of the job is left. Release first: a waiter's handoff should not wait for the
-  // guardian's bookkeeping.
+// Once nothing of the job is left: the release (kept to --min-hold) and the exit status.
+int settle(Run& run, Watchdog& watchdog, Guardian& guardian, const SuperviseOptions& options) {
+  // Release first: a waiter's handoff should not wait for the guardian's bookkeeping.
   if (run.lost()) {
     watchdog.give_back_rest();
     guardian.finish();
@@ -376,6 +369,26 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
     options.warn("could not release the lock (" + why + "); it expires when its lease runs out");
   }
   return exit_code_of(run.status());
+}
+
+}  // namespace
+
+int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardian& guardian,
+              const SuperviseOptions& options) {
+  watchdog.stop_before_deadline(options.kill_after + options.margin);
+  // A server that stalled with the acquisition answers late, on a lease that began when it
+  // took the request: a renewal now confirms the hold with a fresh deadline.
+  if (SteadyClock::now() >= watchdog.stop_at() && !watchdog.confirm())
+    return refuse_to_start(watchdog, guardian, options);
+  std::set<pid_t> not_job;
+  const JobCgroup* cgroup = nullptr;
+  Job job = start_supervised(spec, watchdog, guardian, options, not_job, cgroup);
+  Run run(job, guardian, watchdog, signals, options, cgroup,
+          Leftovers(job.pid, cgroup, std::move(not_job)));
+  run.loop();
+  restore_terminal(job);
+  run.hear_guardian();  // its word comes before the job's death, maybe not before the SIGCHLD
+  return settle(run, watchdog, guardian, options);
 }
 
 }  // namespace rlock::exec
