@@ -10,6 +10,7 @@
 
 #include "doctor/server_info.hpp"
 #include "redis/errors.hpp"
+#include "redis/quorum_restart_rule.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 

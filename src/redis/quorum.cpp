@@ -83,7 +83,7 @@ UsageError refused_on_quorum(std::string_view what) {
 }
 
 Quorum::Quorum(const Target& target, const ConnectOptions& options)
-    : options_(options), timeout_(options.command_timeout) {
+    : Dispatch(options), timeout_(options.command_timeout) {
   for (const Endpoint& seed : target.seeds) {
     Member m;
     m.options = options;
@@ -534,7 +534,57 @@ void Quorum::write_back_fence(std::string_view fence_key, std::string_view lock_
 }
 
 Reply Quorum::run(const Script& script, const std::vector<std::string_view>& keys,
-                  const std::vector<std::string_view>& args, Deadline until, Retry retry) {
+                  const std::vector<std::string_view>& args, Retry retry,
+                  std::optional<Deadline> until, const std::vector<std::string_view>*) {
+  Deadline end = until ? *until : SteadyClock::now() + request_timeout();
+  try {
+    Reply r = run_by(script, keys, args, end, retry);
+    failed_until_.reset();
+    return r;
+  } catch (const UnavailableError&) {
+    failed_until_ = end;
+    throw;
+  }
+}
+
+Synced Quorum::run_synced(const Script& script, const std::vector<std::string_view>& keys,
+                          const std::vector<std::string_view>& args, Retry retry,
+                          std::string_view about, bool judged_by_reply,
+                          const std::vector<std::string_view>* resend_args) {
+  Acks acks;
+  acks.about = std::string(about);
+  acks.judged_by_reply = judged_by_reply;
+  return {run(script, keys, args, retry, std::nullopt, resend_args), acks};
+}
+
+Reply Quorum::command(const std::vector<std::string_view>& argv, Retry) {
+  throw refused_on_quorum(argv.empty() ? "a command" : std::string(argv.front()));
+}
+
+std::vector<Reply> Quorum::pipeline(const std::vector<std::vector<std::string>>&, Retry,
+                                    std::string_view) {
+  throw refused_on_quorum("a pipeline");
+}
+
+void Quorum::send(const std::vector<std::vector<std::string>>&) {
+  throw refused_on_quorum("a pipeline");
+}
+
+// Nothing was sent (send() refuses): nothing is owed.
+std::vector<Reply> Quorum::receive(size_t) { throw refused_on_quorum("a pipeline"); }
+
+void Quorum::for_each_master(Topology&, const std::function<void(Topology&)>& fn) {
+  for (auto& member : topologies_) fn(*member);
+}
+
+std::string Quorum::server_name() { return topologies_.front()->server_name(); }
+
+std::optional<std::chrono::system_clock::time_point> Quorum::server_certificate_expiry() {
+  return topologies_.front()->server_certificate_expiry();
+}
+
+Reply Quorum::run_by(const Script& script, const std::vector<std::string_view>& keys,
+                     const std::vector<std::string_view>& args, Deadline until, Retry retry) {
   const QuorumRule* rule = find_quorum_rule(script.quorum);
   if (!rule) {
     throw refused_on_quorum(script.name);
@@ -784,7 +834,8 @@ Reply Quorum::run(const Script& script, const std::vector<std::string_view>& key
   throw UsageError("unknown quorum rule");
 }
 
-std::vector<std::string> Quorum::silent_members(Deadline until) {
+std::vector<std::string> Quorum::silent_members() {
+  const Deadline until = SteadyClock::now() + request_timeout();
   std::vector<size_t> closed;
   for (size_t i = 0; i < members_.size(); ++i) {
     if (!members_[i].conn || members_[i].conn->broken()) closed.push_back(i);

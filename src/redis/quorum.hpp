@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "redis/connection.hpp"
+#include "redis/dispatch.hpp"
 #include "redis/quorum_restart_rule.hpp"
 #include "redis/reply.hpp"
 #include "redis/retry.hpp"
@@ -23,8 +24,6 @@
 
 namespace rlock::redis {
 
-class Topology;
-
 // The one-line refusal of `what` (a script or command without a majority rule) on a quorum.
 UsageError refused_on_quorum(std::string_view what);
 
@@ -35,43 +34,60 @@ UsageError refused_on_quorum(std::string_view what);
 // uptime is shorter and rlock's first-write marker is younger than its start) does not
 // count towards a majority until that time has passed: it may have lost a hold that it
 // granted, and would hand out a second majority.
-class Quorum {
+class Quorum : public Dispatch {
  public:
   Quorum(const Target& target, const ConnectOptions& options);
-  ~Quorum();
+  ~Quorum() override;
 
   size_t size() const { return members_.size(); }
   size_t majority() const { return members_.size() / 2 + 1; }
   // The clock drift a hold allows for (RedLock's): 1% of the lease plus 2 ms.
-  static Millis drift(Millis lease) { return lease / 100 + Millis(2); }
+  Millis drift(Millis lease) const override { return lease / 100 + Millis(2); }
 
   // Runs `script` on every member and combines the replies (Script::quorum); a script with
   // no rule throws UsageError before anything is sent. Members that have not answered by
-  // `until`, or once the outcome is known, are not waited for (their late replies are
-  // skipped by the next request). Throws UnavailableError when fewer than a majority of the
-  // members that count answered, or a majority granted a hold it cannot use (see
-  // QuorumRule::kGrant), ReplyError for a member's error reply.
+  // the request's end, or once the outcome is known, are not waited for (their late replies
+  // are skipped by the next request). Throws UnavailableError when fewer than a majority of
+  // the members that count answered, or a majority granted a hold it cannot use (see
+  // QuorumRule::kGrant), ReplyError for a member's error reply. `resend_args` go nowhere: a
+  // member's resend is the same request again (see exchange).
   Reply run(const Script& script, const std::vector<std::string_view>& keys,
-            const std::vector<std::string_view>& args, Deadline until, Retry retry = Retry::kNever);
+            const std::vector<std::string_view>& args, Retry retry, std::optional<Deadline> until,
+            const std::vector<std::string_view>* resend_args) override;
+  // run(): the members are independent masters, with no replicas to wait for.
+  Synced run_synced(const Script& script, const std::vector<std::string_view>& keys,
+                    const std::vector<std::string_view>& args, Retry retry, std::string_view about,
+                    bool judged_by_reply,
+                    const std::vector<std::string_view>* resend_args) override;
+  // Plain commands and pipelines have no majority rule: refused (refused_on_quorum).
+  Reply command(const std::vector<std::string_view>& argv, Retry retry) override;
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands, Retry retry,
+                              std::string_view key) override;
+  void send(const std::vector<std::vector<std::string>>& commands) override;
+  std::vector<Reply> receive(size_t replies) override;
 
   // A subscriber on every member that can be reached (at least a majority, else
   // UnavailableError), woken by a message on any of them.
   Subscriber subscribe(const std::vector<std::string>& channels,
-                       const std::vector<std::string>& classic);
+                       const std::vector<std::string>& classic) override;
+  // nullopt: no one server holds every key.
+  std::optional<Subscriber> subscribe_pattern(const std::string&) override { return std::nullopt; }
+  // Each member once, as a standalone topology of its own (inspect and doctor look at each).
+  void for_each_master(Topology& self, const std::function<void(Topology&)>& fn) override;
 
   // Topology::send_cleanup on every member, each on a connection of its own.
   bool send_cleanup(const Script& script, const std::vector<std::string>& keys,
-                    const std::vector<std::string>& args, Millis patience) noexcept;
+                    const std::vector<std::string>& args, Millis patience) noexcept override;
 
-  // Which members answer a PING by `until`, asked all at once: for each, "" or why not.
-  // Inspect and doctor look at the members one by one, and would wait for each that does
-  // not answer in turn.
-  std::vector<std::string> silent_members(Deadline until);
-
-  // One standalone topology per member (inspect and doctor look at each).
-  std::vector<std::unique_ptr<Topology>>& member_topologies() { return topologies_; }
-  const std::vector<Endpoint>& members() const { return endpoints_; }
-  void set_timeout(Millis timeout) { timeout_ = timeout; }
+  bool replicated() const override { return false; }
+  std::vector<Endpoint> members() const override { return endpoints_; }
+  // Which members answer a PING within the request timeout, asked all at once: for each, ""
+  // or why not. Inspect and doctor look at the members one by one, and would wait for each
+  // that does not answer in turn.
+  std::vector<std::string> silent_members() override;
+  // The first member's: where requests without a majority rule would go, never a lock's.
+  std::string server_name() override;
+  std::optional<std::chrono::system_clock::time_point> server_certificate_expiry() override;
 
  private:
   // One command's arguments, built once and shared by every member it goes to and by the
@@ -137,6 +153,9 @@ class Quorum {
   // 0, behind a refused AUTH as the default user. The same patience as connect's.
   void log_in(const std::vector<size_t>& which, size_t needed, Deadline until);
   static constexpr Millis kOpenPatience{50};
+  // run() by `until`.
+  Reply run_by(const Script& script, const std::vector<std::string_view>& keys,
+               const std::vector<std::string_view>& args, Deadline until, Retry retry);
   // EVALSHA of `script` (a member that answers NOSCRIPT gets the request again with
   // sources_for: one more round trip, once per script and server start).
   Command eval(const Script& script, const std::vector<std::string_view>& keys,
@@ -153,7 +172,6 @@ class Quorum {
   std::map<std::string, const char*> sources_;  // SHA1 -> source of the scripts sent
   std::vector<Endpoint> endpoints_;
   std::vector<std::unique_ptr<Topology>> topologies_;
-  ConnectOptions options_;
   Millis timeout_;
   unsigned long round_ = 0;  // exchanges so far: replies of an earlier one are late
   // How much later than its first send each member's last request of the last exchange
