@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "prim/lock_quorum.hpp"
 #include "redis/quorum_rule.hpp"
 
 namespace rlock::redis {
@@ -42,7 +43,9 @@ std::optional<std::vector<ReplyPtr>> answer(std::string_view main,
   return replies;
 }
 
+// The lock's rules, as a Lock registers them.
 const QuorumRule& rule(const char* name) {
+  prim::use_lock_quorum_rules();
   const QuorumRule* r = find_quorum_rule(name);
   REQUIRE(r != nullptr);
   return *r;
