@@ -49,8 +49,8 @@ class QuorumMembers : public QuorumIo {
   Millis slowest_open() const { return slowest_open_; }
   static constexpr Millis kOpenPatience{50};
 
-  // Opens the members whose connection is closed or broken; once `needed` more than the
-  // open ones are, the others get connect's patience. `needed` = all: each is waited for.
+  // Opens the members whose connection is closed or broken, all at once: once a majority is
+  // open, the others get connect's patience; with `all`, each is waited for up to `until`.
   void reopen(Deadline until, bool all = false);
   // What write() records as the patience of its replies on the way out (see drain).
   void set_settle(Millis settle) { settle_ = settle; }
