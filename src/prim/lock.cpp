@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "prim/lock_quorum.hpp"
 #include "prim/object_script.hpp"
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
@@ -280,6 +281,7 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       channel_(layout.lock_channel(name_)),
       foreign_channel_(layout.foreign_lock_channel(name_)) {
   layout.check_name(name_);
+  use_lock_quorum_rules();
 }
 
 void Lock::set_ancestry(std::vector<AncestorHold> holds) {

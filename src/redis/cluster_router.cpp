@@ -9,6 +9,7 @@
 
 #include "redis/sentinel_router.hpp"
 #include "redis/slot.hpp"
+#include "redis/standalone_router.hpp"
 
 namespace rlock::redis {
 namespace {
@@ -23,26 +24,6 @@ bool closed_by_peer(const Connection& conn) {
   char byte;
   ssize_t n = ::recv(conn.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-// True when the server says (HELLO's "mode") that it is a cluster node. HELLO needs no ACL
-// right, so a standalone server is told apart without a refused CLUSTER SHARDS in its ACL
-// LOG. A server that refuses HELLO (one at maxclients, whose refusal the next command
-// reports) or answers it without a mode is taken for the one server it is, as a refused
-// CLUSTER SHARDS was: a MOVED still makes it the cluster's seed.
-bool says_cluster_node(Connection& conn) {
-  ReplyPtr hello;
-  try {
-    hello = conn.command({"HELLO", "2"});
-  } catch (const ReplyError&) {
-    return false;
-  }
-  ReplyView fields(hello.get());
-  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
-    if (fields.at(i).is_string() && fields.at(i).str() == "mode")
-      return fields.at(i + 1).is_string() && fields.at(i + 1).str() == "cluster";
-  }
-  return false;
 }
 
 }  // namespace
@@ -64,20 +45,13 @@ ReplyPtr command_asking(Connection& conn, const std::vector<std::string_view>& a
   return std::move(replies.back());
 }
 
-ClusterRouter::ClusterRouter(Target target, std::function<void(const std::string&)> notice)
-    : target_(std::move(target)),
-      notice_(std::move(notice)),
-      cluster_(target_.kind == Deployment::kCluster) {
+ClusterRouter::ClusterRouter(Target target) : target_(std::move(target)) {
   if (target_.kind == Deployment::kStandalone) target_.seeds = {target_.endpoint};
 }
 
-void ClusterRouter::became_cluster(const std::string& why) {
-  if (cluster_) return;
-  cluster_ = true;
-  if (notice_) {
-    notice_(target_.endpoint.describe() + " is a node of a Redis Cluster (" + why +
-            "): using it as the cluster's seed");
-  }
+void ClusterRouter::adopt_seed(Connection conn) {
+  std::string id = conn.options().endpoint.describe();
+  nodes_.insert_or_assign(std::move(id), std::move(conn));
 }
 
 Connection& ClusterRouter::node(const Endpoint& ep, const ConnectOptions& options) {
@@ -147,7 +121,6 @@ void ClusterRouter::adopt(SlotMap map, const std::string& gone) {
 }
 
 bool ClusterRouter::still_serves(const Endpoint& server) {
-  if (!cluster_) return true;
   ConnectOptions o = options_;
   o.command_timeout = std::min(o.command_timeout, kRecheckTimeout);
   o.connect_timeout = std::min(o.connect_timeout, o.command_timeout);
@@ -164,7 +137,7 @@ bool ClusterRouter::still_serves(const Endpoint& server) {
 Endpoint ClusterRouter::endpoint_for(std::string_view key, const ConnectOptions& options) {
   options_ = options;
   Connection* conn = &connection_for(key, options);
-  if (cluster_ && closed_by_peer(*conn)) {
+  if (closed_by_peer(*conn)) {
     // Its server died since the last request: connection_for finds who took over.
     nodes_.erase(conn->options().endpoint.describe());
     conn = &connection_for(key, options);
@@ -173,14 +146,11 @@ Endpoint ClusterRouter::endpoint_for(std::string_view key, const ConnectOptions&
 }
 
 std::optional<Endpoint> ClusterRouter::known_endpoint_for(std::string_view key) const {
-  if (cluster_) {
-    if (const NodeAddress* owner = owner_of(key_slot(key))) return endpoint_of(*owner);
-  }
+  if (const NodeAddress* owner = owner_of(key_slot(key))) return endpoint_of(*owner);
   return seed_endpoint(seed_);
 }
 
 Connection& ClusterRouter::connection_for(std::string_view key, const ConnectOptions& options) {
-  if (!cluster_) return seed(options);
   int slot = key_slot(key);
   // A refused owner is asked about again within the request's time, as a failover takes.
   Deadline until = SteadyClock::now() + options.command_timeout;
@@ -215,7 +185,6 @@ Router::Next ClusterRouter::after_error(std::string_view key, const ReplyError& 
     std::string asked_host = known_endpoint_for(key)->host;
     auto redirect = parse_redirect(e.reply(), asked_host);
     if (!redirect || SteadyClock::now() >= until) return {};
-    became_cluster("it answered MOVED");
     if (redirect->kind == Redirect::Kind::kMoved) {
       owners_[redirect->slot] = redirect->to;
       return {Next::kResend, nullptr};
@@ -240,10 +209,8 @@ void ClusterRouter::drop_broken() {
     it = it->second.broken() ? nodes_.erase(it) : std::next(it);
   }
   // A node that went away may have failed over: ask again where its slots are.
-  if (cluster_) {
-    owners_.clear();
-    map_.reset();
-  }
+  owners_.clear();
+  map_.reset();
 }
 
 void ClusterRouter::set_timeout(Millis timeout) {
@@ -253,24 +220,7 @@ void ClusterRouter::set_timeout(Millis timeout) {
 }
 
 std::vector<Endpoint> ClusterRouter::masters(const ConnectOptions& options) {
-  Connection& conn = seed(options);
-  if (!cluster_ && !says_cluster_node(conn)) return {conn.options().endpoint};
-  SlotMap map;
-  try {
-    map = SlotMap::fetch(conn);
-  } catch (const ReplyError&) {
-    // "ERR This instance has cluster support disabled": a standalone server. A refusal
-    // (NOPERM: a minimal ACL for a standalone server has no cluster commands) says the
-    // same for a redis:// URL.
-    if (cluster_) throw;
-    return {conn.options().endpoint};
-  } catch (const DataError&) {
-    // A reply no cluster gives: whatever answers a redis:// URL is scanned as the one
-    // server it is, and its own replies are judged there (inspect names what it broke).
-    if (cluster_) throw;
-    return {conn.options().endpoint};
-  }
-  became_cluster("cluster_enabled:1");
+  SlotMap map = SlotMap::fetch(seed(options));
   std::vector<Endpoint> out;
   for (const NodeAddress& m : map.masters()) out.push_back(target_.endpoint.at(m.host, m.port));
   return out;
@@ -279,7 +229,8 @@ std::vector<Endpoint> ClusterRouter::masters(const ConnectOptions& options) {
 std::unique_ptr<Router> make_router(const Target& target,
                                     std::function<void(const std::string&)> notice) {
   if (target.kind == Deployment::kSentinel) return std::make_unique<SentinelRouter>(target);
-  return std::make_unique<ClusterRouter>(target, std::move(notice));
+  if (target.kind == Deployment::kCluster) return std::make_unique<ClusterRouter>(target);
+  return std::make_unique<StandaloneRouter>(target, std::move(notice));
 }
 
 }  // namespace rlock::redis

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -11,17 +10,20 @@
 
 namespace rlock::redis {
 
-// A standalone server, or the nodes of a Redis Cluster: one connection per node, opened
-// when a request first goes there. A process does not fetch the slot map before its first
-// request (one round trip more for every short-lived `rlock exec`): it sends a request to
-// the seed, and a MOVED names the owner of that slot, remembered for the next requests.
-// The whole map (CLUSTER SHARDS) is fetched to find every master (inspect), and from
-// another node when a slot's owner refuses the connection (a dead master: its replica takes
-// over within a second or two) or a waiter checks that its frozen server still serves. A
-// standalone target that answers MOVED is a cluster node: it becomes the seed.
+// The nodes of a Redis Cluster: one connection per node, opened when a request first goes
+// there. A process does not fetch the slot map before its first request (one round trip
+// more for every short-lived `rlock exec`): it sends a request to the seed, and a MOVED
+// names the owner of that slot, remembered for the next requests. The whole map (CLUSTER
+// SHARDS) is fetched to find every master (inspect), and from another node when a slot's
+// owner refuses the connection (a dead master: its replica takes over within a second or
+// two) or a waiter checks that its frozen server still serves.
 class ClusterRouter : public Router {
  public:
-  ClusterRouter(Target target, std::function<void(const std::string&)> notice);
+  // `target`: a Cluster URL's seeds, or a standalone server found to be a cluster node
+  // (StandaloneRouter), the one seed as its URL names it.
+  explicit ClusterRouter(Target target);
+  // Keeps `conn`, open to a seed, as that node's connection.
+  void adopt_seed(Connection conn);
 
   Connection& connection_for(std::string_view key, const ConnectOptions& options) override;
   Endpoint endpoint_for(std::string_view key, const ConnectOptions& options) override;
@@ -31,10 +33,10 @@ class ClusterRouter : public Router {
   void drop_broken() override;
   void set_timeout(Millis timeout) override;
   std::vector<Endpoint> masters(const ConnectOptions& options) override;
-  bool cluster() const override { return cluster_; }
+  bool cluster() const override { return true; }
   // A frozen master keeps its subscribers after its replica took over, and nothing is
   // published there any more: a waiter asks another node once a second.
-  Millis recheck_every() const override { return cluster_ ? Millis(1000) : Millis(0); }
+  Millis recheck_every() const override { return Millis(1000); }
   // False when another node's slot map no longer has `server` as a master.
   bool still_serves(const Endpoint& server) override;
 
@@ -43,7 +45,6 @@ class ClusterRouter : public Router {
   Connection& node(const Endpoint& ep, const ConnectOptions& options);
   // The first seed that accepts a connection (in turn: a seed that is down is skipped).
   Connection& seed(const ConnectOptions& options);
-  void became_cluster(const std::string& why);
   Endpoint seed_endpoint(size_t i) const;
   Endpoint endpoint_of(const NodeAddress& a) const { return target_.endpoint.at(a.host, a.port); }
   // The slot's master as the last redirect or the last fetched map said.
@@ -56,8 +57,6 @@ class ClusterRouter : public Router {
   void adopt(SlotMap map, const std::string& gone);
 
   Target target_;
-  std::function<void(const std::string&)> notice_;
-  bool cluster_;
   std::map<std::string, Connection> nodes_;      // by Endpoint::describe()
   std::unordered_map<int, NodeAddress> owners_;  // slot -> master, as redirects said
   std::optional<SlotMap> map_;                   // fetched after a failure; owners_ is newer

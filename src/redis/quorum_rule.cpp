@@ -1,20 +1,64 @@
 #include "redis/quorum_rule.hpp"
 
+#include <map>
+#include <mutex>
+
 namespace rlock::redis {
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::map<std::string, const QuorumRule*, std::less<>>& registry() {
+  static std::map<std::string, const QuorumRule*, std::less<>> rules;
+  return rules;
+}
+
+}  // namespace
+
+std::vector<std::string_view> QuorumRule::for_every_member(
+    const std::vector<std::string_view>& args, std::string& /*keep*/) const {
+  return args;
+}
+
+void register_quorum_rule(std::string_view name, const QuorumRule& rule) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry()[std::string(name)] = &rule;
+}
 
 const QuorumRule* find_quorum_rule(std::string_view name) {
-  // The lock scripts' layouts (lua/lock_*.lua): ARGV[2] the lease, KEYS[2] the fence,
-  // reply element 2 the token, KEYS[1] the lock hash, ARGV[1] the owner; the token floor
-  // is the last ARGV of lock_acquire (13), lock_release (11) and lock_force_release (5).
-  static const QuorumRule kGrant{QuorumRule::Kind::kGrant, 2, 2, 2, 1, 1, 13};
-  static const QuorumRule kRenew{QuorumRule::Kind::kRenew, 2, 0, 0};
-  static const QuorumRule kRelease{QuorumRule::Kind::kRelease, 0, 0, 0, 0, 0, 11};
-  static const QuorumRule kUnion{QuorumRule::Kind::kUnion, 0, 0, 0, 0, 0, 5};
-  if (name == "grant") return &kGrant;
-  if (name == "renew") return &kRenew;
-  if (name == "release") return &kRelease;
-  if (name == "union") return &kUnion;
-  return nullptr;
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto it = registry().find(name);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+size_t QuorumVote::first(const std::function<bool(const Answer&)>& pred) const {
+  for (size_t i = 0; i < size; ++i) {
+    if (answers[i].main && pred(answers[i])) return i;
+  }
+  return size;
+}
+
+std::string QuorumVote::of_n() const {
+  return " of the " + std::to_string(size) + " quorum members";
+}
+
+UnavailableError QuorumVote::unavailable(const std::string& what) const {
+  std::string young;
+  std::vector<bool> answered(size);
+  for (size_t i = 0; i < size; ++i) {
+    answered[i] = answers[i].main != nullptr;
+    if (answered[i] && !answers[i].counts) young += (young.empty() ? "" : ", ") + io.member_name(i);
+  }
+  // (Every member may have answered: those not counted yet are named below.)
+  const std::string missing = io.describe_missing(answered);
+  std::string line = what + (missing.empty() ? "" : " (" + missing + ")");
+  if (!young.empty()) {
+    line += "; not counted until their data is older than the longest lease: " + young;
+  }
+  return UnavailableError(line);
 }
 
 std::string member_check_refusal_note(std::string_view refusal, bool request_refused) {

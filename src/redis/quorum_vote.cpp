@@ -3,21 +3,12 @@
 #include <algorithm>
 
 #include "redis/quorum_restart_rule.hpp"
+#include "redis/quorum_rule.hpp"
 
 namespace rlock::redis {
 
 bool votes_yes(const QuorumRule& rule, const redisReply* r) {
-  if (!r || is_error(r)) return false;
-  switch (rule.kind) {
-    case QuorumRule::Kind::kGrant:
-    case QuorumRule::Kind::kRelease:
-      return r->type == REDIS_REPLY_ARRAY && int_at(r, 0) == 1;
-    case QuorumRule::Kind::kRenew:
-      return r->type == REDIS_REPLY_INTEGER && r->integer > 0;
-    case QuorumRule::Kind::kUnion:
-      return true;
-  }
-  return false;
+  return r && !is_error(r) && rule.votes_yes(r);
 }
 
 // Reads the members' answers. With a member check in front (`checked`), a member does not
@@ -49,8 +40,9 @@ std::vector<Answer> read_answers(const QuorumRule& rule, const Answers& replies,
         out[i].request_refused = is_error(out[i].main) && first_word(out[i].main) == "NOPERM";
         out[i].main = c;
         out[i].check_refused = true;
-        // A renewal's own script ran beside the refused check: that member may still hold.
-        out[i].counts = rule.kind == QuorumRule::Kind::kGrant;
+        // Its own script may have run beside the refused check (a renewal): then that member
+        // does not count, as it may still hold (QuorumRule::refused_check_counts).
+        out[i].counts = rule.refused_check_counts();
         continue;
       }
       MemberAge age{int_at(c, 0), int_at(c, 1), int_at(c, 2), int_at(c, 3)};

@@ -9,10 +9,11 @@
 #include <string_view>
 #include <vector>
 
-#include "redis/quorum_rule.hpp"
 #include "redis/reply.hpp"
 
 namespace rlock::redis {
+
+class QuorumRule;
 
 // Each member's replies to one write (the member check first, when there is one), or none
 // when it has not answered.
@@ -42,7 +43,7 @@ struct Answer {
   bool request_refused = false;      // the request's own script was refused by the ACL too
 };
 
-// Whether a member's reply says yes by the rule: granted, renewed, released (kUnion: any).
+// Whether a member's reply says yes by the rule (QuorumRule::votes_yes); an error never does.
 bool votes_yes(const QuorumRule& rule, const redisReply* r);
 
 // Reads the members' answers (`checked`: with the member check in front of each request).

@@ -175,116 +175,151 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
   }
 }
 
-std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>& each,
-                                              const std::vector<std::string>& channels,
-                                              size_t needed, Millis patience, Deadline until,
-                                              std::vector<std::string>& failures) {
-  const size_t n = each.size();
-  std::vector<std::optional<Subscriber>> subs(n);
-  std::vector<size_t> prelude(n, 0);  // AUTH, SELECT replies still to come
-  std::vector<bool> confirmed(n, false);
-  std::vector<std::string> ssubscribe = {"SSUBSCRIBE"};
-  ssubscribe.insert(ssubscribe.end(), channels.begin(), channels.end());
-  auto fail = [&](size_t i, const std::string& why) {
-    failures[i] = why;
-    subs[i].reset();
-  };
-  Millis slowest{0};
-  std::vector<std::optional<Connection>> opened =
-      Connection::open_each_unauthenticated(each, needed, patience, until, failures, slowest);
-  for (size_t i = 0; i < n; ++i) {
-    if (!opened[i]) continue;
-    try {
-      subs[i].emplace(Subscriber(std::move(*opened[i])));
-      std::vector<std::vector<std::string>> write = Connection::login_commands(each[i].endpoint);
-      prelude[i] = write.size();
-      write.push_back(ssubscribe);
-      subs[i]->conn_.set_timeout(std::max(millis_until(until), Millis(1)));
-      subs[i]->conn_.send(write);
-    } catch (const Error& e) {
-      fail(i, e.what());
-    }
+namespace {
+
+// Subscriber::open_each's connections, from their login to each one's first confirmation.
+class Subscribing {
+ public:
+  Subscribing(const std::vector<ConnectOptions>& each, const std::vector<std::string>& channels,
+              std::vector<std::optional<Connection>> opened, std::vector<std::string>& failures)
+      : each_(each),
+        failures_(failures),
+        conns_(std::move(opened)),
+        prelude_(each.size(), 0),
+        confirmed_(each.size(), false),
+        ssubscribe_{"SSUBSCRIBE"} {
+    ssubscribe_.insert(ssubscribe_.end(), channels.begin(), channels.end());
   }
-  // Reads server i's buffered replies up to its first confirmation.
-  auto advance = [&](size_t i) {
-    Subscriber& sub = *subs[i];
-    while (!confirmed[i]) {
-      ReplyPtr r = sub.conn_.buffered_reply("while subscribing");
-      if (!r) return;
-      if (r->type == REDIS_REPLY_ERROR) {
-        std::string what(r->str, r->len);
-        if (prelude[i] > 0)
-          return fail(
-              i, "redis at " + each[i].endpoint.describe() + " refused the connection: " + what);
-        if (ReplyError(what).code() != "ERR") {
-          return fail(i,
-                      "redis at " + each[i].endpoint.describe() + " refused SSUBSCRIBE: " + what);
-        }
-        // Redis 6: its scripts fall back to PUBLISH (see open()).
-        std::vector<std::string> subscribe = ssubscribe;
-        subscribe.front() = "SUBSCRIBE";
-        sub.conn_.send({subscribe});
-        continue;
-      }
-      if (prelude[i] > 0) {
-        --prelude[i];
-        continue;
-      }
-      confirmed[i] = true;  // the first channel's; the others follow
-      sub.confirmations_due_ = channels.size() - 1;
-    }
-  };
-  auto count = [&] {
-    size_t c = 0;
-    for (size_t i = 0; i < n; ++i) c += confirmed[i];
-    return c;
-  };
-  // The others are waited for a while too once `needed` confirmed: a request that follows
-  // reaches a member after its subscription, or the member's scripts would take the
-  // waiter for dead there (no subscriber) and drop it from that member's queue.
-  const Deadline start = SteadyClock::now();
-  std::optional<Deadline> rest_until;
-  while (true) {
-    if (!rest_until && count() >= needed) {
-      rest_until = SteadyClock::now() +
-                   std::max<SteadyClock::duration>(patience, 2 * (SteadyClock::now() - start));
-    }
-    std::vector<pollfd> fds;
-    std::vector<size_t> which;
-    for (size_t i = 0; i < n; ++i) {
-      if (!subs[i] || confirmed[i]) continue;
-      fds.push_back({subs[i]->conn_.fd(), POLLIN, 0});
-      which.push_back(i);
-    }
-    const Millis left = millis_until(rest_until ? std::min(until, *rest_until) : until);
-    if (fds.empty() || left.count() <= 0) break;
-    int rc =
-        poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
-    if (rc < 0 && errno != EINTR) break;
-    for (size_t k = 0; rc > 0 && k < fds.size(); ++k) {
-      if (!fds[k].revents) continue;
-      const size_t i = which[k];
+
+  // Writes each login (AUTH, SELECT) and the SSUBSCRIBE behind it in one write.
+  void send_all(Deadline until) {
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      if (!conns_[i]) continue;
       try {
-        subs[i]->conn_.read_available("while subscribing");
-        advance(i);
+        std::vector<std::vector<std::string>> write = Connection::login_commands(each_[i].endpoint);
+        prelude_[i] = write.size();
+        write.push_back(ssubscribe_);
+        conns_[i]->set_timeout(std::max(millis_until(until), Millis(1)));
+        conns_[i]->send(write);
       } catch (const Error& e) {
         fail(i, e.what());
       }
     }
   }
-  std::vector<Subscriber> out;
-  for (size_t i = 0; i < n; ++i) {
-    if (!subs[i]) continue;
-    if (!confirmed[i]) {
-      // Still to confirm: the prelude's replies and every confirmation come later, read
-      // and passed over by wait() (replies that are no array, ssubscribe counted here).
-      subs[i]->confirmations_due_ = channels.size();
-      if (millis_until(until).count() <= 0) {
-        fail(i, "redis at " + each[i].endpoint.describe() + " did not confirm the subscription");
-        continue;
+
+  // The others are waited for a while too once `needed` confirmed: a request that follows
+  // reaches a member after its subscription, or the member's scripts would take the
+  // waiter for dead there (no subscriber) and drop it from that member's queue.
+  void confirm(size_t needed, Millis patience, Deadline until) {
+    const Deadline start = SteadyClock::now();
+    std::optional<Deadline> rest_until;
+    while (true) {
+      if (!rest_until && count() >= needed) {
+        rest_until = SteadyClock::now() +
+                     std::max<SteadyClock::duration>(patience, 2 * (SteadyClock::now() - start));
+      }
+      std::vector<pollfd> fds;
+      std::vector<size_t> which;
+      for (size_t i = 0; i < conns_.size(); ++i) {
+        if (!conns_[i] || confirmed_[i]) continue;
+        fds.push_back({conns_[i]->fd(), POLLIN, 0});
+        which.push_back(i);
+      }
+      const Millis left = millis_until(rest_until ? std::min(until, *rest_until) : until);
+      if (fds.empty() || left.count() <= 0) return;
+      int rc = poll(fds.data(), fds.size(),
+                    static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+      if (rc < 0 && errno != EINTR) return;
+      for (size_t k = 0; rc > 0 && k < fds.size(); ++k) {
+        if (!fds[k].revents) continue;
+        const size_t i = which[k];
+        try {
+          conns_[i]->read_available("while subscribing");
+          advance(i);
+        } catch (const Error& e) {
+          fail(i, e.what());
+        }
       }
     }
-    out.push_back(std::move(*subs[i]));
+  }
+
+  std::optional<Connection>& conn(size_t i) { return conns_[i]; }
+  bool confirmed(size_t i) const { return confirmed_[i]; }
+
+  void fail(size_t i, const std::string& why) {
+    failures_[i] = why;
+    conns_[i].reset();
+  }
+
+ private:
+  // Reads server i's buffered replies up to its first confirmation.
+  void advance(size_t i) {
+    Connection& conn = *conns_[i];
+    while (!confirmed_[i]) {
+      ReplyPtr r = conn.buffered_reply("while subscribing");
+      if (!r) return;
+      if (r->type == REDIS_REPLY_ERROR) {
+        std::string what(r->str, r->len);
+        if (prelude_[i] > 0)
+          return fail(
+              i, "redis at " + each_[i].endpoint.describe() + " refused the connection: " + what);
+        if (ReplyError(what).code() != "ERR") {
+          return fail(i,
+                      "redis at " + each_[i].endpoint.describe() + " refused SSUBSCRIBE: " + what);
+        }
+        // Redis 6: its scripts fall back to PUBLISH (see open()).
+        std::vector<std::string> subscribe = ssubscribe_;
+        subscribe.front() = "SUBSCRIBE";
+        conn.send({subscribe});
+        continue;
+      }
+      if (prelude_[i] > 0) {
+        --prelude_[i];
+        continue;
+      }
+      confirmed_[i] = true;  // the first channel's; the others follow
+    }
+  }
+
+  size_t count() const {
+    return static_cast<size_t>(std::count(confirmed_.begin(), confirmed_.end(), true));
+  }
+
+  const std::vector<ConnectOptions>& each_;
+  std::vector<std::string>& failures_;
+  std::vector<std::optional<Connection>> conns_;
+  std::vector<size_t> prelude_;  // AUTH, SELECT replies still to come
+  std::vector<bool> confirmed_;
+  std::vector<std::string> ssubscribe_;
+};
+
+}  // namespace
+
+std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>& each,
+                                              const std::vector<std::string>& channels,
+                                              size_t needed, Millis patience, Deadline until,
+                                              std::vector<std::string>& failures) {
+  Millis slowest{0};
+  Subscribing subscribing(
+      each, channels,
+      Connection::open_each_unauthenticated(each, needed, patience, until, failures, slowest),
+      failures);
+  subscribing.send_all(until);
+  subscribing.confirm(needed, patience, until);
+  std::vector<Subscriber> out;
+  for (size_t i = 0; i < each.size(); ++i) {
+    if (!subscribing.conn(i)) continue;
+    // Still to confirm: the prelude's replies and every confirmation come later, read and
+    // passed over by wait() (replies that are no array, ssubscribe counted here).
+    const bool confirmed = subscribing.confirmed(i);
+    if (!confirmed && millis_until(until).count() <= 0) {
+      subscribing.fail(
+          i, "redis at " + each[i].endpoint.describe() + " did not confirm the subscription");
+      continue;
+    }
+    Subscriber sub(std::move(*subscribing.conn(i)));
+    sub.confirmations_due_ = confirmed ? channels.size() - 1 : channels.size();
+    out.push_back(std::move(sub));
   }
   return out;
 }

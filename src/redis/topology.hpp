@@ -2,63 +2,32 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "redis/connection.hpp"
-#include "redis/quorum.hpp"
+#include "redis/dispatch.hpp"
 #include "redis/retry.hpp"
-#include "redis/router.hpp"
 #include "redis/script.hpp"
 #include "redis/subscriber.hpp"
 
 namespace rlock::redis {
 
-// What a clean-up's connection may take beyond the budget of the request it cleans up
-// after: --timeout bounds a request, its retries and its clean-up together, plus this.
-inline constexpr Millis kCleanupMargin{200};
-
-// What the replicas said about a write sent with Topology::run_synced.
-struct Acks {
-  // Given by the caller: what the write is for ("lock 'x'"), named first in the
-  // ReplicationError run_synced throws when too few replicas are online.
-  std::string about;
-  // Given by the caller: the write may take nothing (a wait's attempt once it is queued),
-  // and only what its reply says it took is judged: a master with fewer than `wanted`
-  // replicas online does not refuse it (the WAIT behind it then comes back short).
-  bool judged_by_reply = false;
-  int wanted = 0;            // --sync-replicas; 0 = off (nothing was asked)
-  long long acked = 0;       // replicas that acknowledged it within `within`
-  long long connected = -1;  // replicas the master had online (ROLE); -1 = unknown
-  Millis within{0};          // the WAIT's timeout
-  std::string master;        // the server that took the write
-  std::string wait_error;    // WAIT's error reply, if it failed
-  // True when replicas were asked for and fewer acknowledged.
-  bool short_of_wanted() const { return wanted > 0 && acked < wanted; }
-  // "0 of 1 connected replicas of redis at H:P acknowledged within 500ms (--sync-replicas 1)"
-  std::string describe() const;
-};
-
-// A script's reply and its acknowledgement.
-struct Synced {
-  Reply reply;
-  Acks acks;
-};
-
 // Which servers exist and how to reach the one that serves a hash tag. Primitives, the
 // watchdog and waiters go through it and never build connections themselves, nor know
-// whether it is one server, a Sentinel deployment or a Cluster (its Router does). Command
-// connections open lazily and are replaced when they break; requests follow redirects
-// and failovers (see Router).
+// whether it is one server, a Sentinel deployment, a Cluster (its Router does) or a quorum
+// (its Dispatch does). Command connections open lazily and are replaced when they break;
+// requests follow redirects and failovers (see Router).
 class Topology {
  public:
   // One standalone server, options.endpoint.
   explicit Topology(ConnectOptions options);
   // On a quorum (redis-quorum://), requests go to every member at once and their replies
-  // combine by the rule each script declares (see Quorum); what has no rule (a script of a
-  // semaphore, latch, limiter or delay queue, a plain command or pipeline) throws UsageError
+  // combine by the rule each script declares (see redis/quorum.hpp); what has no rule (a script of
+  // a semaphore, latch, limiter or delay queue, a plain command or pipeline) throws UsageError
   // before anything is sent.
   // What `target` names (parse_target); `options` gives the timeouts and the data nodes'
   // credentials. `notice` gets one-line notes for -v.
@@ -103,7 +72,7 @@ class Topology {
 
   // How many requests so far were resent on another connection than their first send's
   // (see run()): a waiter that sees this change judges itself reconnected.
-  unsigned long long resends() const { return resends_; }
+  unsigned long long resends() const { return dispatch_->resends(); }
 
   // Until when the clean-up after the request that failed last may take (the end of that
   // request's budget), or now + --timeout when the last request did not fail.
@@ -159,18 +128,20 @@ class Topology {
   // reply, done in the round trip's time. It must not throw and must not use this
   // topology. A request that fails before it is written leaves it for later: whoever
   // needs its result calls it if it has not run (see cli::Supervision::prepare).
-  void while_next_script_runs(std::function<void()> work) { in_flight_ = std::move(work); }
+  void while_next_script_runs(std::function<void()> work) {
+    dispatch_->while_next_script_runs(std::move(work));
+  }
 
-  const ConnectOptions& options() const { return options_; }
+  const ConnectOptions& options() const { return dispatch_->options(); }
   // True on a Sentinel deployment or a Cluster (servers meant to fail over to a replica).
   bool replicated() const;
   // What a hold of `lease` must leave for the drift between the servers' clocks (a quorum's
   // members each count its lease on their own clock): 0 on one server.
-  Millis drift(Millis lease) const { return quorum_ ? Quorum::drift(lease) : Millis(0); }
+  Millis drift(Millis lease) const { return dispatch_->drift(lease); }
   // The members of a quorum (redis-quorum://); empty elsewhere.
   std::vector<Endpoint> quorum_members() const;
   // On a quorum, which members answer within the request timeout, asked all at once: for
-  // each member "" or why not (Quorum::silent_members); empty elsewhere.
+  // each member "" or why not; empty elsewhere.
   std::vector<std::string> silent_quorum_members();
   // host:port of the server that requests without a key go to (each master's, inside
   // for_each_master). May connect (Sentinel asks the sentinels).
@@ -189,36 +160,9 @@ class Topology {
   Sentinels sentinels() const;
 
  private:
-  // The connection to the server of `key`, opened (or reopened) within `budget` when
-  // needed, with `timeout` as its command timeout.
-  Connection& connection(std::string_view key, Millis budget, Millis timeout);
-  Millis request_timeout() const;
-  ConnectOptions effective_options() const;
-  // Runs `attempt(connection, asking)` on the server of `key` within the request's budget:
-  // redirects and failovers (Router::after_error) are followed, and I/O errors retried as
-  // run() says.
-  // `extra`: time beyond --timeout the request may take (a WAIT behind it), added to the
-  // budget and to each attempt's socket timeout.
-  // `confirm`: the request is a script whose write counts only once the router confirms
-  // its server after the reply (Router::confirm_master).
-  template <typename F>
-  auto with_retry(std::string_view key, Retry retry, std::optional<Deadline> until, F&& attempt,
-                  Millis extra = Millis(0), bool confirm = false);
-  // ROLE on `c` once: the replicas its master has online, for --sync-replicas.
-  long long replicas_online(Connection& c);
-
-  ConnectOptions options_;
   Target target_;
-  std::unique_ptr<Router> router_;
-  // A quorum's members (requests go to all of them, see Quorum); null elsewhere.
-  std::unique_ptr<Quorum> quorum_;
-  Millis timeout_limit_{0};
+  std::unique_ptr<Dispatch> dispatch_;
   std::vector<Subscriber> retired_;
-  std::function<void()> in_flight_;
-  std::optional<Deadline> failed_until_;  // the budget's end of the request that failed last
-  bool replicated_ = false;               // a Sentinel or Cluster URL
-  bool resending_ = false;                // the current request went out on another connection
-  unsigned long long resends_ = 0;        // see resends()
 };
 
 }  // namespace rlock::redis

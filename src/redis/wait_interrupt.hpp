@@ -6,8 +6,8 @@
 namespace rlock::redis {
 
 // While one is in scope, readiness of its file descriptor cuts short any wait of this
-// thread for a Redis reply (Connection::await_fd, Quorum's exchange). exec's renewals wait
-// on the job's pidfd too: a job that ends while a server does not answer is seen at once,
+// thread for a Redis reply (Connection::await_fd, QuorumMembers::exchange). exec's renewals
+// wait on the job's pidfd too: a job that ends while a server does not answer is seen at once,
 // ran under the hold all along, and keeps its own exit status (exec/watchdog.cpp).
 class WaitInterrupt {
  public:
