@@ -8,7 +8,6 @@
 
 #include "doctor/checks.hpp"
 #include "redis/errors.hpp"
-#include "redis/quorum_restart_rule.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 
