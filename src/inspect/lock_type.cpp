@@ -141,33 +141,9 @@ class LockType final : public ObjectType {
     Json fence = nullptr, grant = nullptr;
     if (auto denied = refusal(r, read_count())) {
       error = *denied;
-    } else if (!error.empty()) {
-      // the readers' HSCAN reply had the wrong shape: that is what is shown
-    } else if (r[0].is_error()) {
-      if (o.key == o.name) return std::nullopt;  // Redisson's layout: some other key
-      error = "key holds another type than a lock hash";
-    } else {
-      if (writers_total == 0 && readers.empty()) return std::nullopt;  // released since SCAN
-      try {
-        ttl_ms = r[1].is_integer() ? r[1].integer() : -1;
-        redis::ReplyView fields = scanned(r[0]);
-        for (size_t k = 0; k < listed_pairs(fields); ++k) {
-          const std::string owner = fields.at(2 * k).str();
-          long long count = 0;
-          if (!parse_stored_whole(fields.at(2 * k + 1).str(), count)) throw DataError(owner);
-          // An exclusive lock's holders share the hash's lease.
-          holders.push_back(
-              {{"owner", owner}, {"count", count}, {"lease_ms", ttl_ms}, {"shared", false}});
-        }
-      } catch (const BadScanReply& e) {
-        error = e.what();
-      } catch (const DataError&) {
-        // Under Redisson's layout a lock is any hash of its name: one that is not a lock
-        // is somebody else's data, not a broken lock.
-        if (o.key == o.name) return std::nullopt;
-        holders = Json::array();
-        error = "hash whose values are not reentry counts: not a lock";
-      }
+    } else if (error.empty() &&
+               !read_exclusive(o, r, writers_total == 0 && readers.empty(), holders, error)) {
+      return std::nullopt;
     }
     if (error.empty() && r[6].is_error()) error = "readers key holds another type than a hash";
     if (error.empty() && bad_readers)
@@ -178,23 +154,7 @@ class LockType final : public ObjectType {
     } catch (const DataError&) {
       error = error.empty() ? "fencing token is not a number" : error;
     }
-    if (r[3].is_array()) {
-      for (size_t i = 0; i + 1 < r[3].size(); i += 2) {
-        Json w = member_json(r[3].at(i).str());
-        w["waited_ms"] = nullptr;
-        try {
-          // Arrival in server microseconds; waited = TIME of this batch - arrival.
-          double arrival_us = std::stod(r[3].at(i + 1).str());
-          // Out of range (another program's score): no age, rather than an undefined cast.
-          if (clock.now_us && std::fabs(arrival_us) < 9e18) {
-            w["waited_ms"] =
-                std::max(0LL, (*clock.now_us - static_cast<long long>(arrival_us)) / 1000);
-          }
-        } catch (const std::exception&) {
-        }
-        waiters.push_back(std::move(w));
-      }
-    }
+    if (r[3].is_array()) waiters = waiters_json(r[3], clock);
     if (r[4].is_integer()) waiters_total = r[4].integer();
     if (r[5].is_string() && !r[5].str().empty()) grant = member_json(r[5].str());
 
@@ -202,13 +162,7 @@ class LockType final : public ObjectType {
     for (auto& h : readers) holders.push_back(h);
     if (!readers.empty() && writers_total == 0) {
       j["mode"] = "shared";
-      ttl_ms = -1;
-      for (const auto& h : readers) {
-        if (h["lease_ms"].is_number()) ttl_ms = std::max(ttl_ms, h["lease_ms"].get<long long>());
-      }
-      // Not all listed: the hash lives as long as its longest reader.
-      if (readers_total > static_cast<long long>(readers.size()) && r[9].is_integer())
-        ttl_ms = std::max(ttl_ms, r[9].integer());
+      ttl_ms = shared_ttl(readers, readers_total, r[9]);
     }
     j["holders"] = holders;
     const long long holders_total = std::max(writers_total, exclusive_listed) +
@@ -225,6 +179,74 @@ class LockType final : public ObjectType {
   }
 
  private:
+  // The exclusive holders from the lock hash (r[0], lease r[1]) into `holders`, or what is
+  // wrong into `error`. False when the object is no lock to show: gone since SCAN saw it
+  // (`released`), or under Redisson's layout some other program's key of that name.
+  static bool read_exclusive(const Found& o, const redis::Reply* r, bool released, Json& holders,
+                             std::string& error) {
+    if (r[0].is_error()) {
+      if (o.key == o.name) return false;  // Redisson's layout: some other key
+      error = "key holds another type than a lock hash";
+      return true;
+    }
+    if (released) return false;
+    try {
+      const long long ttl_ms = r[1].is_integer() ? r[1].integer() : -1;
+      redis::ReplyView fields = scanned(r[0]);
+      for (size_t k = 0; k < listed_pairs(fields); ++k) {
+        const std::string owner = fields.at(2 * k).str();
+        long long count = 0;
+        if (!parse_stored_whole(fields.at(2 * k + 1).str(), count)) throw DataError(owner);
+        // An exclusive lock's holders share the hash's lease.
+        holders.push_back(
+            {{"owner", owner}, {"count", count}, {"lease_ms", ttl_ms}, {"shared", false}});
+      }
+    } catch (const BadScanReply& e) {
+      error = e.what();
+    } catch (const DataError&) {
+      // Under Redisson's layout a lock is any hash of its name: one that is not a lock
+      // is somebody else's data, not a broken lock.
+      if (o.key == o.name) return false;
+      holders = Json::array();
+      error = "hash whose values are not reentry counts: not a lock";
+    }
+    return true;
+  }
+
+  // The waiters ZRANGE ... WITHSCORES listed, each with how long it has waited.
+  static Json waiters_json(const redis::Reply& list, const BatchClock& clock) {
+    Json waiters = Json::array();
+    for (size_t i = 0; i + 1 < list.size(); i += 2) {
+      Json w = member_json(list.at(i).str());
+      w["waited_ms"] = nullptr;
+      try {
+        // Arrival in server microseconds; waited = TIME of this batch - arrival.
+        double arrival_us = std::stod(list.at(i + 1).str());
+        // Out of range (another program's score): no age, rather than an undefined cast.
+        if (clock.now_us && std::fabs(arrival_us) < 9e18) {
+          w["waited_ms"] =
+              std::max(0LL, (*clock.now_us - static_cast<long long>(arrival_us)) / 1000);
+        }
+      } catch (const std::exception&) {
+      }
+      waiters.push_back(std::move(w));
+    }
+    return waiters;
+  }
+
+  // A shared lock's lease: its longest reader's, or the readers hash's PTTL (`hash_ttl`)
+  // when not all readers were listed.
+  static long long shared_ttl(const Json& readers, long long readers_total,
+                              const redis::Reply& hash_ttl) {
+    long long ttl_ms = -1;
+    for (const auto& h : readers) {
+      if (h["lease_ms"].is_number()) ttl_ms = std::max(ttl_ms, h["lease_ms"].get<long long>());
+    }
+    if (readers_total > static_cast<long long>(readers.size()) && hash_ttl.is_integer())
+      ttl_ms = std::max(ttl_ms, hash_ttl.integer());
+    return ttl_ms;
+  }
+
   static TableCells cells(const Json& holders, long long holders_total, const std::string& error,
                           long long ttl_ms, const Json& fence, long long waiters_total) {
     std::string who;

@@ -194,6 +194,47 @@ Json holders_of(const Json& object) {
   return out;
 }
 
+// The members' objects (member index, object) sorted by name, type and member, each
+// saying whether a majority of the `members` agrees on who holds it.
+std::vector<Shown> with_majority(std::vector<std::pair<size_t, Shown>>& all, size_t members,
+                                 size_t answered) {
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    if (a.second.name != b.second.name) return a.second.name < b.second.name;
+    return a.second.type->type() < b.second.type->type();
+  });
+  std::vector<Shown> out;
+  for (size_t i = 0; i < all.size();) {
+    size_t j = i;
+    while (j < all.size() && all[j].second.name == all[i].second.name &&
+           all[j].second.type == all[i].second.type) {
+      ++j;
+    }
+    std::vector<Json> holders;
+    for (size_t k = i; k < j; ++k) holders.push_back(holders_of(all[k].second.decoded.json));
+    for (size_t k = i; k < j; ++k) {
+      size_t agree = std::count(holders.begin(), holders.end(), holders[k - i]);
+      // Members that answered without the object agree with an empty holder list.
+      if (holders[k - i].empty()) agree += answered - (j - i);
+      all[k].second.decoded.json["majority"] = agree > members / 2;
+      out.push_back(std::move(all[k].second));
+    }
+    i = j;
+  }
+  return out;
+}
+
+// The members that did not answer, on stderr once per change (`inspect --watch` lists
+// again and again).
+void report_missing(const std::string& missing, size_t answered, size_t members) {
+  static std::string reported;
+  if (!missing.empty() && missing != reported) {
+    print_diagnostic("inspect lists " + std::to_string(answered) + " of the " +
+                     std::to_string(members) + " quorum members; not answering (counted as " +
+                     "not agreeing): " + missing);
+  }
+  reported = missing;
+}
+
 // A quorum: every member is listed (its objects tagged with "member"), and each object says
 // whether a majority of the members agrees on who holds it ("majority"). The listing is
 // read whole first, members in URL order; it comes out sorted by name, type and member.
@@ -236,37 +277,8 @@ void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
     throw UnavailableError("fewer than a majority of the " + std::to_string(members) +
                            " quorum members answered (" + missing + ")");
   }
-  // Once per change: `inspect --watch` lists again and again.
-  static std::string reported;
-  if (!missing.empty() && missing != reported) {
-    print_diagnostic("inspect lists " + std::to_string(answered) + " of the " +
-                     std::to_string(members) + " quorum members; not answering (counted as " +
-                     "not agreeing): " + missing);
-  }
-  reported = missing;
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    if (a.second.name != b.second.name) return a.second.name < b.second.name;
-    return a.second.type->type() < b.second.type->type();
-  });
-  std::vector<Shown> out;
-  for (size_t i = 0; i < all.size();) {
-    size_t j = i;
-    while (j < all.size() && all[j].second.name == all[i].second.name &&
-           all[j].second.type == all[i].second.type) {
-      ++j;
-    }
-    std::vector<Json> holders;
-    for (size_t k = i; k < j; ++k) holders.push_back(holders_of(all[k].second.decoded.json));
-    for (size_t k = i; k < j; ++k) {
-      size_t agree = std::count(holders.begin(), holders.end(), holders[k - i]);
-      // Members that answered without the object agree with an empty holder list.
-      if (holders[k - i].empty()) agree += answered - (j - i);
-      all[k].second.decoded.json["majority"] = agree > members / 2;
-      out.push_back(std::move(all[k].second));
-    }
-    i = j;
-  }
-  emit(out);
+  report_missing(missing, answered, members);
+  emit(with_majority(all, members, answered));
 }
 
 }  // namespace
