@@ -331,6 +331,20 @@ local function release_level(owner, count, keep, channel, claim_ms)
   return 0
 end
 
+-- Drops one level of the shared hold `id`; at its last level the lock may be free for the
+-- next waiters. Returns the levels left, or nil when there is no such hold.
+local function release_shared(id, now_ms, channel, claim_ms)
+  local c, expiry = reader_live(id, now_ms)
+  if not c then return nil end
+  if c > 1 then
+    reader_set(id, c - 1, expiry, now_ms)
+    return c - 1
+  end
+  reader_del(id)
+  pass_on(channel, claim_ms)
+  return 0
+end
+
 -- Appends owner, count pairs of the writer and of the live readers (a reader's owner
 -- without its hold id) to `reply`: every reader, or with `limit` the `limit` that expire
 -- first (a busy reply stays small and cheap beside any number of readers).

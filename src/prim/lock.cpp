@@ -182,9 +182,11 @@ class LockWait : public Waitable {
     return {lock_.foreign_channel_};
   }
 
-  // Gives back the hold this request took, if any, and nothing else (lock_release's
-  // "return"): the request stays queued under the same id.
-  void give_back_taken() noexcept { clean_up_request("return"); }
+  // Gives back the hold this request took, if any, and nothing else (lua/lock_return.lua):
+  // the request stays queued under the same id.
+  void give_back_taken() noexcept {
+    clean_up_request<redis::contract::lock_return>(redis::scripts::lock_return);
+  }
 
   // Gives back what this request took without a usable hold: a request that ends here
   // is given up by its id (a late grant is undone too) and a wait goes on under a new id;
@@ -208,29 +210,28 @@ class LockWait : public Waitable {
     member_ = std::to_string(lease_.count()) + ":" + kind_ + ":" + id_ + ":" + owner_;
   }
 
-  void give_up() noexcept override { clean_up_request("abandon"); }
+  void give_up() noexcept override {
+    clean_up_request<redis::contract::lock_abandon>(redis::scripts::lock_abandon);
+  }
 
   Acquisition result() const { return result_; }
 
  private:
-  // lock_release's clean-up `op` ("abandon" or "return") of this request, without a reply
-  // record.
-  void clean_up_request(std::string_view op) noexcept {
-    using C = redis::contract::lock_release;
+  // Runs the clean-up `Contract` (lock_abandon or lock_return) of this request.
+  template <class Contract>
+  void clean_up_request(const redis::Script& script) noexcept {
+    using C = Contract;
     const std::string claim = millis_arg(kClaimWindow);
     const auto args = redis::args_of<C>()
                           .set(C::kArgOwner, owner_)
                           .set(C::kArgChannel, lock_.channel_)
-                          .set(C::kArgKeepMs, "0")
                           .set(C::kArgHoldId, id_)
                           .set(C::kArgClaimMs, claim)
-                          .set(C::kArgOp, op)
-                          .set(C::kArgMember, member_)
-                          .set(C::kArgKind, kind_)
-                          .set(C::kArgReplyTtl, "0")
                           .set(C::kArgForeignChannel, lock_.foreign_channel_)
+                          .set(C::kArgFloor, "")
+                          .set(C::kArgMember, member_)
                           .strings();
-    clean_up(lock_.topology_, redis::scripts::lock_release, lock_.keys<C>(request_key_), args);
+    clean_up(lock_.topology_, script, lock_.keys<C>(request_key_), args);
   }
 
   Lock& lock_;
@@ -418,11 +419,10 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
           .set(C::kArgKeepMs, keep_ms)
           .set(C::kArgHoldId, hold_id)
           .set(C::kArgClaimMs, claim)
-          .set(C::kArgOp, "release")
-          .set(C::kArgMember, "")
           .set(C::kArgKind, kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode))
           .set(C::kArgReplyTtl, ttl)
           .set(C::kArgForeignChannel, foreign_channel_)
+          .set(C::kArgFloor, "")
           .list(),
       kKind, redis::Retry::kIdempotent);
   Release r;
@@ -454,11 +454,10 @@ void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) 
                .set(C::kArgKeepMs, "0")
                .set(C::kArgHoldId, hold_id)
                .set(C::kArgClaimMs, claim)
-               .set(C::kArgOp, "release")
-               .set(C::kArgMember, "")
                .set(C::kArgKind, kind_name(kind, held.mode))
                .set(C::kArgReplyTtl, ttl)
                .set(C::kArgForeignChannel, foreign_channel_)
+               .set(C::kArgFloor, "")
                .strings());
 }
 

@@ -48,6 +48,11 @@ TEST_CASE("script args: the quorum's positions are the lock scripts' own") {
   const QuorumRule* release = find_quorum_rule(scripts::lock_release.quorum);
   REQUIRE(release != nullptr);
   CHECK(release->floor_arg == contract::lock_release::kArgFloor + 1);
+  // One rule for the three scripts that may hand the lock on: the floor in one place.
+  CHECK(find_quorum_rule(scripts::lock_abandon.quorum) == release);
+  CHECK(find_quorum_rule(scripts::lock_return.quorum) == release);
+  CHECK(contract::lock_abandon::kArgFloor == contract::lock_release::kArgFloor);
+  CHECK(contract::lock_return::kArgFloor == contract::lock_release::kArgFloor);
   const QuorumRule* force = find_quorum_rule(scripts::lock_force_release.quorum);
   REQUIRE(force != nullptr);
   CHECK(force->floor_arg == contract::lock_force_release::kArgFloor + 1);
