@@ -1,23 +1,26 @@
--- Creates a countdown latch with count ARGV[1] (KEYS: see latch_common.lua), forgetting the
--- ids of an earlier round. A live latch (count > 0) is left alone unless ARGV[3] is '1'.
--- ARGV[1] count (>= 1), ARGV[2] expiry of the whole latch in ms (0 = none),
--- ARGV[3] '1' to reset a live latch, ARGV[4] latch channel (for the ACL check),
--- ARGV[5] ms the reply record is kept
+-- Creates a countdown latch with count `count` (KEYS: see latch_common.lua, then reply),
+-- forgetting the ids of an earlier round. A live latch (count > 0) is left alone unless
+-- force is '1'.
+-- @arg count      (>= 1)
+-- @arg expire_ms  expiry of the whole latch in ms (0 = none)
+-- @arg force      '1' to reset a live latch
+-- @arg channel    latch channel (for the ACL check)
+-- @arg reply_ttl  ms the reply record is kept
 -- Reply: {1, previous} set; previous = the count it replaced, -1 when there was no latch;
 --        {0, count} refused: the latch is live with this count, nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
--- KEYS[3] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include latch_common.lua
-return once(KEYS[3], ARGV[5], function()
-local err, count = check_latch_keys(ARGV[4])
+-- @key reply  this request's reply record (see once in common.lua)
+return once(K.reply, A.reply_ttl, function()
+local err, count = check_latch_keys(A.channel)
 if err then return err end
-if count and count > 0 and ARGV[3] ~= '1' then return {0, count} end
-redis.call('DEL', KEYS[2])
-if tonumber(ARGV[2]) > 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if count and count > 0 and A.force ~= '1' then return {0, count} end
+redis.call('DEL', K.ids)
+if tonumber(A.expire_ms) > 0 then
+  redis.call('SET', K.count, A.count, 'PX', A.expire_ms)
 else
-  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SET', K.count, A.count)
 end
 return {1, count or -1}
 end, function(r) return r[1] == 1 end)

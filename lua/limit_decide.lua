@@ -1,13 +1,21 @@
 -- One rate-limiter decision (GCRA: a theoretical arrival time, TAT, per bucket), on the
 -- server clock, in microseconds.
--- KEYS[1] limiter (hash: rate, per_ms, burst, per_client '0'|'1', client_rate ('0': none),
---         tat = the overall bucket's TAT, absent while it is full or unused)
--- KEYS[2] clients (zset: client id -> that client's TAT)
--- ARGV[1] rate, ARGV[2] per_ms, ARGV[3] burst, ARGV[4] per_client '0'|'1',
--- ARGV[5] client_rate ('0': none), ARGV[6] cost (1..burst), ARGV[7] client id ('' for none),
--- ARGV[8] '1' to peek (decide without consuming or writing anything),
--- ARGV[9] '1' to store ARGV[1..5] over a different stored config (--reconfigure),
--- ARGV[10] ms the reply record is kept
+-- @key limiter      (hash: rate, per_ms, burst, per_client '0'|'1', client_rate ('0': none),
+--                   tat = the overall bucket's TAT, absent while it is full or unused)
+-- @key clients      (zset: client id -> that client's TAT)
+-- @key [reply]      this request's reply record (see once in common.lua), absent for a
+--                   peek: a repeated decision returns the first one and consumes nothing more
+-- @arg rate
+-- @arg per_ms
+-- @arg burst
+-- @arg per_client   '0'|'1'
+-- @arg client_rate  ('0': none)
+-- @arg cost         (1..burst)
+-- @arg client       client id ('' for none)
+-- @arg peek         '1' to peek (decide without consuming or writing anything)
+-- @arg reconfigure  '1' to store the config (rate .. client_rate) over a different stored
+--                   one (--reconfigure)
+-- @arg reply_ttl    ms the reply record is kept
 -- Reply: {1, allowed 0|1, remaining, retry_after_us, reset_after_us, now_us}; with a peek,
 --        reset_after_us is that of the state as it is (the peeked call not consumed)
 --        {0, rate, per_ms, burst, per_client, client_rate}: another config is stored;
@@ -21,25 +29,23 @@
 -- drops them with one ZREMRANGEBYSCORE (O(log n + removed)) and the largest score says
 -- when everything is full again, which is when both keys expire. A decision that stores a
 -- new config (--reconfigure) converts every live client bucket: O(clients), once per change.
--- KEYS[3] this request's reply record (see once in common.lua), absent for a peek: a
--- repeated decision returns the first one and consumes nothing more.
 -- @include common.lua
-return once(ARGV[8] ~= '1' and KEYS[3], ARGV[10], function()
+return once(A.peek ~= '1' and K.reply, A.reply_ttl, function()
 -- Allows for the rounding of doubles (a quarter of a microsecond near 2^51).
 local EPS = 1
 
 do
-  local denied = ARGV[8] ~= '1' and first_denied({
-    {'HSET', KEYS[1], 'f', '1'}, {'HDEL', KEYS[1], 'f'}, {'PEXPIRE', KEYS[1], '1'},
-    {'DEL', KEYS[1]}, {'ZADD', KEYS[2], '1', 'm'}, {'ZREMRANGEBYSCORE', KEYS[2], '0', '1'},
-    {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
+  local denied = A.peek ~= '1' and first_denied({
+    {'HSET', K.limiter, 'f', '1'}, {'HDEL', K.limiter, 'f'}, {'PEXPIRE', K.limiter, '1'},
+    {'DEL', K.limiter}, {'ZADD', K.clients, '1', 'm'}, {'ZREMRANGEBYSCORE', K.clients, '0', '1'},
+    {'PEXPIRE', K.clients, '1'}, {'DEL', K.clients},
   }) or first_denied({
-    {'TIME'}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[1]}, {'HMGET', KEYS[1], 'f'}, {'HGET', KEYS[1], 'f'},
-    {'ZRANGE', KEYS[2], '0', '0'}, {'ZSCORE', KEYS[2], 'm'}, {'ZCARD', KEYS[2]},
+    {'TIME'}, {'TYPE', K.limiter}, {'EXISTS', K.limiter}, {'HMGET', K.limiter, 'f'}, {'HGET', K.limiter, 'f'},
+    {'ZRANGE', K.clients, '0', '0'}, {'ZSCORE', K.clients, 'm'}, {'ZCARD', K.clients},
   })
   if denied then return denied end
 end
-local err = first_bad_type({'hash', 'zset'})
+local err = first_bad_type({{K.limiter, 'hash'}, {K.clients, 'zset'}})
 if err then return err end
 
 -- A finite number (tonumber also takes "nan" and "inf", which no TAT may be).
@@ -48,35 +54,36 @@ local function finite(s)
   if v and v == v and v > -math.huge and v < math.huge then return v end
 end
 
-local stored = redis.call('HMGET', KEYS[1], 'rate', 'per_ms', 'burst', 'per_client',
+local stored = redis.call('HMGET', K.limiter, 'rate', 'per_ms', 'burst', 'per_client',
                           'client_rate', 'tat')
-local exists = redis.call('EXISTS', KEYS[1]) == 1
+local exists = redis.call('EXISTS', K.limiter) == 1
 if exists then
   -- Whole numbers of at most 15 digits (exact in doubles); rate, per and burst >= 1.
   for i = 1, 5 do
     if not stored[i] or not string.match(stored[i], '^%d+$') or #stored[i] > 15
         or (i <= 3 and tonumber(stored[i]) < 1) then
-      return redis.error_reply('MALFORMED ' .. KEYS[1])
+      return redis.error_reply('MALFORMED ' .. K.limiter)
     end
   end
-  if stored[4] ~= '0' and stored[4] ~= '1' then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
-  if stored[6] and not finite(stored[6]) then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+  if stored[4] ~= '0' and stored[4] ~= '1' then return redis.error_reply('MALFORMED ' .. K.limiter) end
+  if stored[6] and not finite(stored[6]) then return redis.error_reply('MALFORMED ' .. K.limiter) end
 end
 -- The largest client TAT decides the expiry: an infinite one (no rlock writes it) is refused.
-local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-if top[2] and not finite(top[2]) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+local top = redis.call('ZRANGE', K.clients, -1, -1, 'WITHSCORES')
+if top[2] and not finite(top[2]) then return redis.error_reply('MALFORMED ' .. K.clients) end
 
 local now = server_time().us
-local rate, per_us, burst = tonumber(ARGV[1]), tonumber(ARGV[2]) * 1000, tonumber(ARGV[3])
-local per_client, client_rate = ARGV[4] == '1', tonumber(ARGV[5])
-local cost, client, peek = tonumber(ARGV[6]), ARGV[7], ARGV[8] == '1'
+local rate, per_us, burst = tonumber(A.rate), tonumber(A.per_ms) * 1000, tonumber(A.burst)
+local per_client, client_rate = A.per_client == '1', tonumber(A.client_rate)
+local cost, client, peek = tonumber(A.cost), A.client, A.peek == '1'
 local uses_overall = not per_client or client_rate > 0
 
 local differs = false
 if exists then
-  for i = 1, 5 do differs = differs or stored[i] ~= ARGV[i] end
+  local given = {A.rate, A.per_ms, A.burst, A.per_client, A.client_rate}
+  for i = 1, 5 do differs = differs or stored[i] ~= given[i] end
 end
-if differs and ARGV[9] ~= '1' then
+if differs and A.reconfigure ~= '1' then
   return {0, tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[3]),
           tonumber(stored[4]), tonumber(stored[5])}
 end
@@ -104,10 +111,10 @@ if differs then
   -- Every live client bucket too (one pass over them; a reconfigure is rare). When the
   -- clients' buckets are dropped (no more --client), the write below deletes them.
   if per_client and stored[4] == '1' then
-    local live = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+    local live = redis.call('ZRANGE', K.clients, 0, -1, 'WITHSCORES')
     for i = 1, #live, 2 do
       local t = rescale(tonumber(live[i + 1]), old_ct * old_b, new_ct * burst)
-      if t then redis.call('ZADD', KEYS[2], string.format('%.17g', t), live[i]) end
+      if t then redis.call('ZADD', K.clients, string.format('%.17g', t), live[i]) end
     end
   end
 end
@@ -136,7 +143,7 @@ if uses_overall then
   outcomes[#outcomes + 1] = overall
 end
 if per_client then
-  local score = redis.call('ZSCORE', KEYS[2], client)
+  local score = redis.call('ZSCORE', K.clients, client)
   mine = decide(score and tonumber(score), per_us / (client_rate > 0 and client_rate or rate))
   outcomes[#outcomes + 1] = mine
 end
@@ -156,35 +163,35 @@ local reply = {1, allowed and 1 or 0, remaining, math.ceil(retry), math.ceil(res
 if peek or (not allowed and not differs) then return reply end
 
 -- A write: the decision consumed, or a new config is stored (also when limited).
-redis.call('HSET', KEYS[1], 'rate', ARGV[1], 'per_ms', ARGV[2], 'burst', ARGV[3],
-           'per_client', ARGV[4], 'client_rate', ARGV[5])
+redis.call('HSET', K.limiter, 'rate', A.rate, 'per_ms', A.per_ms, 'burst', A.burst,
+           'per_client', A.per_client, 'client_rate', A.client_rate)
 if uses_overall then
   local t = allowed and overall.tat or tat
   if t and t > now then
-    redis.call('HSET', KEYS[1], 'tat', string.format('%.17g', t))
+    redis.call('HSET', K.limiter, 'tat', string.format('%.17g', t))
   else
-    redis.call('HDEL', KEYS[1], 'tat')
+    redis.call('HDEL', K.limiter, 'tat')
   end
 else
-  redis.call('HDEL', KEYS[1], 'tat')
+  redis.call('HDEL', K.limiter, 'tat')
 end
 if not per_client then
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', K.clients)
 else
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.17g', now))
-  if allowed then redis.call('ZADD', KEYS[2], string.format('%.17g', mine.tat), client) end
+  redis.call('ZREMRANGEBYSCORE', K.clients, '-inf', string.format('%.17g', now))
+  if allowed then redis.call('ZADD', K.clients, string.format('%.17g', mine.tat), client) end
 end
 
 -- Both keys live until every bucket is full again.
-local last = tonumber(redis.call('HGET', KEYS[1], 'tat') or now)
-top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+local last = tonumber(redis.call('HGET', K.limiter, 'tat') or now)
+top = redis.call('ZRANGE', K.clients, -1, -1, 'WITHSCORES')
 if top[2] then last = math.max(last, tonumber(top[2])) end
 local ttl = math.ceil((last - now) / 1000)
 if ttl < 1 then
-  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('DEL', K.limiter, K.clients)
 else
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  if top[2] then redis.call('PEXPIRE', KEYS[2], ttl) end
+  redis.call('PEXPIRE', K.limiter, ttl)
+  if top[2] then redis.call('PEXPIRE', K.clients, ttl) end
 end
 return reply
 end, function(r) return r[1] == 1 and r[2] == 1 end)

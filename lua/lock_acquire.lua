@@ -5,23 +5,30 @@
 -- this script, run by that waiter, confirms (a grant message is only a wake-up: anyone can
 -- PUBLISH). A fresh exclusive acquisition advances the fencing token (a reservation took it
 -- when it was granted).
--- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] mode:
+-- @arg owner            the owner
+-- @arg lease            lease ms
+-- @arg mode             one of:
 --   "try"    one attempt, never queued; re-enters a hold of the same owner
 --   "wait"   first attempt of a wait: re-enters, or queues when busy
 --   "queued" later attempts: claims a grant, takes a free lock at the head, keeps the place
 --   "last"   the wait's final attempt: as "queued", but leaves the queue when busy
 --   "claim"  as "queued" while this wait's queue entry is there or the fence is at least
---            ARGV[11]; otherwise (a server that lost the entry and the token of the hold
+--            seen_fence; otherwise (a server that lost the entry and the token of the hold
 --            the waiter saw may have lost that hold, whose job still runs: see
 --            prim/wait.cpp) it only claims a grant, takes nothing free and leaves the
 --            queue
--- ARGV[4] ms the caller will still wait, ARGV[5] request (wait) id, ARGV[6] "lock" or
--- "exec" (exclusive) or "slock" or "sexec" (shared), ARGV[7] lock channel, ARGV[8] ms a
--- granted waiter has to claim, ARGV[9] arrival (us) to keep, or "", ARGV[10] the holds of
--- the rlock processes the caller runs under, "<hold id> <owner>" a line (RLOCK_HOLDS),
--- ARGV[11] the fence the wait's last busy reply gave ("0": none), ARGV[12] Redisson's lock
--- channel or "" (see foreign_channel in lock_common.lua), ARGV[13] the least token to hand
--- out, or "" (a quorum's: see fence_floor in lock_common.lua).
+-- @arg wait_ms          ms the caller will still wait
+-- @arg request_id       request (wait) id
+-- @arg kind             "lock" or "exec" (exclusive) or "slock" or "sexec" (shared)
+-- @arg channel          lock channel
+-- @arg claim_ms         ms a granted waiter has to claim
+-- @arg arrival          arrival (us) to keep, or ""
+-- @arg ancestry         the holds of the rlock processes the caller runs under, "<hold id>
+--                       <owner>" a line (RLOCK_HOLDS)
+-- @arg seen_fence       the fence the wait's last busy reply gave ("0": none)
+-- @arg foreign_channel  Redisson's lock channel or "" (see foreign_channel in lock_common.lua)
+-- @arg [floor]          the least token to hand out, or "" (a quorum's: see fence_floor in
+--                       lock_common.lua)
 -- Same owner: a "lock" or "slock" request re-enters its owner's hold of the same mode (an
 -- "slock" also the owner's exclusive hold: a downgrade); an exec hold (either mode) is its
 -- process's own: no other exec of its owner runs beside an exclusive one, and an exclusive
@@ -34,19 +41,17 @@
 --        {-1} this request was given up by its own clean-up: nothing changed;
 --        error "UPGRADE" (a reader asked for the exclusive lock: it would deadlock),
 --        error "SELF <exclusive|shared|behind> <hold id>" (busy, and it could only be granted
---        once that hold of ARGV[10] is released: it would wait for itself; it leaves the queue),
---        "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
+--        once that hold of ancestry is released: it would wait for itself; it leaves the
+--        queue), "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
 -- On a quorum (redis/quorum_rule.hpp):
 -- @quorum grant
 -- @include common.lua
 -- @include waiter_queue.lua
 -- @include lock_common.lua
-foreign_channel = ARGV[12] or ''
-fence_floor = tonumber(ARGV[13]) or 0
-local owner, lease, mode, wait_ms = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local rid, kind, channel, claim_ms = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local owner, lease, mode, wait_ms = A.owner, tonumber(A.lease), A.mode, tonumber(A.wait_ms)
+local rid, kind, channel, claim_ms = A.request_id, A.kind, A.channel, A.claim_ms
 local shared = is_shared(kind)
-local member = ARGV[2] .. ':' .. kind .. ':' .. rid .. ':' .. owner
+local member = A.lease .. ':' .. kind .. ':' .. rid .. ':' .. owner
 local BUSY_LISTED = 100
 
 local function held_reply(c, fence, pttl, fresh)
@@ -59,9 +64,9 @@ end
 -- `last`: the stored token, when the caller read it already.
 local function hold_free(last)
   local fence = next_fence(last)
-  redis.call('HSET', KEYS[1], owner, 1)
-  redis.call('PEXPIRE', KEYS[1], lease)
-  if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
+  redis.call('HSET', K.lock, owner, 1)
+  redis.call('PEXPIRE', K.lock, lease)
+  if kind == 'exec' then redis.call('SET', K.exec, rid, 'PX', lease) end
   return fence
 end
 
@@ -71,21 +76,21 @@ end
 -- reads; each is a wake-up's worth of CPU on every member of a quorum). The full checks
 -- below would find nothing else to look at, and the full path would take the lock just so
 -- (no waiter to hand it to); a claim that may take nothing goes that way instead.
-local LOCK_KEYS_BUT_TOKEN = {KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8], KEYS[9],
-  KEYS[10], KEYS[11]}
+local LOCK_KEYS_BUT_TOKEN = {K.lock, K.waiters, K.timeouts, K.grant, K.exec, K.readers, K.reader_grants,
+  K.sem, K.reader_expiries}
 if not shared and not first_denied({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}})
     and redis.call('EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)) == 0 then
   local err = check_rights(channel)
   if err then return err end
   -- Read without a TYPE first: a GET of another type fails, writing nothing, and only then
   -- is the type looked up, to name it.
-  local stored, outcome = redis.pcall('GET', KEYS[2]), redis.pcall('GET', KEYS[7])
-  if type(stored) == 'table' then return bad_type(KEYS[2], 'string') or stored end
-  if type(outcome) == 'table' then return bad_type(KEYS[7], 'string') or outcome end
+  local stored, outcome = redis.pcall('GET', K.fence), redis.pcall('GET', K.request)
+  if type(stored) == 'table' then return bad_type(K.fence, 'string') or stored end
+  if type(outcome) == 'table' then return bad_type(K.request, 'string') or outcome end
   local last = tonumber(stored or '0')
-  if not last then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+  if not last then return redis.error_reply('MALFORMED ' .. K.fence) end
   if outcome == '0' then return {-1} end
-  if mode ~= 'claim' or last >= (tonumber(ARGV[11]) or 0) then
+  if mode ~= 'claim' or last >= (tonumber(A.seen_fence) or 0) then
     local fence = hold_free(last)
     remember('1')  -- and no queue to leave: EXISTS found none
     return {1, 1, fence, lease, 1}
@@ -99,23 +104,23 @@ end
 -- its owner (and an exec's, its hold id); a grant that outlived it gives nothing. Its token
 -- was taken at the grant. An unreadable grant key is left to the full checks, which name it.
 if not shared then
-  local grant = redis.pcall('GET', KEYS[5])
+  local grant = redis.pcall('GET', K.grant)
   if grant == member then
-    local err = first_denied({{'DEL', KEYS[5]}, {'PEXPIRE', KEYS[1], '1'}, {'SET', KEYS[6], 'm'},
-      {'SET', KEYS[7], '1'}, {'ZREM', KEYS[3], 'm'}, {'ZREM', KEYS[4], 'm'}})
-      or first_denied({{'TIME'}, {'TYPE', KEYS[1]}, {'GET', KEYS[7]}, {'HGET', KEYS[1], 'f'},
-        {'PTTL', KEYS[1]}})
+    local err = first_denied({{'DEL', K.grant}, {'PEXPIRE', K.lock, '1'}, {'SET', K.exec, 'm'},
+      {'SET', K.request, '1'}, {'ZREM', K.waiters, 'm'}, {'ZREM', K.timeouts, 'm'}})
+      or first_denied({{'TIME'}, {'TYPE', K.lock}, {'GET', K.request}, {'HGET', K.lock, 'f'},
+        {'PTTL', K.lock}})
       or first_bad_type(LOCK_KEY_TYPES, 7) or malformed_fence()
     if err then return err end
-    if redis.call('GET', KEYS[7]) == '0' then return {-1} end
-    local count = redis.call('HGET', KEYS[1], owner)
+    if redis.call('GET', K.request) == '0' then return {-1} end
+    local count = redis.call('HGET', K.lock, owner)
     if count and not string.match(count, '^%d+$') then
-      return redis.error_reply('MALFORMED ' .. KEYS[1])
+      return redis.error_reply('MALFORMED ' .. K.lock)
     end
-    if count and tonumber(count) >= 1 and (kind ~= 'exec' or redis.call('GET', KEYS[6]) == rid) then
-      redis.call('DEL', KEYS[5])
-      local in_force = extend(KEYS[1], lease)
-      if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
+    if count and tonumber(count) >= 1 and (kind ~= 'exec' or redis.call('GET', K.exec) == rid) then
+      redis.call('DEL', K.grant)
+      local in_force = extend(K.lock, lease)
+      if kind == 'exec' then redis.call('SET', K.exec, rid, 'PX', lease) end
       return held_reply(tonumber(count), last_fence(), in_force, 1)
     end
   end
@@ -125,14 +130,14 @@ local rid_key = reader_id(kind, owner, rid)
 local err = check_lock_keys(channel, rid_key)
 if err then return err end
 local first = mode == 'try' or mode == 'wait'
-local req = redis.call('GET', KEYS[7])
+local req = redis.call('GET', K.request)
 if req == '0' then return {-1} end
 
 local now = server_time()
 queue.drop_expired(now.ms)
 local readers, soonest = purge_readers(now.ms)
-local count = tonumber(redis.call('HGET', KEYS[1], owner) or '-1')
-local exec_hold = redis.call('GET', KEYS[6])
+local count = tonumber(redis.call('HGET', K.lock, owner) or '-1')
+local exec_hold = redis.call('GET', K.exec)
 -- The caller's own shared hold (for "lock" and "exec": its owner's `lock --shared` hold).
 local mine, mine_expiry = reader_live(rid_key, now.ms)
 
@@ -142,7 +147,7 @@ local function take_shared(claim, fresh)
   local c, expiry = reader_live(rid_key, now.ms)
   c = (c or 0) + (claim and 0 or 1)
   reader_set(rid_key, c, math.max(expiry or 0, now.ms + lease), now.ms)
-  redis.call('HDEL', KEYS[9], member)
+  redis.call('HDEL', K.reader_grants, member)
   return held_reply(c, last_fence(), lease, fresh and 1 or 0)
 end
 
@@ -150,11 +155,11 @@ end
 -- and its reader entry lives. A lapsed one's record dies here, and the level it added to an
 -- entry that another hold of the same reader keeps alive goes with it.
 local function reserved()
-  local lapses = tonumber(redis.call('HGET', KEYS[9], member) or '')
+  local lapses = tonumber(redis.call('HGET', K.reader_grants, member) or '')
   if not lapses then return false end
   local c, expiry = reader_live(rid_key, now.ms)
   if lapses > now.ms and c then return true end
-  redis.call('HDEL', KEYS[9], member)
+  redis.call('HDEL', K.reader_grants, member)
   if c and c > 1 then reader_set(rid_key, c - 1, expiry, now.ms) end
   return false
 end
@@ -171,7 +176,7 @@ if shared then
 else
   if req == '1' and count >= 1 and (kind ~= 'exec' or exec_hold == rid) then
     remember('1')  -- a write, so that a WAIT behind this repeat covers the first run too
-    return {1, count, last_fence(), redis.call('PTTL', KEYS[1]), 0}
+    return {1, count, last_fence(), redis.call('PTTL', K.lock), 0}
   end
 end
 
@@ -187,18 +192,18 @@ if first and shared and (mine or (count >= 1 and not same_owner_exec)) then
   return take_shared(false, false)
 end
 if first and not shared and count >= 1 and not same_owner_exec then
-  count = redis.call('HINCRBY', KEYS[1], owner, 1)
-  local in_force = extend(KEYS[1], lease)
-  if kind == 'exec' then redis.call('SET', KEYS[6], rid, 'PX', lease) end
+  count = redis.call('HINCRBY', K.lock, owner, 1)
+  local in_force = extend(K.lock, lease)
+  if kind == 'exec' then redis.call('SET', K.exec, rid, 'PX', lease) end
   return held_reply(count, last_fence(), in_force, 0)
 end
 if first and not shared and count < 0 and mine then
   return redis.error_reply('UPGRADE the owner holds the lock shared')
 end
 
-local free = redis.call('EXISTS', KEYS[1]) == 0 and (shared or readers == 0)
-local may_take = mode ~= 'claim' or redis.call('ZSCORE', KEYS[3], member)
-  or last_fence() >= (tonumber(ARGV[11]) or 0)
+local free = redis.call('EXISTS', K.lock) == 0 and (shared or readers == 0)
+local may_take = mode ~= 'claim' or redis.call('ZSCORE', K.waiters, member)
+  or last_fence() >= (tonumber(A.seen_fence) or 0)
 if free and may_take then
   local head = first_live(channel)
   if head == nil or head == member then
@@ -222,7 +227,7 @@ end
 local function exclusive_ahead()
   local from = 0
   while true do
-    local batch = redis.call('ZRANGE', KEYS[3], from, from + 99)
+    local batch = redis.call('ZRANGE', K.waiters, from, from + 99)
     if #batch == 0 then return false end
     for _, m in ipairs(batch) do
       if m == member then return false end
@@ -232,12 +237,12 @@ local function exclusive_ahead()
     from = from + 100
   end
 end
-for line in string.gmatch(ARGV[10] or '', '[^\n]+') do
+for line in string.gmatch(A.ancestry or '', '[^\n]+') do
   local id, who = string.match(line, '^(%x+) (.+)$')
   if id then
     local blocked
-    local wc = tonumber(redis.call('HGET', KEYS[1], who) or '0') or 0
-    if redis.call('GET', KEYS[6]) == id and wc >= 1 then
+    local wc = tonumber(redis.call('HGET', K.lock, who) or '0') or 0
+    if redis.call('GET', K.exec) == id and wc >= 1 then
       blocked = 'exclusive'
     elseif reader_live(who .. '\31' .. id, now.ms) then
       if not shared then
@@ -261,12 +266,12 @@ local arrival = 0
 if mode == 'last' or mode == 'try' or not may_take then
   leave_queue(member)
 else
-  local queued = redis.call('ZSCORE', KEYS[3], member)
-  arrival = stay_queued(KEYS[3], KEYS[4], member, queued, ARGV[9], now, wait_ms)
+  local queued = redis.call('ZSCORE', K.waiters, member)
+  arrival = stay_queued(K.waiters, K.timeouts, member, queued, A.arrival, now, wait_ms)
 end
-local total = redis.call('HLEN', KEYS[1]) + readers
+local total = redis.call('HLEN', K.lock) + readers
 -- O(log N), for the waiting line on a terminal (its place in the queue).
-local ahead = arrival ~= 0 and redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. arrival) or 0
+local ahead = arrival ~= 0 and redis.call('ZCOUNT', K.waiters, '-inf', '(' .. arrival) or 0
 return holders_reply({0, holders_ttl(soonest), tonumber(arrival), same_owner_exec and 1 or 0, total,
                       last_fence(), ahead},
                      BUSY_LISTED)

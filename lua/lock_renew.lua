@@ -1,41 +1,46 @@
--- Extends the lease of a hold if, and only if, it is still held: by ARGV[1], and for an
--- exec hold (ARGV[3] non-empty) by that very exec; a shared hold (ARGV[4] = its reader id)
--- by its own reader entry. Never shortens an expiry.
--- KEYS[1] lock hash, KEYS[2] exec hold id, KEYS[3] readers, KEYS[4] reader expiries (see
--- lock_common.lua)
--- ARGV[1] owner, ARGV[2] lease in ms, ARGV[3] exec hold id or "", ARGV[4] reader id or ""
+-- Extends the lease of a hold if, and only if, it is still held: by owner, and for an exec
+-- hold (hold_id non-empty) by that very exec; a shared hold (reader = its reader id) by its
+-- own reader entry. Never shortens an expiry.
+-- @key lock             lock hash (these four as in lock_common.lua)
+-- @key exec             exec hold id
+-- @key readers          readers
+-- @key reader_expiries  reader expiries
+-- @arg owner            the owner
+-- @arg lease            lease in ms
+-- @arg hold_id          exec hold id or ""
+-- @arg reader           reader id or ""
 -- Reply: the hold's remaining lease in ms (> 0) when renewed; 0 when the hold is gone
 --        (expired, deleted, forced, or the keys now hold other types).
 -- On a quorum (redis/quorum_rule.hpp):
 -- @quorum renew
 -- @include common.lua
-local denied = first_denied({{'PEXPIRE', KEYS[1], '1'}, {'SET', KEYS[2], '1'}, {'HSET', KEYS[3], 'f', '1'},
-  {'ZADD', KEYS[4], '1', 'm'}, {'PEXPIRE', KEYS[4], '1'}}) or first_denied({{'TIME'}, {'TYPE', KEYS[1]},
-  {'HEXISTS', KEYS[1], 'f'}, {'GET', KEYS[2]}, {'HGET', KEYS[3], 'f'}, {'PTTL', KEYS[1]}})
+local denied = first_denied({{'PEXPIRE', K.lock, '1'}, {'SET', K.exec, '1'}, {'HSET', K.readers, 'f', '1'},
+  {'ZADD', K.reader_expiries, '1', 'm'}, {'PEXPIRE', K.reader_expiries, '1'}}) or first_denied({{'TIME'}, {'TYPE', K.lock},
+  {'HEXISTS', K.lock, 'f'}, {'GET', K.exec}, {'HGET', K.readers, 'f'}, {'PTTL', K.lock}})
 if denied then return denied end
-local lease = tonumber(ARGV[2])
-if ARGV[4] ~= '' then
-  if redis.call('TYPE', KEYS[3])['ok'] ~= 'hash' then return 0 end
-  local t4 = redis.call('TYPE', KEYS[4])['ok']
+local lease = tonumber(A.lease)
+if A.reader ~= '' then
+  if redis.call('TYPE', K.readers)['ok'] ~= 'hash' then return 0 end
+  local t4 = redis.call('TYPE', K.reader_expiries)['ok']
   if t4 ~= 'zset' and t4 ~= 'none' then return 0 end
-  local v = redis.call('HGET', KEYS[3], ARGV[4])
+  local v = redis.call('HGET', K.readers, A.reader)
   local c, e = string.match(v or '', '^(%d+):(%d+)$')
   local t = redis.call('TIME')
   local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   if not c or tonumber(e) <= now_ms then return 0 end
   local expiry = math.max(tonumber(e), now_ms + lease)
-  redis.call('HSET', KEYS[3], ARGV[4], c .. ':' .. string.format('%.0f', expiry))
-  redis.call('ZADD', KEYS[4], string.format('%.0f', expiry), ARGV[4])
-  for _, k in ipairs({KEYS[3], KEYS[4]}) do
+  redis.call('HSET', K.readers, A.reader, c .. ':' .. string.format('%.0f', expiry))
+  redis.call('ZADD', K.reader_expiries, string.format('%.0f', expiry), A.reader)
+  for _, k in ipairs({K.readers, K.reader_expiries}) do
     if redis.call('PTTL', k) < expiry - now_ms then redis.call('PEXPIRE', k, expiry - now_ms) end
   end
   return expiry - now_ms
 end
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
-if ARGV[3] ~= '' then
-  if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then return 0 end
-  if redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
-  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
+if redis.call('TYPE', K.lock)['ok'] ~= 'hash' then return 0 end
+if redis.call('HEXISTS', K.lock, A.owner) == 0 then return 0 end
+if A.hold_id ~= '' then
+  if redis.call('TYPE', K.exec)['ok'] ~= 'string' then return 0 end
+  if redis.call('GET', K.exec) ~= A.hold_id then return 0 end
+  redis.call('SET', K.exec, A.hold_id, 'PX', A.lease)
 end
-return extend(KEYS[1], lease)
+return extend(K.lock, lease)

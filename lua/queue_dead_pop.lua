@@ -1,18 +1,20 @@
 -- Takes items off the dead-letter list, oldest first, and forgets them.
 -- KEYS: see queue_common.lua.
--- ARGV[1] queue channel, ARGV[2] most items to take, ARGV[3] ms the reply record is kept.
+-- @arg channel    queue channel
+-- @arg count      most items to take
+-- @arg reply_ttl  ms the reply record is kept
 -- Reply: {now_ms, id, payload (nil when missing), due_ms, deliveries, reason, ...}: the
 --        reason a script stored, else the deliveries that made it a dead letter;
 --        error "BADTYPE <type> <key>" and no change otherwise.
--- KEYS[9] this request's reply record (see once in common.lua).
 -- @include common.lua
 -- @include queue_common.lua
-return once(KEYS[9], ARGV[3], function()
-local err = check_queue_keys(ARGV[1])
+-- @key reply  this request's reply record (see once in common.lua)
+return once(K.reply, A.reply_ttl, function()
+local err = check_queue_keys(A.channel)
 if err then return err end
 local out = {server_time().ms}
-for _ = 1, tonumber(ARGV[2]) do
-  local id = redis.call('LPOP', KEYS[7])
+for _ = 1, tonumber(A.count) do
+  local id = redis.call('LPOP', K.dead)
   if not id then break end
   local m, problem = read_meta(id)
   local reason = problem
@@ -24,7 +26,7 @@ for _ = 1, tonumber(ARGV[2]) do
   else
     m = {due = 0, deliveries = 0}
   end
-  local payload = redis.call('HGET', KEYS[3], id)
+  local payload = redis.call('HGET', K.payloads, id)
   for _, v in ipairs({id, payload, m.due, m.deliveries, reason}) do out[#out + 1] = v end
   drop_item(id, nil)
 end

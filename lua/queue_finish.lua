@@ -5,34 +5,37 @@
 -- be with another consumer now, and completes only once. A retry of a finish that was
 -- applied (its reply lost) finds the token among the finished deliveries and is told done.
 -- KEYS: see queue_common.lua.
--- ARGV[1] queue channel, ARGV[2] item id, ARGV[3] lease token,
--- ARGV[4] 'ack' | 'nack' | 'unrun', ARGV[5] nack, unrun: ms until the item is due again.
+-- @arg channel   queue channel
+-- @arg id        item id
+-- @arg token     lease token
+-- @arg how       'ack' | 'nack' | 'unrun'
+-- @arg retry_ms  nack, unrun: ms until the item is due again
 -- Reply: {1} done; {0} the lease is not this delivery's: nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
 -- @include common.lua
 -- @include queue_common.lua
-local err = check_queue_keys(ARGV[1])
+local err = check_queue_keys(A.channel)
 if err then return err end
 local now = server_time().ms
-reclaim(now, ARGV[1])
-local id = ARGV[2]
-if not lease_is(id, ARGV[3]) then
+reclaim(now, A.channel)
+local id = A.id
+if not lease_is(id, A.token) then
   -- Finished already (a retry after a lost reply): the token stays until the consumer
   -- forgets it (queue_forget.lua) once a reply reached it, as the reply of this very retry
   -- may be lost too.
-  if redis.call('ZSCORE', KEYS[8], ARGV[3]) then return {1} end
+  if redis.call('ZSCORE', K.finished, A.token) then return {1} end
   return {0}
 end
 local m = read_meta(id)
-if not m then return redis.error_reply('MALFORMED ' .. KEYS[4]) end
-if ARGV[4] == 'ack' then
+if not m then return redis.error_reply('MALFORMED ' .. K.metadata) end
+if A.how == 'ack' then
   drop_item(id, nil)
 else
-  if ARGV[4] == 'unrun' and m.deliveries > 0 then
+  if A.how == 'unrun' and m.deliveries > 0 then
     m.deliveries = m.deliveries - 1
     write_meta(id, m)
   end
-  reschedule(id, m, now + tonumber(ARGV[5]), ARGV[1])
+  reschedule(id, m, now + tonumber(A.retry_ms), A.channel)
 end
-remember_finished(ARGV[3], now)
+remember_finished(A.token, now)
 return {1}

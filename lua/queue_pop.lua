@@ -5,30 +5,35 @@
 -- has had --max-deliveries deliveries goes to the dead letters instead of out, and so
 -- does one that cannot be delivered (malformed metadata, no payload), with the reason.
 -- KEYS: see queue_common.lua.
--- ARGV[1] queue channel, ARGV[2] 'take' | 'lease', ARGV[3] most items to take,
--- ARGV[4] visibility (lease) ms, ARGV[5] max deliveries (0 = none), ARGV[6] lease token,
--- ARGV[7] consumer (for inspect), ARGV[8] ms the reply record is kept.
+-- @arg channel         queue channel
+-- @arg mode            'take' | 'lease'
+-- @arg count           most items to take
+-- @arg visibility_ms   visibility (lease) ms
+-- @arg max_deliveries  max deliveries (0 = none)
+-- @arg token           lease token
+-- @arg consumer        consumer (for inspect)
+-- @arg reply_ttl       ms the reply record is kept
 -- Reply: {1, now_ms, id, payload, due_ms, lateness_ms, deliveries, ...} items taken;
 --        {0, now_ms, ms until the next item or lease expiry (-1: none)} nothing due;
 --        error "BADTYPE <type> <key>" and no change otherwise.
--- KEYS[9] this request's reply record (see once in common.lua): a repeat of the same
--- pop returns the same items and deliveries, counting no delivery twice.
 -- @include common.lua
 -- @include queue_common.lua
-return once(KEYS[9], ARGV[8], function()
-local err = check_queue_keys(ARGV[1])
+-- @key reply  this request's reply record (see once in common.lua): a repeat of the same
+--             pop returns the same items and deliveries, counting no delivery twice
+return once(K.reply, A.reply_ttl, function()
+local err = check_queue_keys(A.channel)
 if err then return err end
 local now = server_time().ms
-reclaim(now, ARGV[1])
-local lease = ARGV[2] == 'lease'
-local want = tonumber(ARGV[3])
-local max = tonumber(ARGV[5])
+reclaim(now, A.channel)
+local lease = A.mode == 'lease'
+local want = tonumber(A.count)
+local max = tonumber(A.max_deliveries)
 local out = {1, now}
 -- Buried items are bounded per call like reclaim's: with more, the reply says an item is
 -- due now and the consumer calls again.
 local buried = 0
 while #out == 2 and buried < RECLAIM_BATCH do
-  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'WITHSCORES', 'LIMIT', 0, want)
+  local due = redis.call('ZRANGEBYSCORE', K.scheduled, '-inf', now, 'WITHSCORES', 'LIMIT', 0, want)
   if #due == 0 then break end
   for i = 1, #due, 2 do
     local member, became_due = due[i], tonumber(due[i + 1])
@@ -40,23 +45,23 @@ while #out == 2 and buried < RECLAIM_BATCH do
       id, problem = member, 'scheduled without a sequence number'
     end
     if m then
-      payload = redis.call('HGET', KEYS[3], id)
+      payload = redis.call('HGET', K.payloads, id)
       if not payload then problem = 'no payload' end
     end
     if problem then
       bury(id, member, m, became_due, problem)
       buried = buried + 1
     elseif lease and max > 0 and m.deliveries >= max then
-      redis.call('ZREM', KEYS[2], member)
+      redis.call('ZREM', K.scheduled, member)
       m.max = max  -- what --dead reports as the reason
       write_meta(id, m)
-      redis.call('RPUSH', KEYS[7], id)
+      redis.call('RPUSH', K.dead, id)
     else
       m.deliveries = m.deliveries + 1
       if lease then
-        redis.call('ZREM', KEYS[2], member)
-        redis.call('ZADD', KEYS[5], now + tonumber(ARGV[4]), id)
-        redis.call('HSET', KEYS[6], id, ARGV[6] .. ' ' .. ARGV[7])
+        redis.call('ZREM', K.scheduled, member)
+        redis.call('ZADD', K.in_flight, now + tonumber(A.visibility_ms), id)
+        redis.call('HSET', K.leases, id, A.token .. ' ' .. A.consumer)
         m.max = max
         write_meta(id, m)
       else
@@ -69,8 +74,8 @@ while #out == 2 and buried < RECLAIM_BATCH do
   end
 end
 if #out > 2 then return out end
-local next_at = earliest(KEYS[2])
-local expiry = earliest(KEYS[5])
+local next_at = earliest(K.scheduled)
+local expiry = earliest(K.in_flight)
 if expiry and (not next_at or expiry < next_at) then next_at = expiry end
 if not next_at then return {0, now, -1} end
 return {0, now, math.max(next_at - now, 0)}

@@ -5,34 +5,37 @@
 -- meanwhile) is left as it is. Not retried after a lost reply: a consumer could take an
 -- item put back in between, and the retry would deliver it twice.
 -- KEYS: see queue_common.lua.
--- ARGV[1] queue channel, ARGV[2] 'scheduled' | 'dead', then per item: id, '1' | '0' (it
--- has a payload), payload, schedule score (server ms), due ms, deliveries, reason ('': none).
+-- @arg channel   queue channel
+-- @arg where     'scheduled' | 'dead'
+-- @arg items...  per item: id, '1' | '0' (it has a payload), payload, schedule score
+--                (server ms), due ms, deliveries, reason ('': none)
 -- Reply: {items put back}; error "BADTYPE <type> <key>" and no change otherwise.
 -- @include common.lua
 -- @include queue_common.lua
-local err = check_queue_keys(ARGV[1])
+local err = check_queue_keys(A.channel)
 if err then return err end
 local FIELDS = 7
-local dead = ARGV[2] == 'dead'
-local first = earliest(KEYS[2])
+local dead = A.where == 'dead'
+local first = earliest(K.scheduled)
 local put = 0
-for i = 3, #ARGV - FIELDS + 1, FIELDS do
-  local id, score = ARGV[i], tonumber(ARGV[i + 3])
-  if redis.call('HEXISTS', KEYS[4], id) == 0 then
-    if ARGV[i + 1] == '1' then redis.call('HSET', KEYS[3], id, ARGV[i + 2]) end
-    local m = {seq = NO_SEQ, due = tonumber(ARGV[i + 4]), deliveries = tonumber(ARGV[i + 5]),
-      max = 0}
-    if ARGV[i + 6] ~= '' then m.reason = ARGV[i + 6] end
+local items = A.items
+for i = 1, #items - FIELDS + 1, FIELDS do
+  local id, has_payload, payload, score, due, deliveries, reason = unpack(items, i, i + FIELDS - 1)
+  score = tonumber(score)
+  if redis.call('HEXISTS', K.metadata, id) == 0 then
+    if has_payload == '1' then redis.call('HSET', K.payloads, id, payload) end
+    local m = {seq = NO_SEQ, due = tonumber(due), deliveries = tonumber(deliveries), max = 0}
+    if reason ~= '' then m.reason = reason end
     write_meta(id, m)
     if dead then
-      redis.call('RPUSH', KEYS[7], id)
+      redis.call('RPUSH', K.dead, id)
     else
-      redis.call('ZADD', KEYS[2], score, member_of(id, m))
+      redis.call('ZADD', K.scheduled, score, member_of(id, m))
     end
     put = put + 1
   end
 end
-if put > 0 then redis.call('HINCRBY', KEYS[1], 'seq', 0) end
-local now_first = earliest(KEYS[2])
-if now_first and (not first or now_first < first) then publish(ARGV[1], 'due') end
+if put > 0 then redis.call('HINCRBY', K.main, 'seq', 0) end
+local now_first = earliest(K.scheduled)
+if now_first and (not first or now_first < first) then publish(A.channel, 'due') end
 return {put}

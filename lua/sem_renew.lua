@@ -1,25 +1,27 @@
 -- Extends the leases of permits iff every one of them is still held; never re-acquires a
--- permit that expired or was released (KEYS: see sem_common.lua; KEYS[4..7] unused).
--- ARGV[1] semaphore channel, ARGV[2] lease ms, ARGV[3..] permit ids.
+-- permit that expired or was released (KEYS: see sem_common.lua; waiters to request unused).
+-- @arg channel  semaphore channel
+-- @arg lease    lease ms
+-- @arg ids...   permit ids
 -- Reply: {1, lease_ms} renewed (a renewal never shortens a lease);
 --        {0, id1, id2, ...} the ids not held: nothing was renewed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
 -- @include common.lua
 -- @include waiter_queue.lua
 -- @include sem_common.lua
-local err = check_sem_keys(ARGV[1])
+local err = check_sem_keys(A.channel)
 if err then return err end
-local lease = tonumber(ARGV[2])
+local lease = tonumber(A.lease)
 local now = server_time()
 reclaim(now.ms)
 local missing = {0}
-for i = 3, #ARGV do
-  if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then missing[#missing + 1] = ARGV[i] end
+for _, id in ipairs(A.ids) do
+  if not redis.call('ZSCORE', K.permits, id) then missing[#missing + 1] = id end
 end
 if #missing > 1 then return missing end
-for i = 3, #ARGV do
-  redis.call('ZADD', KEYS[1], 'GT', now.ms + lease, ARGV[i])
+for _, id in ipairs(A.ids) do
+  redis.call('ZADD', K.permits, 'GT', now.ms + lease, id)
 end
-extend(KEYS[1], lease)
-extend(KEYS[3], lease)
+extend(K.permits, lease)
+extend(K.holders, lease)
 return {1, lease}

@@ -16,11 +16,11 @@ local function bad_type(key, want)
   end
 end
 
--- An error reply for the first of KEYS[1..n] (default #want) that holds another type than
--- want[i].
-local function first_bad_type(want, n)
-  for i = 1, n or #want do
-    local err = bad_type(KEYS[i], want[i])
+-- An error reply for the first of the first n (default all) {key, type} pairs of `typed`
+-- whose key holds another type.
+local function first_bad_type(typed, n)
+  for i = 1, n or #typed do
+    local err = bad_type(typed[i][1], typed[i][2])
     if err then return err end
   end
 end

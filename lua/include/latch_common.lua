@@ -1,20 +1,21 @@
 -- Shared by the latch scripts (spliced in at build time where a script says @include).
--- Every latch script takes the same KEYS:
---   KEYS[1] count (string: a non-negative integer; 0 = reached, kept as a marker)
---   KEYS[2] ids (set: the --id values that have counted down; same expiry as KEYS[1])
+-- Every latch script takes these KEYS first (latch_set.lua and latch_count_down.lua a reply
+-- record after them):
+-- @key count  (string: a non-negative integer; 0 = reached, kept as a marker)
+-- @key ids    (set: the --id values that have counted down; same expiry as the count)
 
 -- Every write a latch script may make, checked against the caller's ACL first (Redis 7),
 -- so that a refusal comes before the first write and changes nothing.
 local function check_rights(channel)
   if not redis.acl_check_cmd then return nil end
   local needs = {
-    {'SET', KEYS[1], '1'}, {'DECRBY', KEYS[1], '1'}, {'PEXPIRE', KEYS[1], '1'}, {'DEL', KEYS[1]},
-    {'SADD', KEYS[2], 'm'}, {'PEXPIRE', KEYS[2], '1'}, {'DEL', KEYS[2]},
+    {'SET', K.count, '1'}, {'DECRBY', K.count, '1'}, {'PEXPIRE', K.count, '1'}, {'DEL', K.count},
+    {'SADD', K.ids, 'm'}, {'PEXPIRE', K.ids, '1'}, {'DEL', K.ids},
     {'SPUBLISH', channel, 'x'},
   }
   return first_denied(needs) or first_denied({
-    {'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'EXISTS', KEYS[2]},
-    {'SISMEMBER', KEYS[2], 'm'},
+    {'TYPE', K.count}, {'GET', K.count}, {'PTTL', K.count}, {'EXISTS', K.ids},
+    {'SISMEMBER', K.ids, 'm'},
   })
 end
 
@@ -26,18 +27,18 @@ local function check_latch_keys(channel)
   if channel then
     denied = check_rights(channel)
   else
-    denied = first_denied({{'TYPE', KEYS[1]}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]}, {'SCARD', KEYS[2]},
-      {'SSCAN', KEYS[2], '0'}})
+    denied = first_denied({{'TYPE', K.count}, {'GET', K.count}, {'PTTL', K.count}, {'SCARD', K.ids},
+      {'SSCAN', K.ids, '0'}})
   end
   if denied then return denied end
-  local err = bad_type(KEYS[1], 'string') or bad_type(KEYS[2], 'set')
+  local err = bad_type(K.count, 'string') or bad_type(K.ids, 'set')
   if err then return err end
-  local stored = redis.call('GET', KEYS[1])
+  local stored = redis.call('GET', K.count)
   if not stored then return nil, nil end
   -- Whole numbers a double counts exactly (2^53 - 1 at most): a larger one (another
   -- program's) is malformed, never rounded or wrapped.
   if not string.match(stored, '^%d+$') or #stored > 16 or tonumber(stored) > 9007199254740991 then
-    return redis.error_reply('MALFORMED ' .. KEYS[1])
+    return redis.error_reply('MALFORMED ' .. K.count)
   end
   return nil, tonumber(stored)
 end

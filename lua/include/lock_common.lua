@@ -1,40 +1,45 @@
 -- Shared by the lock scripts (spliced in at build time where a script says @include).
--- Every lock script takes the same KEYS:
---   KEYS[1] lock hash (owner -> reentry count; 0 = kept by --min-hold, busy for everyone)
---   KEYS[2] fencing token (string, no TTL)
---   KEYS[3] waiters (zset member -> arrival in server microseconds)
---   KEYS[4] timeouts (zset member -> server ms at which that wait gives up)
---   KEYS[5] grant (string: the member the lock was granted to, until it claims it)
---   KEYS[6] exec (string: id of the `rlock exec` hold running inside the lock)
---   KEYS[7] request record (string '1' = this request took the lock, '0' = it gave up)
---   KEYS[8] readers (hash reader id -> "<count>:<expiry server ms>"): shared holds, each with
---           its own lease; a reader id is the owner (`lock --shared`) or the owner, byte 31
---           and the hold id (`exec --shared`, one entry per process)
---   KEYS[9] reader grants (hash member -> server ms at which the reservation lapses): shared
---           waiters granted, until they claim; a record past that time is dead
---   KEYS[10] the permits of a semaphore of the same name (a name is one object: while it
---           has permits in use it is no lock)
---   KEYS[11] reader expiries (zset reader id -> its expiry, server ms): KEYS[8] in expiry
---           order, so that expiring readers and counting the live ones cost O(log readers)
---           per script, never a pass over all of them
+-- Every lock script takes these KEYS first (lock_release.lua and lock_force_release.lua a
+-- reply record after them), and declares the ARGV foreign_channel and [floor] read below:
+-- @key lock             the lock hash (owner -> reentry count; 0 = kept by --min-hold, busy
+--                       for everyone)
+-- @key fence            fencing token (string, no TTL)
+-- @key waiters          waiters (zset member -> arrival in server microseconds)
+-- @key timeouts         (zset member -> server ms at which that wait gives up)
+-- @key grant            (string: the member the lock was granted to, until it claims it)
+-- @key exec             (string: id of the `rlock exec` hold running inside the lock)
+-- @key request          request record (string '1' = this request took the lock, '0' = it
+--                       gave up)
+-- @key readers          (hash reader id -> "<count>:<expiry server ms>"): shared holds, each
+--                       with its own lease; a reader id is the owner (`lock --shared`) or the
+--                       owner, byte 31 and the hold id (`exec --shared`, one entry per process)
+-- @key reader_grants    (hash member -> server ms at which the reservation lapses): shared
+--                       waiters granted, until they claim; a record past that time is dead
+-- @key sem              the permits of a semaphore of the same name (a name is one object:
+--                       while it has permits in use it is no lock)
+-- @key reader_expiries  (zset reader id -> its expiry, server ms): the readers in expiry
+--                       order, so that expiring readers and counting the live ones cost
+--                       O(log readers) per script, never a pass over all of them
 -- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"
 -- (exclusive) or "slock" or "sexec" (shared); its grant channel is the lock channel ..
 -- ':' .. wait_id.
 
--- Redisson's lock channel under --layout redisson ('' for none), set by each script from
--- its ARGV before anything else: a lock freed is announced there as Redisson's
+-- Redisson's lock channel under --layout redisson ('' for none), the script's ARGV
+-- foreign_channel: a lock freed is announced there as Redisson's
 -- UNLOCK_MESSAGE "0", with PUBLISH (Redisson on a standalone server or Sentinel) and
 -- SPUBLISH (Redisson's sharded mode on a Redis 7 cluster). Nothing else is ever published
 -- there: Redisson decodes every message on it as a number.
-local foreign_channel = ''
+-- @needs-arg foreign_channel
+local foreign_channel = A.foreign_channel or ''
 
--- The least token a quorum asks its members to hand out (0: none), set by each script from
--- its ARGV like foreign_channel: the same on every member (redis/quorum.cpp), so that the
+-- The least token a quorum asks its members to hand out (0: none), the script's ARGV [floor]
+-- (filled by the quorum): the same on every member (redis/quorum.cpp), so that the
 -- members that grant agree on the token and none needs it written back, a second round
 -- trip. It is taken only while it is at most a minute ahead of this server's clock: a
 -- client whose clock ran ahead must not push every later token out of reach (the quorum
 -- then writes back the members' own maximum, as when they disagree for any reason).
-local fence_floor = 0
+-- @needs-arg floor
+local fence_floor = tonumber(A.floor) or 0
 local FLOOR_AHEAD_US = 60 * 1000000
 
 -- Every command a lock script may run (its writes, TIME, PUBSUB, its reads), checked
@@ -46,22 +51,22 @@ local function check_rights(channel)
     need('PUBLISH', foreign_channel, '0')
     need('SPUBLISH', foreign_channel, '0')
   end
-  local lock, readers, rgrants, rexp = KEYS[1], KEYS[8], KEYS[9], KEYS[11]
+  local lock, readers, rgrants, rexp = K.lock, K.readers, K.reader_grants, K.reader_expiries
   need('HSET', lock, 'f', '1')
   need('HINCRBY', lock, 'f', '1')
   need('DEL', lock)
   need('PEXPIRE', lock, '1')
-  need('SET', KEYS[2], '1')
-  for i = 3, 4 do
-    need('ZADD', KEYS[i], '1', 'm')
-    need('ZREM', KEYS[i], 'm')
-    need('PEXPIRE', KEYS[i], '1')
+  need('SET', K.fence, '1')
+  for _, zset in ipairs({K.waiters, K.timeouts}) do
+    need('ZADD', zset, '1', 'm')
+    need('ZREM', zset, 'm')
+    need('PEXPIRE', zset, '1')
   end
-  for i = 5, 6 do
-    need('SET', KEYS[i], 'm')
-    need('DEL', KEYS[i])
+  for _, string_key in ipairs({K.grant, K.exec}) do
+    need('SET', string_key, 'm')
+    need('DEL', string_key)
   end
-  need('SET', KEYS[7], '1')
+  need('SET', K.request, '1')
   for _, hash in ipairs({readers, rgrants}) do
     need('HSET', hash, 'f', '1')
     need('HDEL', hash, 'f')
@@ -78,16 +83,16 @@ local function check_rights(channel)
   need('PUBSUB', 'SHARDNUMSUB', channel)
   need('TYPE', lock)
   need('EXISTS', lock)
-  need('GET', KEYS[2])
+  need('GET', K.fence)
   need('HGET', lock, 'f')
   need('HGETALL', lock)
   need('HVALS', lock)
   need('HKEYS', readers)
   need('HEXISTS', readers, 'f')
   need('PTTL', lock)
-  need('ZRANGE', KEYS[3], '0', '0')
-  need('ZRANGEBYSCORE', KEYS[4], '0', '1')
-  need('ZSCORE', KEYS[3], 'm')
+  need('ZRANGE', K.waiters, '0', '0')
+  need('ZRANGEBYSCORE', K.timeouts, '0', '1')
+  need('ZSCORE', K.waiters, 'm')
   need('HLEN', readers)
   need('ZCARD', rexp)
   need('ZCOUNT', rexp, '0', '1')
@@ -95,13 +100,16 @@ local function check_rights(channel)
   return refusal()
 end
 
--- The types of KEYS[1..9].
-local LOCK_KEY_TYPES = {'hash', 'string', 'zset', 'zset', 'string', 'string', 'string', 'hash', 'hash'}
+-- The types of the lock keys (but the semaphore's, which must not exist, and the reader
+-- expiries, checked on their own): those up to the request record first.
+local LOCK_KEY_TYPES = {{K.lock, 'hash'}, {K.fence, 'string'}, {K.waiters, 'zset'}, {K.timeouts, 'zset'},
+  {K.grant, 'string'}, {K.exec, 'string'}, {K.request, 'string'}, {K.readers, 'hash'},
+  {K.reader_grants, 'hash'}}
 
 -- An error reply when the fencing token is not a number; nil when it is, or is absent.
 local function malformed_fence()
-  local stored = redis.call('GET', KEYS[2])
-  if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. KEYS[2]) end
+  local stored = redis.call('GET', K.fence)
+  if stored and not tonumber(stored) then return redis.error_reply('MALFORMED ' .. K.fence) end
 end
 
 local READER_VALUE = '^(%d+):(%d+)$'
@@ -113,29 +121,29 @@ local READER_VALUE = '^(%d+):(%d+)$'
 local function check_lock_keys(channel, reader)
   local denied = check_rights(channel)
   if denied then return denied end
-  local err = first_bad_type(LOCK_KEY_TYPES) or bad_type(KEYS[11], 'zset')
+  local err = first_bad_type(LOCK_KEY_TYPES) or bad_type(K.reader_expiries, 'zset')
   if err then return err end
-  if redis.call('EXISTS', KEYS[10]) == 1 then
-    return redis.error_reply('BADTYPE semaphore ' .. KEYS[10])
+  if redis.call('EXISTS', K.sem) == 1 then
+    return redis.error_reply('BADTYPE semaphore ' .. K.sem)
   end
   err = malformed_fence()
   if err then return err end
-  for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
-    if not string.match(v, '^%d+$') then return redis.error_reply('MALFORMED ' .. KEYS[1]) end
+  for _, v in ipairs(redis.call('HVALS', K.lock)) do
+    if not string.match(v, '^%d+$') then return redis.error_reply('MALFORMED ' .. K.lock) end
   end
   local values
-  if redis.call('ZCARD', KEYS[11]) ~= redis.call('HLEN', KEYS[8]) then
-    values = redis.call('HVALS', KEYS[8])
+  if redis.call('ZCARD', K.reader_expiries) ~= redis.call('HLEN', K.readers) then
+    values = redis.call('HVALS', K.readers)
   elseif reader then
-    values = {redis.call('HGET', KEYS[8], reader) or '0:0'}
+    values = {redis.call('HGET', K.readers, reader) or '0:0'}
   end
   for _, v in ipairs(values or {}) do
-    if not string.match(v, READER_VALUE) then return redis.error_reply('MALFORMED ' .. KEYS[8]) end
+    if not string.match(v, READER_VALUE) then return redis.error_reply('MALFORMED ' .. K.readers) end
   end
 end
 
 local function last_fence()
-  return tonumber(redis.call('GET', KEYS[2]) or '0')
+  return tonumber(redis.call('GET', K.fence) or '0')
 end
 
 -- Stores and returns the next fencing token: max(last + 1, server microseconds, a quorum's
@@ -145,12 +153,12 @@ local function next_fence(last)
   local now = server_time().us
   local floor = fence_floor <= now + FLOOR_AHEAD_US and fence_floor or 0
   local fence = math.max((last or last_fence()) + 1, now, floor)
-  redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  redis.call('SET', K.fence, string.format('%.0f', fence))
   return fence
 end
 
 local function remember(outcome)
-  redis.call('SET', KEYS[7], outcome, 'PX', REQUEST_TTL)
+  redis.call('SET', K.request, outcome, 'PX', REQUEST_TTL)
 end
 
 local function is_shared(kind) return kind == 'slock' or kind == 'sexec' end
@@ -160,7 +168,7 @@ local function parse_member(m)
   return string.match(m, '^(%d+):(%a+):(%x+):(.*)$')
 end
 
-local queue = waiter_queue(KEYS[3], KEYS[4], function(m) return select(3, parse_member(m)) end)
+local queue = waiter_queue(K.waiters, K.timeouts, function(m) return select(3, parse_member(m)) end)
 local leave_queue, second_live, tell_changed = queue.leave, queue.second_live, queue.tell_changed
 
 -- The longest-waiting waiter that is still there to take the lock (its wait has not run
@@ -179,26 +187,26 @@ end
 -- past its expiry is dropped on the way). A value that is no reader entry counts as none:
 -- check_lock_keys refused such values, unless something else overwrote one since.
 local function reader_live(id, now_ms)
-  local v = redis.call('HGET', KEYS[8], id)
+  local v = redis.call('HGET', K.readers, id)
   if not v then return nil end
   local c, e = string.match(v, READER_VALUE)
   if c and tonumber(e) > now_ms then return tonumber(c), tonumber(e) end
-  redis.call('HDEL', KEYS[8], id)
-  redis.call('ZREM', KEYS[11], id)
+  redis.call('HDEL', K.readers, id)
+  redis.call('ZREM', K.reader_expiries, id)
   return nil
 end
 
 local function reader_set(id, count, expiry, now_ms)
   local at = string.format('%.0f', expiry)
-  redis.call('HSET', KEYS[8], id, count .. ':' .. at)
-  redis.call('ZADD', KEYS[11], at, id)
-  extend(KEYS[8], expiry - now_ms)  -- the hash lives as long as its longest reader
-  extend(KEYS[11], expiry - now_ms)
+  redis.call('HSET', K.readers, id, count .. ':' .. at)
+  redis.call('ZADD', K.reader_expiries, at, id)
+  extend(K.readers, expiry - now_ms)  -- the hash lives as long as its longest reader
+  extend(K.reader_expiries, expiry - now_ms)
 end
 
 local function reader_del(id)
-  redis.call('HDEL', KEYS[8], id)
-  redis.call('ZREM', KEYS[11], id)
+  redis.call('HDEL', K.readers, id)
+  redis.call('ZREM', K.reader_expiries, id)
 end
 
 -- Expired readers dropped per script run: the cost of a run stays bounded however many
@@ -208,31 +216,31 @@ local PURGE_BATCH = 200
 -- Rebuilds the expiry index from the readers hash (called when their sizes differ: readers
 -- written by an rlock without the index): once, after which they agree again.
 local function index_readers()
-  redis.call('DEL', KEYS[11])
-  local all = redis.call('HGETALL', KEYS[8])
+  redis.call('DEL', K.reader_expiries)
+  local all = redis.call('HGETALL', K.readers)
   for i = 1, #all, 2 do
     local _, e = string.match(all[i + 1], READER_VALUE)
-    if e then redis.call('ZADD', KEYS[11], e, all[i]) end
+    if e then redis.call('ZADD', K.reader_expiries, e, all[i]) end
   end
-  local pttl = redis.call('PTTL', KEYS[8])
-  if pttl > 0 then redis.call('PEXPIRE', KEYS[11], pttl) end
+  local pttl = redis.call('PTTL', K.readers)
+  if pttl > 0 then redis.call('PEXPIRE', K.reader_expiries, pttl) end
 end
 
 -- Drops (a bounded batch of) the readers whose own lease ran out; returns how many live
 -- readers there are and the least time (ms) until one of them expires (-1 when none).
 local function purge_readers(now_ms)
-  local n = redis.call('HLEN', KEYS[8])
-  local indexed = redis.call('ZCARD', KEYS[11])
+  local n = redis.call('HLEN', K.readers)
+  local indexed = redis.call('ZCARD', K.reader_expiries)
   if n == 0 and indexed == 0 then return 0, -1 end  -- the common case of no reader at all
   if n ~= indexed then index_readers() end
   local now = string.format('%.0f', now_ms)
-  local gone = redis.call('ZRANGEBYSCORE', KEYS[11], '-inf', now, 'LIMIT', 0, PURGE_BATCH)
+  local gone = redis.call('ZRANGEBYSCORE', K.reader_expiries, '-inf', now, 'LIMIT', 0, PURGE_BATCH)
   if #gone > 0 then
-    redis.call('HDEL', KEYS[8], unpack(gone))
-    redis.call('ZREM', KEYS[11], unpack(gone))
+    redis.call('HDEL', K.readers, unpack(gone))
+    redis.call('ZREM', K.reader_expiries, unpack(gone))
   end
-  local left = redis.call('ZCOUNT', KEYS[11], '(' .. now, '+inf')
-  local first = redis.call('ZRANGEBYSCORE', KEYS[11], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local left = redis.call('ZCOUNT', K.reader_expiries, '(' .. now, '+inf')
+  local first = redis.call('ZRANGEBYSCORE', K.reader_expiries, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if #first == 0 then return left, -1 end
   return left, tonumber(first[2]) - now_ms
 end
@@ -245,10 +253,10 @@ local function grant(head, channel, claim_ms)
   local _, kind, wait_id, waiter = parse_member(head)
   leave_queue(head)
   next_fence()
-  redis.call('HSET', KEYS[1], waiter, 1)
-  redis.call('PEXPIRE', KEYS[1], claim_ms)
-  if kind == 'exec' then redis.call('SET', KEYS[6], wait_id, 'PX', claim_ms) end
-  redis.call('SET', KEYS[5], head, 'PX', claim_ms)
+  redis.call('HSET', K.lock, waiter, 1)
+  redis.call('PEXPIRE', K.lock, claim_ms)
+  if kind == 'exec' then redis.call('SET', K.exec, wait_id, 'PX', claim_ms) end
+  redis.call('SET', K.grant, head, 'PX', claim_ms)
   publish(channel .. ':' .. wait_id, 'grant')
 end
 
@@ -260,8 +268,8 @@ local function grant_reader(head, channel, claim_ms, now_ms)
   local id = reader_id(kind, waiter, wait_id)
   local c, expiry = reader_live(id, now_ms)
   reader_set(id, (c or 0) + 1, math.max(expiry or 0, now_ms + claim_ms), now_ms)
-  redis.call('HSET', KEYS[9], head, string.format('%.0f', now_ms + claim_ms))
-  extend(KEYS[9], claim_ms)
+  redis.call('HSET', K.reader_grants, head, string.format('%.0f', now_ms + claim_ms))
+  extend(K.reader_grants, claim_ms)
   publish(channel .. ':' .. wait_id, 'grant')
 end
 
@@ -271,7 +279,7 @@ end
 local function pass_on(channel, claim_ms)
   local now_ms = server_time().ms
   local readers = purge_readers(now_ms)
-  if redis.call('EXISTS', KEYS[1]) == 1 then return end  -- a writer, or its reservation
+  if redis.call('EXISTS', K.lock) == 1 then return end  -- a writer, or its reservation
   local granted = 0
   local head = first_live(channel)
   while head do
@@ -304,21 +312,35 @@ end
 -- the last level leaves the lock held, count 0, for that many ms (--min-hold).
 local function release_level(owner, count, keep, channel, claim_ms)
   if count > 1 then
-    return redis.call('HINCRBY', KEYS[1], owner, -1)
+    return redis.call('HINCRBY', K.lock, owner, -1)
   end
   -- A reservation released before its claim ends here, and its grant with it: a late claim
   -- must find nothing to claim.
-  redis.call('DEL', KEYS[5])
+  redis.call('DEL', K.grant)
   if count == 1 and keep > 0 then
-    redis.call('HSET', KEYS[1], owner, 0)
-    redis.call('PEXPIRE', KEYS[1], keep)
+    redis.call('HSET', K.lock, owner, 0)
+    redis.call('PEXPIRE', K.lock, keep)
     -- Nothing is handed over when the keep runs out: the head looks again then, and the
     -- waiter behind it too, in case the head is stopped (it then grants the head).
     tell_changed(first_live(channel), channel, keep)
     tell_changed(second_live(channel), channel, keep)
     return 0
   end
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', K.lock)
+  pass_on(channel, claim_ms)
+  return 0
+end
+
+-- Drops one level of the shared hold `id`; at its last level the lock may be free for the
+-- next waiters. Returns the levels left, or nil when there is no such hold.
+local function release_shared(id, now_ms, channel, claim_ms)
+  local c, expiry = reader_live(id, now_ms)
+  if not c then return nil end
+  if c > 1 then
+    reader_set(id, c - 1, expiry, now_ms)
+    return c - 1
+  end
+  reader_del(id)
   pass_on(channel, claim_ms)
   return 0
 end
@@ -327,7 +349,7 @@ end
 -- without its hold id) to `reply`: every reader, or with `limit` the `limit` that expire
 -- first (a busy reply stays small and cheap beside any number of readers).
 local function holders_reply(reply, limit)
-  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
+  for _, v in ipairs(redis.call('HGETALL', K.lock)) do reply[#reply + 1] = v end
   local now_ms = server_time().ms
   local function add(id, value)
     local c, e = string.match(value or '', READER_VALUE)
@@ -338,12 +360,12 @@ local function holders_reply(reply, limit)
   end
   if limit then
     local now = '(' .. string.format('%.0f', now_ms)
-    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[11], now, '+inf', 'LIMIT', 0, limit)) do
-      add(id, redis.call('HGET', KEYS[8], id))
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', K.reader_expiries, now, '+inf', 'LIMIT', 0, limit)) do
+      add(id, redis.call('HGET', K.readers, id))
     end
     return reply
   end
-  local all = redis.call('HGETALL', KEYS[8])
+  local all = redis.call('HGETALL', K.readers)
   for i = 1, #all, 2 do add(all[i], all[i + 1]) end
   return reply
 end
@@ -351,7 +373,7 @@ end
 -- When the holders' expiry frees the lock for a waiter: the writer's lease, else the
 -- soonest reader's (ms; -1 = no expiry, -2 = nothing held).
 local function holders_ttl(soonest_reader)
-  local pttl = redis.call('PTTL', KEYS[1])
+  local pttl = redis.call('PTTL', K.lock)
   if pttl ~= -2 then return pttl end
   if soonest_reader >= 0 then return soonest_reader end
   return -2

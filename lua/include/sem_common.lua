@@ -1,15 +1,17 @@
 -- Shared by the semaphore scripts (spliced in at build time where a script says @include).
--- Every semaphore script takes the same KEYS:
---   KEYS[1] permits (zset permit id -> lease expiry, server ms)
---   KEYS[2] config (hash: capacity)
---   KEYS[3] holders (hash permit id -> owner)
---   KEYS[4] waiters (zset member -> arrival in server microseconds)
---   KEYS[5] timeouts (zset member -> server ms at which that wait gives up)
---   KEYS[6] grants (zset member -> server ms at which its reservation lapses)
---   KEYS[7] request record (string: the permit ids this request took, or '0' = given up)
---   KEYS[8] the lock hash of the same name (a name is one object: it must not be a lock)
---   KEYS[9] the shared holds of a lock of the same name (nor a lock held shared); the
---           read-only sem_status.lua gets KEYS[1..8] only
+-- Every semaphore script but the read-only sem_status.lua takes these KEYS first
+-- (sem_release.lua a reply record after them):
+-- @key permits       (zset permit id -> lease expiry, server ms)
+-- @key config        (hash: capacity)
+-- @key holders       (hash permit id -> owner)
+-- @key waiters       (zset member -> arrival in server microseconds)
+-- @key timeouts      (zset member -> server ms at which that wait gives up)
+-- @key grants        (zset member -> server ms at which its reservation lapses)
+-- @key request       request record (string: the permit ids this request took, or '0' =
+--                    given up)
+-- @key lock          the lock hash of the same name (a name is one object: it must not be
+--                    a lock)
+-- @key lock_readers  the shared holds of a lock of the same name (nor a lock held shared)
 -- A waiters/grants member is "<count>:<wait_id>:<owner>"; its grant channel is the
 -- semaphore channel .. ':' .. wait_id. Permits of request wait_id are "<wait_id>.<i>".
 -- Free permits = capacity - permits in use - permits reserved by unclaimed grants; after
@@ -19,19 +21,19 @@
 local function check_sem_rights(channel)
   if not redis.acl_check_cmd then return nil end
   local needs = {
-    {'ZADD', KEYS[1], '1', 'm'}, {'ZREM', KEYS[1], 'm'}, {'PEXPIRE', KEYS[1], '1'}, {'DEL', KEYS[1]},
-    {'HSET', KEYS[2], 'f', '1'}, {'HSET', KEYS[3], 'f', '1'}, {'HDEL', KEYS[3], 'f'},
-    {'PEXPIRE', KEYS[3], '1'}, {'ZADD', KEYS[4], '1', 'm'}, {'ZREM', KEYS[4], 'm'},
-    {'PEXPIRE', KEYS[4], '1'}, {'ZADD', KEYS[5], '1', 'm'}, {'ZREM', KEYS[5], 'm'},
-    {'PEXPIRE', KEYS[5], '1'}, {'ZADD', KEYS[6], '1', 'm'}, {'ZREM', KEYS[6], 'm'},
-    {'PEXPIRE', KEYS[6], '1'}, {'SET', KEYS[7], '1'},
+    {'ZADD', K.permits, '1', 'm'}, {'ZREM', K.permits, 'm'}, {'PEXPIRE', K.permits, '1'}, {'DEL', K.permits},
+    {'HSET', K.config, 'f', '1'}, {'HSET', K.holders, 'f', '1'}, {'HDEL', K.holders, 'f'},
+    {'PEXPIRE', K.holders, '1'}, {'ZADD', K.waiters, '1', 'm'}, {'ZREM', K.waiters, 'm'},
+    {'PEXPIRE', K.waiters, '1'}, {'ZADD', K.timeouts, '1', 'm'}, {'ZREM', K.timeouts, 'm'},
+    {'PEXPIRE', K.timeouts, '1'}, {'ZADD', K.grants, '1', 'm'}, {'ZREM', K.grants, 'm'},
+    {'PEXPIRE', K.grants, '1'}, {'SET', K.request, '1'},
     {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
   }
   return first_denied(needs) or first_denied({
-    {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', KEYS[1]}, {'EXISTS', KEYS[8]}, {'EXISTS', KEYS[9]}, {'GET', KEYS[7]},
-    {'HGET', KEYS[2], 'f'}, {'PTTL', KEYS[1]}, {'ZCARD', KEYS[1]}, {'ZRANGE', KEYS[4], '0', '0'},
-    {'ZRANGEBYSCORE', KEYS[1], '0', '1'}, {'ZSCORE', KEYS[1], 'm'}, {'HMGET', KEYS[2], 'f'},
-    {'ZCOUNT', KEYS[1], '0', '1'},
+    {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', K.permits}, {'EXISTS', K.lock}, {'EXISTS', K.lock_readers}, {'GET', K.request},
+    {'HGET', K.config, 'f'}, {'PTTL', K.permits}, {'ZCARD', K.permits}, {'ZRANGE', K.waiters, '0', '0'},
+    {'ZRANGEBYSCORE', K.permits, '0', '1'}, {'ZSCORE', K.permits, 'm'}, {'HMGET', K.config, 'f'},
+    {'ZCOUNT', K.permits, '0', '1'},
   })
 end
 
@@ -40,21 +42,21 @@ end
 local function check_sem_keys(channel)
   local denied = check_sem_rights(channel)
   if denied then return denied end
-  local want = {'zset', 'hash', 'hash', 'zset', 'zset', 'zset', 'string'}
-  local err = first_bad_type(want)
+  local err = first_bad_type({{K.permits, 'zset'}, {K.config, 'hash'}, {K.holders, 'hash'},
+    {K.waiters, 'zset'}, {K.timeouts, 'zset'}, {K.grants, 'zset'}, {K.request, 'string'}})
   if err then return err end
-  for _, k in ipairs({KEYS[8], KEYS[9]}) do
+  for _, k in ipairs({K.lock, K.lock_readers}) do
     if redis.call('EXISTS', k) == 1 then return redis.error_reply('BADTYPE lock ' .. k) end
   end
   -- At most 15 digits: exact in a double, never rounded or wrapped.
-  local cap = redis.call('HGET', KEYS[2], 'capacity')
+  local cap = redis.call('HGET', K.config, 'capacity')
   if cap and (not string.match(cap, '^%d+$') or #cap > 15) then
-    return redis.error_reply('MALFORMED ' .. KEYS[2])
+    return redis.error_reply('MALFORMED ' .. K.config)
   end
 end
 
 local function capacity()
-  return tonumber(redis.call('HGET', KEYS[2], 'capacity') or '0')
+  return tonumber(redis.call('HGET', K.config, 'capacity') or '0')
 end
 
 local function member_count(member)
@@ -64,20 +66,20 @@ end
 -- The wait id of a waiters member "<count>:<wait id>:<owner>".
 local function wait_id_of(member) return string.match(member, '^%d+:(%x+):') end
 
-local queue = waiter_queue(KEYS[4], KEYS[5], wait_id_of)
+local queue = waiter_queue(K.waiters, K.timeouts, wait_id_of)
 local leave_queue, first_live, second_live, tell_changed =
   queue.leave, queue.first_live, queue.second_live, queue.tell_changed
 
 -- Takes back permits whose lease ran out, reservations nobody claimed in time, and waits
 -- whose deadline passed. Every semaphore script that writes starts with it.
 local function reclaim(now_ms)
-  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now_ms)
+  local expired = redis.call('ZRANGEBYSCORE', K.permits, '-inf', '(' .. now_ms)
   for _, id in ipairs(expired) do
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[3], id)
+    redis.call('ZREM', K.permits, id)
+    redis.call('HDEL', K.holders, id)
   end
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. now_ms)) do
-    redis.call('ZREM', KEYS[6], m)
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', K.grants, '-inf', '(' .. now_ms)) do
+    redis.call('ZREM', K.grants, m)
   end
   queue.drop_expired(now_ms)
 end
@@ -85,12 +87,12 @@ end
 -- Permits reserved for granted waiters that have not claimed them yet.
 local function reserved()
   local n = 0
-  for _, m in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do n = n + member_count(m) end
+  for _, m in ipairs(redis.call('ZRANGE', K.grants, 0, -1)) do n = n + member_count(m) end
   return n
 end
 
 local function free_permits()
-  return capacity() - redis.call('ZCARD', KEYS[1]) - reserved()
+  return capacity() - redis.call('ZCARD', K.permits) - reserved()
 end
 
 -- The first live waiter that the capacity can serve. One asking for more than the whole
@@ -100,7 +102,7 @@ end
 local function first_servable(channel, self, quiet)
   local cap, rank = capacity(), 0
   while true do
-    local head = redis.call('ZRANGE', KEYS[4], rank, rank)[1]
+    local head = redis.call('ZRANGE', K.waiters, rank, rank)[1]
     if not head then return nil end
     if not queue.live(head, channel) then
       leave_queue(head)
@@ -126,8 +128,8 @@ local function pass_on(channel, claim_ms, now_ms, self)
     head = first_servable(channel, self)
     if not head or member_count(head) > free then break end
     leave_queue(head)
-    redis.call('ZADD', KEYS[6], now_ms + tonumber(claim_ms), head)
-    extend(KEYS[6], claim_ms)
+    redis.call('ZADD', K.grants, now_ms + tonumber(claim_ms), head)
+    extend(K.grants, claim_ms)
     free = free - member_count(head)
     if head ~= self then
       publish(channel .. ':' .. wait_id_of(head), 'grant')
@@ -142,8 +144,8 @@ end
 -- then); -1 when nothing is held.
 local function next_expiry(now_ms)
   local best = -1
-  for i = 1, 6, 5 do
-    local first = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')
+  for _, zset in ipairs({K.permits, K.grants}) do
+    local first = redis.call('ZRANGE', zset, 0, 0, 'WITHSCORES')
     if first[2] then
       local left = math.max(tonumber(first[2]) - now_ms, 0)
       if best < 0 or left < best then best = left end
@@ -157,13 +159,13 @@ local function take(rid, count, owner, lease_ms, now_ms)
   local ids = {}
   for i = 1, count do
     local id = rid .. '.' .. i
-    redis.call('ZADD', KEYS[1], now_ms + lease_ms, id)
-    redis.call('HSET', KEYS[3], id, owner)
+    redis.call('ZADD', K.permits, now_ms + lease_ms, id)
+    redis.call('HSET', K.holders, id, owner)
     ids[i] = id
   end
-  extend(KEYS[1], lease_ms)
-  extend(KEYS[3], lease_ms)
-  redis.call('SET', KEYS[7], table.concat(ids, ' '), 'PX', REQUEST_TTL)
+  extend(K.permits, lease_ms)
+  extend(K.holders, lease_ms)
+  redis.call('SET', K.request, table.concat(ids, ' '), 'PX', REQUEST_TTL)
   return ids
 end
 

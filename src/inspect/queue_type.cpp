@@ -8,6 +8,7 @@
 
 #include "inspect/types.hpp"
 #include "redis/script.hpp"
+#include "redis/script_args.hpp"
 
 namespace rlock::inspect {
 namespace {
@@ -46,13 +47,24 @@ class QueueType final : public ObjectType {
     auto sched = layout.queue_scheduled_key(o.name);
     auto inflight = layout.queue_inflight_key(o.name);
     std::string last = std::to_string(kMaxListed - 1);
+    using C = redis::contract::queue_inspect;
+    const std::string leases = layout.queue_leases_key(o.name), limit = std::to_string(kMaxListed);
+    std::vector<std::string> eval = {"EVAL", redis::scripts::queue_inspect.source,
+                                     std::to_string(C::kNumKeys)};
+    for (auto& k : redis::keys_of<C>()
+                       .set(C::kKeyScheduled, sched)
+                       .set(C::kKeyInFlight, inflight)
+                       .set(C::kKeyLeases, leases)
+                       .strings())
+      eval.push_back(std::move(k));
+    for (auto& a : redis::args_of<C>().set(C::kArgLimit, limit).strings())
+      eval.push_back(std::move(a));
     return {{"HLEN", o.key},
             {"ZCARD", sched},
             {"ZRANGE", sched, "0", last, "WITHSCORES"},
             {"ZCARD", inflight},
             {"ZRANGE", inflight, "0", last, "WITHSCORES"},
-            {"EVAL", redis::scripts::queue_inspect.source, "3", sched, inflight,
-             layout.queue_leases_key(o.name), std::to_string(kMaxListed)},
+            std::move(eval),
             {"LLEN", layout.queue_dead_key(o.name)}};
   }
   size_t read_count() const override { return 7; }

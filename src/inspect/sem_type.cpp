@@ -7,6 +7,7 @@
 #include "inspect/types.hpp"
 #include "prim/semaphore.hpp"
 #include "redis/script.hpp"
+#include "redis/script_args.hpp"
 #include "util/error.hpp"
 #include "util/whole_number.hpp"
 
@@ -46,10 +47,17 @@ class SemType final : public ObjectType {
   // number of permits and waiters, with their totals.
   std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
                                               const Found& o) const override {
-    std::vector<std::string> eval = {"EVAL", std::string(redis::scripts::sem_status.source), "8"};
+    using C = redis::contract::sem_status;
+    std::vector<std::string> eval = {"EVAL", std::string(redis::scripts::sem_status.source),
+                                     std::to_string(C::kNumKeys)};
     for (auto& k : prim::semaphore_keys(layout, o.name)) eval.push_back(std::move(k));
-    for (const char* a : {"0", "0"}) eval.emplace_back(a);
-    eval.push_back(std::to_string(kMaxListed));
+    const std::string limit = std::to_string(kMaxListed);
+    for (auto& a : redis::args_of<C>()
+                       .set(C::kArgPermitsFrom, "0")
+                       .set(C::kArgWaitersFrom, "0")
+                       .set(C::kArgLimit, limit)
+                       .strings())
+      eval.push_back(std::move(a));
     return {std::move(eval)};
   }
   size_t read_count() const override { return 1; }

@@ -6,6 +6,7 @@
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "redis/script_args.hpp"
 #include "util/error.hpp"
 #include "util/owner.hpp"
 
@@ -114,11 +115,21 @@ class QueuePop : public Waitable {
       reply_key_ = q_.new_reply_key();
       sent_ = SteadyClock::now();
     }
-    auto reply = q_.run(
-        redis::scripts::queue_pop,
-        {q_.channel_, lease_ ? "lease" : "take", std::to_string(count_), millis_arg(visibility_),
-         std::to_string(max_), token_, consumer_, reply_record_ttl_arg(q_.topology_)},
-        redis::Retry::kIdempotent, reply_key_, &acks_);
+    using C = redis::contract::queue_pop;
+    const std::string count = std::to_string(count_), visibility = millis_arg(visibility_),
+                      max = std::to_string(max_), ttl = reply_record_ttl_arg(q_.topology_);
+    auto reply = q_.run(redis::scripts::queue_pop,
+                        redis::args_of<C>()
+                            .set(C::kArgChannel, q_.channel_)
+                            .set(C::kArgMode, lease_ ? "lease" : "take")
+                            .set(C::kArgCount, count)
+                            .set(C::kArgVisibilityMs, visibility)
+                            .set(C::kArgMaxDeliveries, max)
+                            .set(C::kArgToken, token_)
+                            .set(C::kArgConsumer, consumer_)
+                            .set(C::kArgReplyTtl, ttl)
+                            .strings(),
+                        redis::Retry::kIdempotent, reply_key_, &acks_);
     reply_key_.clear();
     return reply;
   }
@@ -147,8 +158,15 @@ class QueueLease : public Hold {
     Deadline sent = SteadyClock::now();
     redis::Acks acks;
     acks.about = "queue '" + q_.name() + "'";
+    using C = redis::contract::queue_renew;
+    const std::string visibility = millis_arg(lease_);
     auto reply = q_.run(redis::scripts::queue_renew,
-                        {q_.channel_, leased_.item.id, leased_.token, millis_arg(lease_)},
+                        redis::args_of<C>()
+                            .set(C::kArgChannel, q_.channel_)
+                            .set(C::kArgId, leased_.item.id)
+                            .set(C::kArgToken, leased_.token)
+                            .set(C::kArgVisibilityMs, visibility)
+                            .strings(),
                         redis::Retry::kIdempotent, {}, &acks);
     if (reply.at(0).integer() == 1) {
       require_acks(acks, "the renewal of item '" + leased_.item.id + "' does not count");
@@ -182,13 +200,40 @@ class QueueLease : public Hold {
   bool started_ = true;     // until told that no job ran
 };
 
+namespace {
+
+// lua/include/queue_common.lua's KEYS, which every queue script but queue_inspect takes
+// first; a reply record comes right after them (DelayQueue::keys).
+using QueueKeys = redis::contract::queue_renew;
+static_assert(redis::contract::queue_pop::kKeyReply == QueueKeys::kNumKeys);
+static_assert(redis::contract::queue_push::kKeyReply == QueueKeys::kNumKeys);
+static_assert(redis::contract::queue_dead_pop::kKeyReply == QueueKeys::kNumKeys);
+
+std::vector<std::string> queue_keys(const KeyLayout& layout, const std::string& name) {
+  using C = QueueKeys;
+  const std::string main = layout.queue_key(name), scheduled = layout.queue_scheduled_key(name),
+                    payloads = layout.queue_items_key(name), metadata = layout.queue_meta_key(name),
+                    in_flight = layout.queue_inflight_key(name),
+                    leases = layout.queue_leases_key(name), dead = layout.queue_dead_key(name),
+                    finished = layout.queue_finished_key(name);
+  return redis::keys_of<C>()
+      .set(C::kKeyMain, main)
+      .set(C::kKeyScheduled, scheduled)
+      .set(C::kKeyPayloads, payloads)
+      .set(C::kKeyMetadata, metadata)
+      .set(C::kKeyInFlight, in_flight)
+      .set(C::kKeyLeases, leases)
+      .set(C::kKeyDead, dead)
+      .set(C::kKeyFinished, finished)
+      .strings();
+}
+
+}  // namespace
+
 DelayQueue::DelayQueue(redis::Topology& topology, const KeyLayout& layout, std::string name)
     : topology_(topology),
       name_(std::move(name)),
-      keys_{layout.queue_key(name_),          layout.queue_scheduled_key(name_),
-            layout.queue_items_key(name_),    layout.queue_meta_key(name_),
-            layout.queue_inflight_key(name_), layout.queue_leases_key(name_),
-            layout.queue_dead_key(name_),     layout.queue_finished_key(name_)},
+      keys_(queue_keys(layout, name_)),
       channel_(layout.queue_channel(name_)),
       reply_key_prefix_(layout.reply_key(name_, "")) {}
 
@@ -205,9 +250,24 @@ redis::Reply DelayQueue::run(const redis::Script& script, const std::vector<std:
   return run_object_script(topology_, script, keys(reply_key), views(args), kKind, retry, acks);
 }
 
+std::vector<std::string> DelayQueue::push_args(const std::string& mode, const std::string& due,
+                                               const QueuePush& item,
+                                               const std::string& ttl) const {
+  using C = redis::contract::queue_push;
+  return redis::args_of<C>()
+      .set(C::kArgChannel, channel_)
+      .set(C::kArgMode, mode)
+      .set(C::kArgDue, due)
+      .set(C::kArgId, item.id)
+      .set(C::kArgPayload, item.payload)
+      .set(C::kArgReplyTtl, ttl)
+      .strings();
+}
+
 std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTime due) {
+  using C = redis::contract::queue_push;
   const redis::Script& script = redis::scripts::queue_push;
-  std::vector<std::string> prefix = {"EVALSHA", script.sha1, std::to_string(keys_.size() + 1)};
+  std::vector<std::string> prefix = {"EVALSHA", script.sha1, std::to_string(C::kNumKeys)};
   prefix.insert(prefix.end(), keys_.begin(), keys_.end());
   std::string mode = due.absolute ? "at" : "delay";
   std::string due_arg = std::to_string(due.ms);
@@ -221,7 +281,7 @@ std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTim
     // nothing twice and reports what the first run did.
     reply_keys.push_back(new_reply_key());
     cmd.push_back(reply_keys.back());
-    for (auto a : {channel_, mode, due_arg, it.id, it.payload, ttl}) cmd.push_back(std::move(a));
+    for (auto& a : push_args(mode, due_arg, it, ttl)) cmd.push_back(std::move(a));
     cmds.push_back(std::move(cmd));
   }
   auto replies = topology_.pipeline(cmds, redis::Retry::kIdempotent, keys_.front());
@@ -233,8 +293,8 @@ std::vector<Pushed> DelayQueue::push(const std::vector<QueuePush>& items, DueTim
     if (r->is_error()) {
       // NOSCRIPT (the server had not cached it: EVAL below caches it) or a refusal, which
       // the script made before writing anything and which run() reports as it should.
-      again.emplace(run(script, {channel_, mode, due_arg, items[i].id, items[i].payload, ttl},
-                        redis::Retry::kIdempotent, reply_keys[i]));
+      again.emplace(run(script, push_args(mode, due_arg, items[i], ttl), redis::Retry::kIdempotent,
+                        reply_keys[i]));
       r = &*again;
     }
     out.push_back({items[i].id, r->at(1).integer(), r->at(0).integer() == 0});
@@ -273,15 +333,29 @@ std::unique_ptr<Hold> DelayQueue::hold(const LeasedItem& leased) {
 
 bool DelayQueue::finish(const LeasedItem& leased, Finish how, Millis retry_after) {
   const char* word = how == Finish::kAck ? "ack" : how == Finish::kNack ? "nack" : "unrun";
+  using C = redis::contract::queue_finish;
+  const std::string retry_ms = millis_arg(retry_after);
   auto reply = run(redis::scripts::queue_finish,
-                   {channel_, leased.item.id, leased.token, word, millis_arg(retry_after)},
+                   redis::args_of<C>()
+                       .set(C::kArgChannel, channel_)
+                       .set(C::kArgId, leased.item.id)
+                       .set(C::kArgToken, leased.token)
+                       .set(C::kArgHow, word)
+                       .set(C::kArgRetryMs, retry_ms)
+                       .strings(),
                    redis::Retry::kIdempotent);
   bool done = reply.at(0).integer() == 1;
   // The reply came: no retry needs the finish's record any more. Best effort: a record
   // left behind expires (queue_common.lua).
   if (done) {
     try {
-      run(redis::scripts::queue_forget, {channel_, leased.token}, redis::Retry::kIdempotent);
+      using F = redis::contract::queue_forget;
+      run(redis::scripts::queue_forget,
+          redis::args_of<F>()
+              .set(F::kArgChannel, channel_)
+              .set(F::kArgToken, leased.token)
+              .strings(),
+          redis::Retry::kIdempotent);
     } catch (const Error&) {
     }
   }
@@ -293,8 +367,14 @@ bool DelayQueue::give_back(const LeasedItem& leased) {
 }
 
 std::vector<QueueItem> DelayQueue::take_dead(long long count) {
+  using C = redis::contract::queue_dead_pop;
+  const std::string most = std::to_string(count), ttl = reply_record_ttl_arg(topology_);
   auto reply = run(redis::scripts::queue_dead_pop,
-                   {channel_, std::to_string(count), reply_record_ttl_arg(topology_)},
+                   redis::args_of<C>()
+                       .set(C::kArgChannel, channel_)
+                       .set(C::kArgCount, most)
+                       .set(C::kArgReplyTtl, ttl)
+                       .strings(),
                    redis::Retry::kIdempotent, new_reply_key());
   std::vector<QueueItem> out;
   long long now = reply.at(0).integer();
@@ -307,17 +387,23 @@ std::vector<QueueItem> DelayQueue::take_dead(long long count) {
 }
 
 long long DelayQueue::put_back(const std::vector<QueueItem>& items, bool dead) {
-  std::vector<std::string> args = {channel_, dead ? "dead" : "scheduled"};
-  args.reserve(2 + 7 * items.size());
+  using C = redis::contract::queue_put_back;
+  std::vector<std::string> fields;
+  fields.reserve(7 * items.size());
   for (const auto& it : items) {
     // A taken item's delivery did not happen; it became due `lateness_ms` before the take.
     long long score = dead ? it.due_ms : it.now_ms - it.lateness_ms;
     long long deliveries = dead ? it.deliveries : std::max(it.deliveries - 1, 0LL);
     for (auto a : {it.id, std::string(it.no_payload ? "0" : "1"), it.payload, std::to_string(score),
                    std::to_string(it.due_ms), std::to_string(deliveries), it.reason}) {
-      args.push_back(std::move(a));
+      fields.push_back(std::move(a));
     }
   }
+  const auto args = redis::args_of<C>()
+                        .set(C::kArgChannel, channel_)
+                        .set(C::kArgWhere, dead ? "dead" : "scheduled")
+                        .add_rest(std::vector<std::string_view>(fields.begin(), fields.end()))
+                        .strings();
   // Never resent (queue_put_back.lua): an item delivered twice breaks at-most-once.
   return run(redis::scripts::queue_put_back, args, redis::Retry::kNever).at(0).integer();
 }

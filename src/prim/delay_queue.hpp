@@ -115,6 +115,9 @@ class DelayQueue {
                    redis::Retry retry, const std::string& reply_key = {},
                    redis::Acks* acks = nullptr);
   std::string new_reply_key() const;
+  // queue_push's ARGV for `item`.
+  std::vector<std::string> push_args(const std::string& mode, const std::string& due,
+                                     const QueuePush& item, const std::string& ttl) const;
   enum class Finish { kAck, kNack, kUnrun };  // see queue_finish.lua
   bool finish(const LeasedItem& leased, Finish how, Millis retry_after);
 

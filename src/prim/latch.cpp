@@ -5,6 +5,7 @@
 #include "prim/object_script.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "redis/script_args.hpp"
 #include "util/owner.hpp"
 #include "util/yield_to_server.hpp"
 
@@ -55,10 +56,22 @@ LatchSet Latch::set(long long count, Millis expire, bool force) {
   std::string reply_key = reply_key_prefix_ + random_hex(16);
   redis::Acks acks;
   acks.about = "latch '" + name_ + "'";
-  auto reply =
-      run_object_script(topology_, redis::scripts::latch_set, {key_, ids_key_, reply_key},
-                        {n, ms, force ? "1" : "0", channel_, reply_record_ttl_arg(topology_)},
-                        kKind, redis::Retry::kIdempotent, &acks);
+  using C = redis::contract::latch_set;
+  const std::string ttl = reply_record_ttl_arg(topology_);
+  auto reply = run_object_script(topology_, redis::scripts::latch_set,
+                                 redis::keys_of<C>()
+                                     .set(C::kKeyCount, key_)
+                                     .set(C::kKeyIds, ids_key_)
+                                     .set(C::kKeyReply, reply_key)
+                                     .list(),
+                                 redis::args_of<C>()
+                                     .set(C::kArgCount, n)
+                                     .set(C::kArgExpireMs, ms)
+                                     .set(C::kArgForce, force ? "1" : "0")
+                                     .set(C::kArgChannel, channel_)
+                                     .set(C::kArgReplyTtl, ttl)
+                                     .list(),
+                                 kKind, redis::Retry::kIdempotent, &acks);
   LatchSet r;
   r.set = reply.at(0).integer() == 1;
   if (!r.set) {
@@ -81,10 +94,22 @@ LatchCountDown Latch::count_down(long long amount, const std::string& id) {
   YieldToServer yield;  // the count may reach 0 and open the latch with the reply
   redis::Acks acks;
   acks.about = "latch '" + name_ + "'";
-  auto reply =
-      run_object_script(topology_, redis::scripts::latch_count_down, {key_, ids_key_, reply_key},
-                        {by, id, channel_, keep, reply_record_ttl_arg(topology_)}, kKind,
-                        redis::Retry::kIdempotent, &acks);
+  using C = redis::contract::latch_count_down;
+  const std::string ttl = reply_record_ttl_arg(topology_);
+  auto reply = run_object_script(topology_, redis::scripts::latch_count_down,
+                                 redis::keys_of<C>()
+                                     .set(C::kKeyCount, key_)
+                                     .set(C::kKeyIds, ids_key_)
+                                     .set(C::kKeyReply, reply_key)
+                                     .list(),
+                                 redis::args_of<C>()
+                                     .set(C::kArgAmount, by)
+                                     .set(C::kArgId, id)
+                                     .set(C::kArgChannel, channel_)
+                                     .set(C::kArgKeepMs, keep)
+                                     .set(C::kArgReplyTtl, ttl)
+                                     .list(),
+                                 kKind, redis::Retry::kIdempotent, &acks);
   LatchCountDown r;
   switch (reply.at(0).integer()) {
     case 1:
@@ -108,9 +133,16 @@ LatchCountDown Latch::count_down(long long amount, const std::string& id) {
 LatchState Latch::read(bool with_ids, const LatchIdsPage& page) {
   const std::string cursor = page.cursor.empty() ? "0" : page.cursor;
   const std::string limit = std::to_string(page.limit);
-  auto reply =
-      run_object_script(topology_, redis::scripts::latch_read, {key_, ids_key_},
-                        {with_ids ? "1" : "0", cursor, limit}, kKind, redis::Retry::kIdempotent);
+  using C = redis::contract::latch_read;
+  auto reply = run_object_script(
+      topology_, redis::scripts::latch_read,
+      redis::keys_of<C>().set(C::kKeyCount, key_).set(C::kKeyIds, ids_key_).list(),
+      redis::args_of<C>()
+          .set(C::kArgWithIds, with_ids ? "1" : "0")
+          .set(C::kArgCursor, cursor)
+          .set(C::kArgLimit, limit)
+          .list(),
+      kKind, redis::Retry::kIdempotent);
   LatchState s;
   if (reply.at(0).integer() == 0) return s;
   s.exists = true;

@@ -3,6 +3,7 @@
 #include "prim/object_script.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "redis/script_args.hpp"
 #include "util/owner.hpp"
 
 namespace rlock::prim {
@@ -28,13 +29,25 @@ LimitOutcome Limiter::decide(const LimitRequest& r) {
   // reply record); a peek writes nothing, not even that.
   std::string reply_key = reply_key_prefix_ + random_hex(16);
   std::string ttl = reply_record_ttl_arg(topology_);
-  std::vector<std::string_view> keys = {key_, clients_key_};
-  if (!r.peek) keys.push_back(reply_key);
-  auto reply = run_object_script(topology_, redis::scripts::limit_decide, keys,
-                                 {rate, per, burst, c.per_client ? "1" : "0", client_rate, cost,
-                                  c.per_client ? std::string_view(r.client) : std::string_view(),
-                                  r.peek ? "1" : "0", r.reconfigure ? "1" : "0", ttl},
-                                 kKind, redis::Retry::kIdempotent);
+  using C = redis::contract::limit_decide;
+  redis::ScriptArgs keys = redis::keys_of<C>();
+  keys.set(C::kKeyLimiter, key_).set(C::kKeyClients, clients_key_);
+  if (!r.peek) keys.set(C::kKeyReply, reply_key);
+  auto reply = run_object_script(
+      topology_, redis::scripts::limit_decide, keys.list(),
+      redis::args_of<C>()
+          .set(C::kArgRate, rate)
+          .set(C::kArgPerMs, per)
+          .set(C::kArgBurst, burst)
+          .set(C::kArgPerClient, c.per_client ? "1" : "0")
+          .set(C::kArgClientRate, client_rate)
+          .set(C::kArgCost, cost)
+          .set(C::kArgClient, c.per_client ? std::string_view(r.client) : std::string_view())
+          .set(C::kArgPeek, r.peek ? "1" : "0")
+          .set(C::kArgReconfigure, r.reconfigure ? "1" : "0")
+          .set(C::kArgReplyTtl, ttl)
+          .list(),
+      kKind, redis::Retry::kIdempotent);
   if (reply.at(0).integer() == 0) {
     ConfigMismatch m;
     m.stored = {reply.at(1).integer(), reply.at(2).integer(), reply.at(3).integer(),
@@ -52,9 +65,16 @@ LimitOutcome Limiter::decide(const LimitRequest& r) {
 
 LimitReset Limiter::reset() {
   std::string reply_key = reply_key_prefix_ + random_hex(16);
-  auto reply =
-      run_object_script(topology_, redis::scripts::limit_reset, {key_, clients_key_, reply_key},
-                        {reply_record_ttl_arg(topology_)}, kKind, redis::Retry::kIdempotent);
+  using C = redis::contract::limit_reset;
+  const std::string ttl = reply_record_ttl_arg(topology_);
+  auto reply = run_object_script(topology_, redis::scripts::limit_reset,
+                                 redis::keys_of<C>()
+                                     .set(C::kKeyLimiter, key_)
+                                     .set(C::kKeyClients, clients_key_)
+                                     .set(C::kKeyReply, reply_key)
+                                     .list(),
+                                 redis::args_of<C>().set(C::kArgReplyTtl, ttl).list(), kKind,
+                                 redis::Retry::kIdempotent);
   return {reply.at(0).integer() == 1, reply.at(1).integer()};
 }
 

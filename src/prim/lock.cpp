@@ -7,6 +7,7 @@
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "redis/script_args.hpp"
 #include "util/error.hpp"
 #include "util/owner.hpp"
 #include "util/yield_to_server.hpp"
@@ -66,15 +67,28 @@ class LockWait : public Waitable {
     acks.about = "lock '" + lock_.name_ + "'";
     acks.judged_by_reply = after_queueing(mode);
     const std::string seen_fence = std::to_string(seen_fence_);
-    const std::vector<std::string_view> args = {
-        owner_,         lease_ms, mode_word(mode), wait_ms,   id_,        kind_,
-        lock_.channel_, claim,    arrival_,        ancestry_, seen_fence, lock_.foreign_channel_};
-    const auto resend = resent_args(args, 2, mode);
+    using C = redis::contract::lock_acquire;
+    const std::vector<std::string_view> args =
+        redis::args_of<C>()
+            .set(C::kArgOwner, owner_)
+            .set(C::kArgLease, lease_ms)
+            .set(C::kArgMode, mode_word(mode))
+            .set(C::kArgWaitMs, wait_ms)
+            .set(C::kArgRequestId, id_)
+            .set(C::kArgKind, kind_)
+            .set(C::kArgChannel, lock_.channel_)
+            .set(C::kArgClaimMs, claim)
+            .set(C::kArgArrival, arrival_)
+            .set(C::kArgAncestry, ancestry_)
+            .set(C::kArgSeenFence, seen_fence)
+            .set(C::kArgForeignChannel, lock_.foreign_channel_)
+            .list();
+    const auto resend = resent_args(args, C::kArgMode, mode);
     unusable_.reset();
     std::optional<redis::Reply> got;
     try {
       got.emplace(run_object_script(lock_.topology_, redis::scripts::lock_acquire,
-                                    lock_.keys(request_key_), args, kKind,
+                                    lock_.keys<C>(request_key_), args, kKind,
                                     redis::Retry::kIdempotent, &acks, &resend));
     } catch (const redis::UnusableGrantError& e) {
       // Granted by a quorum's majority too late, or its token never confirmed: nobody holds
@@ -169,12 +183,10 @@ class LockWait : public Waitable {
     return {lock_.foreign_channel_};
   }
 
-  // Gives back the hold this request took, if any, and nothing else (lock_release's
-  // "return"): the request stays queued under the same id.
+  // Gives back the hold this request took, if any, and nothing else (lua/lock_return.lua):
+  // the request stays queued under the same id.
   void give_back_taken() noexcept {
-    std::vector<std::string> args = {owner_,   lock_.channel_, "0",   id_, millis_arg(kClaimWindow),
-                                     "return", member_,        kind_, "0", lock_.foreign_channel_};
-    clean_up(lock_.topology_, redis::scripts::lock_release, lock_.keys(request_key_), args);
+    clean_up_request<redis::contract::lock_return>(redis::scripts::lock_return);
   }
 
   // Gives back what this request took without a usable hold: a request that ends here
@@ -200,15 +212,29 @@ class LockWait : public Waitable {
   }
 
   void give_up() noexcept override {
-    std::vector<std::string> args = {
-        owner_,    lock_.channel_, "0",   id_, millis_arg(kClaimWindow),
-        "abandon", member_,        kind_, "0", lock_.foreign_channel_};
-    clean_up(lock_.topology_, redis::scripts::lock_release, lock_.keys(request_key_), args);
+    clean_up_request<redis::contract::lock_abandon>(redis::scripts::lock_abandon);
   }
 
   Acquisition result() const { return result_; }
 
  private:
+  // Runs the clean-up `Contract` (lock_abandon or lock_return) of this request.
+  template <class Contract>
+  void clean_up_request(const redis::Script& script) noexcept {
+    using C = Contract;
+    const std::string claim = millis_arg(kClaimWindow);
+    const auto args = redis::args_of<C>()
+                          .set(C::kArgOwner, owner_)
+                          .set(C::kArgChannel, lock_.channel_)
+                          .set(C::kArgHoldId, id_)
+                          .set(C::kArgClaimMs, claim)
+                          .set(C::kArgForeignChannel, lock_.foreign_channel_)
+                          .set(C::kArgFloor, "")
+                          .set(C::kArgMember, member_)
+                          .strings();
+    clean_up(lock_.topology_, script, lock_.keys<C>(request_key_), args);
+  }
+
   Lock& lock_;
   std::string owner_;
   Millis lease_;
@@ -290,13 +316,26 @@ void Lock::set_ancestry(std::vector<AncestorHold> holds) {
   ancestry_ = std::move(holds);
 }
 
+template <class Contract>
 std::vector<std::string_view> Lock::keys(const std::string& request_key,
                                          const std::string& reply_key) const {
-  std::vector<std::string_view> k = {
-      key_,        fence_key_,   waiters_key_,       timeouts_key_, grant_key_,          exec_key_,
-      request_key, readers_key_, reader_grants_key_, sem_key_,      reader_expiries_key_};
-  if (!reply_key.empty()) k.push_back(reply_key);
-  return k;
+  using C = Contract;
+  redis::ScriptArgs k = redis::keys_of<C>();
+  k.set(C::kKeyLock, key_)
+      .set(C::kKeyFence, fence_key_)
+      .set(C::kKeyWaiters, waiters_key_)
+      .set(C::kKeyTimeouts, timeouts_key_)
+      .set(C::kKeyGrant, grant_key_)
+      .set(C::kKeyExec, exec_key_)
+      .set(C::kKeyRequest, request_key)
+      .set(C::kKeyReaders, readers_key_)
+      .set(C::kKeyReaderGrants, reader_grants_key_)
+      .set(C::kKeySem, sem_key_)
+      .set(C::kKeyReaderExpiries, reader_expiries_key_);
+  if constexpr (requires { C::kKeyReply; }) {
+    if (!reply_key.empty()) k.set(C::kKeyReply, reply_key);
+  }
+  return k.list();
 }
 
 Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind,
@@ -371,11 +410,22 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
   YieldToServer yield;  // the lock may go to a waiter with the reply
+  using C = redis::contract::lock_release;
+  const std::string field = layout_.owner_field(owner), keep_ms = millis_arg(keep),
+                    claim = millis_arg(kClaimWindow), ttl = reply_record_ttl_arg(topology_);
   auto reply = run_object_script(
-      topology_, redis::scripts::lock_release, keys(request_key, reply_key),
-      {layout_.owner_field(owner), channel_, millis_arg(keep), hold_id, millis_arg(kClaimWindow),
-       "release", "", kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode),
-       reply_record_ttl_arg(topology_), foreign_channel_},
+      topology_, redis::scripts::lock_release, keys<C>(request_key, reply_key),
+      redis::args_of<C>()
+          .set(C::kArgOwner, field)
+          .set(C::kArgChannel, channel_)
+          .set(C::kArgKeepMs, keep_ms)
+          .set(C::kArgHoldId, hold_id)
+          .set(C::kArgClaimMs, claim)
+          .set(C::kArgKind, kind_name(hold_id.empty() ? HoldKind::kLock : HoldKind::kExec, mode))
+          .set(C::kArgReplyTtl, ttl)
+          .set(C::kArgForeignChannel, foreign_channel_)
+          .set(C::kArgFloor, "")
+          .list(),
       kKind, redis::Retry::kIdempotent);
   Release r;
   long long status = reply.at(0).integer();
@@ -396,18 +446,37 @@ void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) 
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
   // The owner as the layout stores it (Redisson's field), and Redisson's channel told when
   // the lock is free, as by release().
-  clean_up(topology_, redis::scripts::lock_release, keys(request_key, reply_key),
-           {layout_.owner_field(owner), channel_, "0", hold_id, millis_arg(kClaimWindow), "release",
-            "", kind_name(kind, held.mode), reply_record_ttl_arg(topology_), foreign_channel_});
+  using C = redis::contract::lock_release;
+  const std::string field = layout_.owner_field(owner), claim = millis_arg(kClaimWindow),
+                    ttl = reply_record_ttl_arg(topology_);
+  clean_up(topology_, redis::scripts::lock_release, keys<C>(request_key, reply_key),
+           redis::args_of<C>()
+               .set(C::kArgOwner, field)
+               .set(C::kArgChannel, channel_)
+               .set(C::kArgKeepMs, "0")
+               .set(C::kArgHoldId, hold_id)
+               .set(C::kArgClaimMs, claim)
+               .set(C::kArgKind, kind_name(kind, held.mode))
+               .set(C::kArgReplyTtl, ttl)
+               .set(C::kArgForeignChannel, foreign_channel_)
+               .set(C::kArgFloor, "")
+               .strings());
 }
 
 std::vector<Holder> Lock::force_release() {
   std::string request_key = layout_.request_key(name_, "-");
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
-  auto reply = run_object_script(
-      topology_, redis::scripts::lock_force_release, keys(request_key, reply_key),
-      {channel_, millis_arg(kClaimWindow), reply_record_ttl_arg(topology_), foreign_channel_},
-      kKind, redis::Retry::kIdempotent);
+  using C = redis::contract::lock_force_release;
+  const std::string claim = millis_arg(kClaimWindow), ttl = reply_record_ttl_arg(topology_);
+  auto reply = run_object_script(topology_, redis::scripts::lock_force_release,
+                                 keys<C>(request_key, reply_key),
+                                 redis::args_of<C>()
+                                     .set(C::kArgChannel, channel_)
+                                     .set(C::kArgClaimMs, claim)
+                                     .set(C::kArgReplyTtl, ttl)
+                                     .set(C::kArgForeignChannel, foreign_channel_)
+                                     .list(),
+                                 kKind, redis::Retry::kIdempotent);
   return decode_holders(reply, 0, key_);
 }
 
@@ -417,9 +486,22 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
   const std::string field = layout_.owner_field(owner);
   std::string reader;
   if (mode == LockMode::kShared) reader = hold_id.empty() ? field : field + '\x1f' + hold_id;
+  using C = redis::contract::lock_renew;
+  const std::string lease_ms = millis_arg(lease);
   auto synced = topology_.run_synced(
-      redis::scripts::lock_renew, {key_, exec_key_, readers_key_, reader_expiries_key_},
-      {field, millis_arg(lease), mode == LockMode::kShared ? "" : hold_id, reader},
+      redis::scripts::lock_renew,
+      redis::keys_of<C>()
+          .set(C::kKeyLock, key_)
+          .set(C::kKeyExec, exec_key_)
+          .set(C::kKeyReaders, readers_key_)
+          .set(C::kKeyReaderExpiries, reader_expiries_key_)
+          .list(),
+      redis::args_of<C>()
+          .set(C::kArgOwner, field)
+          .set(C::kArgLease, lease_ms)
+          .set(C::kArgHoldId, mode == LockMode::kShared ? std::string_view() : hold_id)
+          .set(C::kArgReader, reader)
+          .list(),
       redis::Retry::kIdempotent, "lock '" + name_ + "'");
   Millis left(std::max<long long>(synced.reply.integer(), 0));
   if (left.count() > 0) {

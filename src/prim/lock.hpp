@@ -132,7 +132,9 @@ class Lock {
   // "shared" or "behind") hold `id` of the ancestry.
   DataError waits_for_itself(const std::string& what, const std::string& id) const;
   friend class LockHold;
-  // KEYS of the scripts; `reply_key` (see KeyLayout::reply_key) only when not empty.
+  // KEYS of the lock script `Contract` (lua/include/lock_common.lua's, then a reply record
+  // `reply_key` (see KeyLayout::reply_key) where it takes one).
+  template <class Contract>
   std::vector<std::string_view> keys(const std::string& request_key,
                                      const std::string& reply_key = {}) const;
 

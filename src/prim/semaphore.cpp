@@ -9,6 +9,7 @@
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
+#include "redis/script_args.hpp"
 #include "util/error.hpp"
 #include "util/owner.hpp"
 #include "util/whole_number.hpp"
@@ -32,8 +33,9 @@ redis::Reply run_sem_script(redis::Topology& topology, const redis::Script& scri
                             std::optional<Waitable::Mode> mode = std::nullopt) {
   try {
     const auto sent = views(args);
-    // A waiter's attempt (its mode word third) resent elsewhere goes as a claim.
-    const auto resend = mode ? resent_args(sent, 2, *mode) : sent;
+    // A waiter's attempt resent elsewhere goes as a claim.
+    const auto resend =
+        mode ? resent_args(sent, redis::contract::sem_acquire::kArgMode, *mode) : sent;
     return run_object_script(topology, script, keys, sent, kKind, retry, acks,
                              mode ? &resend : nullptr);
   } catch (const redis::ReplyError& e) {
@@ -87,12 +89,27 @@ class PermitWait : public Waitable {
     redis::Acks acks;
     acks.about = "semaphore '" + sem_.name_ + "'";
     acks.judged_by_reply = after_queueing(mode);
-    auto reply = run_sem_script(
-        sem_.topology_, redis::scripts::sem_acquire, sem_.keys(request_key_),
-        {req_.owner, millis_arg(req_.lease), mode_word(mode), millis_arg(wait_left), id_,
-         std::to_string(req_.count), std::to_string(req_.capacity), req_.resize ? "1" : "0",
-         sem_.channel_, millis_arg(kClaimWindow), arrival_, ancestry_arg(sem_.ancestry_)},
-        sem_.name_, redis::Retry::kIdempotent, &acks, mode);
+    using C = redis::contract::sem_acquire;
+    const std::string lease = millis_arg(req_.lease), wait_ms = millis_arg(wait_left),
+                      count = std::to_string(req_.count), capacity = std::to_string(req_.capacity),
+                      claim = millis_arg(kClaimWindow), ancestry = ancestry_arg(sem_.ancestry_);
+    auto reply =
+        run_sem_script(sem_.topology_, redis::scripts::sem_acquire, sem_.keys<C>(request_key_),
+                       redis::args_of<C>()
+                           .set(C::kArgOwner, req_.owner)
+                           .set(C::kArgLease, lease)
+                           .set(C::kArgMode, mode_word(mode))
+                           .set(C::kArgWaitMs, wait_ms)
+                           .set(C::kArgRequestId, id_)
+                           .set(C::kArgCount, count)
+                           .set(C::kArgCapacity, capacity)
+                           .set(C::kArgResize, req_.resize ? "1" : "0")
+                           .set(C::kArgChannel, sem_.channel_)
+                           .set(C::kArgClaimMs, claim)
+                           .set(C::kArgArrival, arrival_)
+                           .set(C::kArgAncestry, ancestry)
+                           .strings(),
+                       sem_.name_, redis::Retry::kIdempotent, &acks, mode);
     long long status = reply.at(0).integer();
     if (status == 1) {
       // The wait gives back what this request took (give_up) on the way out.
@@ -129,10 +146,18 @@ class PermitWait : public Waitable {
   }
 
   void give_up() noexcept override {
-    // No reply record for a clean-up: its ARGV[5] (the record's life) is a placeholder.
-    std::vector<std::string> args = {sem_.channel_, millis_arg(kClaimWindow), "abandon", "0", "0",
-                                     member_};
-    clean_up(sem_.topology_, redis::scripts::sem_release, sem_.keys(request_key_), args);
+    // No reply record for a clean-up: the record's life is a placeholder.
+    using C = redis::contract::sem_release;
+    const std::string claim = millis_arg(kClaimWindow);
+    clean_up(sem_.topology_, redis::scripts::sem_release, sem_.keys<C>(request_key_),
+             redis::args_of<C>()
+                 .set(C::kArgChannel, sem_.channel_)
+                 .set(C::kArgClaimMs, claim)
+                 .set(C::kArgMode, "abandon")
+                 .set(C::kArgKeepMs, "0")
+                 .set(C::kArgReplyTtl, "0")
+                 .add_rest({member_})
+                 .strings());
   }
 
   PermitAcquisition result() const { return result_; }
@@ -170,10 +195,7 @@ class PermitHold : public Hold {
   }
 
   Released release(Millis keep) override {
-    std::vector<std::string> args = {sem_.channel_, millis_arg(kClaimWindow), "hold",
-                                     millis_arg(keep)};
-    args.insert(args.end(), ids_.begin(), ids_.end());
-    auto reply = sem_.release_script(request_key_, std::move(args));
+    auto reply = sem_.release_script(request_key_, "hold", keep, ids_);
     long long released = reply.at(0).integer();
     if (released == -1 || released == static_cast<long long>(ids_.size()))
       return Released::kReleased;
@@ -205,13 +227,24 @@ Semaphore::Semaphore(redis::Topology& topology, const KeyLayout& layout, std::st
       lock_readers_key_(layout.readers_key(name_)),
       channel_(layout.sem_channel(name_)) {}
 
+template <class Contract>
 std::vector<std::string_view> Semaphore::keys(const std::string& request_key,
                                               const std::string& reply_key) const {
-  std::vector<std::string_view> k = {key_,         config_key_,   holders_key_,
-                                     waiters_key_, timeouts_key_, grants_key_,
-                                     request_key,  lock_key_,     lock_readers_key_};
-  if (!reply_key.empty()) k.push_back(reply_key);
-  return k;
+  using C = Contract;
+  redis::ScriptArgs k = redis::keys_of<C>();
+  k.set(C::kKeyPermits, key_)
+      .set(C::kKeyConfig, config_key_)
+      .set(C::kKeyHolders, holders_key_)
+      .set(C::kKeyWaiters, waiters_key_)
+      .set(C::kKeyTimeouts, timeouts_key_)
+      .set(C::kKeyGrants, grants_key_)
+      .set(C::kKeyRequest, request_key)
+      .set(C::kKeyLock, lock_key_)
+      .set(C::kKeyLockReaders, lock_readers_key_);
+  if constexpr (requires { C::kKeyReply; }) {
+    if (!reply_key.empty()) k.set(C::kKeyReply, reply_key);
+  }
+  return k.list();
 }
 
 PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
@@ -248,19 +281,27 @@ DataError Semaphore::waits_for_itself(const std::string& reply, long long count)
       "request would wait for itself, so it is refused and nothing changed");
 }
 
-redis::Reply Semaphore::release_script(const std::string& request_key,
-                                       std::vector<std::string> args) {
+redis::Reply Semaphore::release_script(const std::string& request_key, std::string_view mode,
+                                       Millis keep, const std::vector<std::string>& values) {
+  using C = redis::contract::sem_release;
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
-  args.insert(args.begin() + 4, reply_record_ttl_arg(topology_));  // ARGV[5], after keep
+  const std::string claim = millis_arg(kClaimWindow), keep_ms = millis_arg(keep),
+                    ttl = reply_record_ttl_arg(topology_);
   YieldToServer yield;  // permits may go to waiters with the reply
-  return run_sem_script(topology_, redis::scripts::sem_release, keys(request_key, reply_key), args,
+  return run_sem_script(topology_, redis::scripts::sem_release, keys<C>(request_key, reply_key),
+                        redis::args_of<C>()
+                            .set(C::kArgChannel, channel_)
+                            .set(C::kArgClaimMs, claim)
+                            .set(C::kArgMode, mode)
+                            .set(C::kArgKeepMs, keep_ms)
+                            .set(C::kArgReplyTtl, ttl)
+                            .add_rest(views(values))
+                            .strings(),
                         name_, redis::Retry::kIdempotent);
 }
 
 PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
-  std::vector<std::string> args = {channel_, millis_arg(kClaimWindow), "release", "0"};
-  args.insert(args.end(), ids.begin(), ids.end());
-  auto reply = release_script(layout_.sem_request_key(name_, "-"), std::move(args));
+  auto reply = release_script(layout_.sem_request_key(name_, "-"), "release", Millis(0), ids);
   PermitRelease r;
   r.released = reply.at(0).integer();
   r.not_held = strings_from(reply, 1);
@@ -268,8 +309,7 @@ PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
 }
 
 std::vector<PermitInfo> Semaphore::force_release() {
-  auto reply = release_script(layout_.sem_request_key(name_, "-"),
-                              {channel_, millis_arg(kClaimWindow), "force", "0"});
+  auto reply = release_script(layout_.sem_request_key(name_, "-"), "force", Millis(0), {});
   std::vector<PermitInfo> freed;
   for (size_t i = 1; i + 1 < reply.size(); i += 2)
     freed.push_back({reply.at(i).str(), reply.at(i + 1).str(), Millis(0)});
@@ -277,13 +317,18 @@ std::vector<PermitInfo> Semaphore::force_release() {
 }
 
 std::vector<std::string> Semaphore::renew(const std::vector<std::string>& ids, Millis lease) {
-  std::vector<std::string> args = {channel_, millis_arg(lease)};
-  args.insert(args.end(), ids.begin(), ids.end());
+  using C = redis::contract::sem_renew;
+  const std::string lease_ms = millis_arg(lease);
   redis::Acks acks;
   acks.about = "semaphore '" + name_ + "'";
   auto reply = run_sem_script(topology_, redis::scripts::sem_renew,
-                              keys(layout_.sem_request_key(name_, "-")), args, name_,
-                              redis::Retry::kIdempotent, &acks);
+                              keys<C>(layout_.sem_request_key(name_, "-")),
+                              redis::args_of<C>()
+                                  .set(C::kArgChannel, channel_)
+                                  .set(C::kArgLease, lease_ms)
+                                  .add_rest(views(ids))
+                                  .strings(),
+                              name_, redis::Retry::kIdempotent, &acks);
   if (reply.at(0).integer() == 1) {
     require_acks(acks,
                  "the renewal does not count (the permits may be lost at their old deadline)");
@@ -297,24 +342,37 @@ std::unique_ptr<Hold> Semaphore::hold(const PermitsHeld& held, Millis lease) {
 }
 
 std::vector<std::string> semaphore_keys(const KeyLayout& layout, const std::string& name) {
-  return {layout.sem_key(name),
-          layout.sem_config_key(name),
-          layout.sem_holders_key(name),
-          layout.sem_waiters_key(name),
-          layout.sem_timeouts_key(name),
-          layout.sem_grants_key(name),
-          layout.sem_request_key(name, "-"),
-          layout.lock_key(name)};
+  using C = redis::contract::sem_status;
+  const std::string permits = layout.sem_key(name), config = layout.sem_config_key(name),
+                    holders = layout.sem_holders_key(name), waiters = layout.sem_waiters_key(name),
+                    timeouts = layout.sem_timeouts_key(name), grants = layout.sem_grants_key(name),
+                    request = layout.sem_request_key(name, "-"), lock = layout.lock_key(name);
+  return redis::keys_of<C>()
+      .set(C::kKeyPermits, permits)
+      .set(C::kKeyConfig, config)
+      .set(C::kKeyHolders, holders)
+      .set(C::kKeyWaiters, waiters)
+      .set(C::kKeyTimeouts, timeouts)
+      .set(C::kKeyGrants, grants)
+      .set(C::kKeyRequest, request)
+      .set(C::kKeyLock, lock)
+      .strings();
 }
 
 SemaphoreState read_semaphore(redis::Topology& topology, const KeyLayout& layout,
                               const std::string& name, const SemaphorePage& page) {
+  using C = redis::contract::sem_status;
   auto keys = semaphore_keys(layout, name);
-  auto reply =
-      run_object_script(topology, redis::scripts::sem_status, views(keys),
-                        views({std::to_string(page.permits_from), std::to_string(page.waiters_from),
-                               std::to_string(page.limit)}),
-                        kKind, redis::Retry::kIdempotent);
+  const std::string permits_from = std::to_string(page.permits_from),
+                    waiters_from = std::to_string(page.waiters_from),
+                    limit = std::to_string(page.limit);
+  auto reply = run_object_script(topology, redis::scripts::sem_status, views(keys),
+                                 redis::args_of<C>()
+                                     .set(C::kArgPermitsFrom, permits_from)
+                                     .set(C::kArgWaitersFrom, waiters_from)
+                                     .set(C::kArgLimit, limit)
+                                     .list(),
+                                 kKind, redis::Retry::kIdempotent);
   // A score or arrival another program stored out of range is malformed, never wrapped.
   auto whole = [&](const redis::ReplyView& r) {
     long long v = 0;

@@ -93,8 +93,8 @@ struct SemaphoreState {
 SemaphoreState read_semaphore(redis::Topology& topology, const KeyLayout& layout,
                               const std::string& name, const SemaphorePage& page = {});
 
-// The keys of semaphore `name` in the order its scripts take them (KEYS[7], the request
-// record, is "-": unused by reads).
+// The keys of semaphore `name` as lua/sem_status.lua takes them (its request record is "-":
+// unused by reads).
 std::vector<std::string> semaphore_keys(const KeyLayout& layout, const std::string& name);
 
 // A counting semaphore whose permits each have a lease on the server clock (a crashed
@@ -134,12 +134,15 @@ class Semaphore {
  private:
   friend class PermitWait;
   friend class PermitHold;
-  // KEYS of the scripts; `reply_key` (see KeyLayout::reply_key) only when not empty.
+  // KEYS of the semaphore script `Contract` (lua/include/sem_common.lua's, then a reply
+  // record `reply_key` (see KeyLayout::reply_key) where it takes one and it is not empty).
+  template <class Contract>
   std::vector<std::string_view> keys(const std::string& request_key,
                                      const std::string& reply_key = {}) const;
-  // A release, recorded under a reply key of its own: repeated when its reply is lost,
-  // it reports what the first run did.
-  redis::Reply release_script(const std::string& request_key, std::vector<std::string> args);
+  // A release in `mode` (lua/sem_release.lua) of `values`, recorded under a reply key of its
+  // own: repeated when its reply is lost, it reports what the first run did.
+  redis::Reply release_script(const std::string& request_key, std::string_view mode, Millis keep,
+                              const std::vector<std::string>& values);
   // The DataError for a request of `count` permits refused with `reply` (error "SELF ...").
   DataError waits_for_itself(const std::string& reply, long long count) const;
 
