@@ -11,6 +11,7 @@
 #include "redis/errors.hpp"
 #include "redis/quorum_rule.hpp"
 #include "redis/script.hpp"
+#include "redis/script_args.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 
@@ -27,17 +28,23 @@ using redis::ReplyError;
 using redis::ReplyPtr;
 using redis::Tally;
 
-// The lock scripts' layouts (lua/lock_*.lua), counted from 1: ARGV[2] the lease, KEYS[2]
-// the fence, reply element 2 the token, KEYS[1] the lock hash, ARGV[1] the owner; the token
-// floor is the last ARGV of lock_acquire (13), lock_release (11) and lock_force_release (5).
-constexpr int kLeaseArg = 2;
-constexpr int kFenceKey = 2;
+// Where the rules find what they need in a lock script's KEYS and ARGV: the positions its
+// header declares (redis::contract, generated from lua/lock_*.lua), counted from 1 as the
+// QuorumRule interface counts them. The token is element 2 of a grant's reply.
+using Acquire = redis::contract::lock_acquire;
+using Renew = redis::contract::lock_renew;
+using Release = redis::contract::lock_release;
+using ForceRelease = redis::contract::lock_force_release;
+using FenceRaise = redis::contract::lock_fence_raise;
+constexpr int kAcquireLeaseArg = Acquire::kArgLease + 1;
+constexpr int kRenewLeaseArg = Renew::kArgLease + 1;
 constexpr size_t kFenceAt = 2;
-constexpr int kLockKey = 1;
-constexpr int kOwnerArg = 1;
-constexpr int kAcquireFloorArg = 13;
-constexpr int kReleaseFloorArg = 11;
-constexpr int kForceReleaseFloorArg = 5;
+constexpr int kAcquireFloorArg = Acquire::kArgFloor + 1;
+constexpr int kReleaseFloorArg = Release::kArgFloor + 1;
+constexpr int kForceReleaseFloorArg = ForceRelease::kArgFloor + 1;
+// The three scripts that may hand the lock on share one rule, so their floor is one place.
+static_assert(redis::contract::lock_abandon::kArgFloor == Release::kArgFloor);
+static_assert(redis::contract::lock_return::kArgFloor == Release::kArgFloor);
 
 // How long the end of a process waits for the replies of a release still owed by members
 // that had not answered when a majority did (QuorumMembers::drain): one that a member never
@@ -122,7 +129,7 @@ class Proposing : public redis::QuorumRule {
 class GrantRule : public Proposing {
  public:
   GrantRule() : Proposing(kAcquireFloorArg) {}
-  int lease_arg() const override { return kLeaseArg; }
+  int lease_arg() const override { return kAcquireLeaseArg; }
   // A request to take a lock that a member answers late took nothing there.
   Millis settle() const override { return Millis(0); }
   bool gives_back() const override { return false; }
@@ -174,8 +181,16 @@ void write_back_fence(QuorumVote& v, long long fence, const std::vector<bool>& a
   // serves is a wake-up of its server (a PING's round trip took 80-95 us on the 2-core VM
   // of the benchmark), and a re-entry whose members agree needs no second round trip.
   const std::string token = std::to_string(fence);
-  const std::vector<std::string_view> keys = {v.keys.at(kFenceKey - 1), v.keys.at(kLockKey - 1)};
-  const std::vector<std::string_view> args = {token, v.args.at(kOwnerArg - 1)};
+  const std::vector<std::string_view> keys =
+      redis::keys_of<FenceRaise>()
+          .set(FenceRaise::kKeyFence, v.keys.at(Acquire::kKeyFence))
+          .set(FenceRaise::kKeyLock, v.keys.at(Acquire::kKeyLock))
+          .list();
+  const std::vector<std::string_view> args =
+      redis::args_of<FenceRaise>()
+          .set(FenceRaise::kArgToken, token)
+          .set(FenceRaise::kArgOwner, v.args.at(Acquire::kArgOwner))
+          .list();
   std::vector<bool> to(v.size), wrote(v.size);
   for (size_t i = 0; i < v.size; ++i) to[i] = !at_token[i];
   auto raised = [&](const Answers& replies) {
@@ -281,7 +296,7 @@ Reply GrantRule::combine(QuorumVote& v) const {
 
 class RenewRule : public redis::QuorumRule {
  public:
-  int lease_arg() const override { return kLeaseArg; }
+  int lease_arg() const override { return kRenewLeaseArg; }
   Millis settle() const override { return redis::kDrainPatience; }
   bool gives_back() const override { return false; }
   // Its own script ran beside the refused check: that member may still hold.

@@ -4,6 +4,7 @@
 
 #include "redis/errors.hpp"
 #include "redis/quorum_restart_rule.hpp"
+#include "redis/script_args.hpp"
 #include "redis/topology.hpp"
 
 namespace rlock::redis {
@@ -49,9 +50,16 @@ QuorumMembers::Commands Quorum::request(const QuorumRule& rule, const Script& sc
   std::string keep;
   const std::vector<std::string_view> sent_args = rule.for_every_member(args, keep);
   QuorumMembers::Commands out;
-  if (rule.lease_arg() > 0)
+  if (rule.lease_arg() > 0) {
+    using Check = contract::quorum_member;
     out.push_back(members_.eval(scripts::quorum_member,
-                                {kLongestLeaseKey, kFirstWriteKey, kStartedKey}, {lease}));
+                                keys_of<Check>()
+                                    .set(Check::kKeyLongestLease, kLongestLeaseKey)
+                                    .set(Check::kKeyFirstWrite, kFirstWriteKey)
+                                    .set(Check::kKeyStarted, kStartedKey)
+                                    .list(),
+                                args_of<Check>().set(Check::kArgLease, lease).list()));
+  }
   out.push_back(members_.eval(script, keys, sent_args));
   return out;
 }

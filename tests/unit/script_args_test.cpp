@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "prim/lock_quorum.hpp"
 #include "redis/quorum_rule.hpp"
 #include "redis/script.hpp"
 
@@ -31,31 +32,21 @@ TEST_CASE("script args: an argument that may be left out, and the rest of ARGV")
   CHECK(args.list().size() == C::kNumArgs - 1);  // the quorum's floor left out
 }
 
-// The quorum finds a lock script's lease, owner, keys and token floor by position
-// (redis/quorum_rule.cpp): they must be where the scripts declare them.
-TEST_CASE("script args: the quorum's positions are the lock scripts' own") {
+// The quorum's lock rules (prim/lock_quorum.cpp) read positions from the same contracts;
+// what is left to check is which script declares which rule.
+TEST_CASE("script args: each lock script declares its quorum rule, the hand-offs one") {
+  rlock::prim::use_lock_quorum_rules();
   const QuorumRule* grant = find_quorum_rule(scripts::lock_acquire.quorum);
   REQUIRE(grant != nullptr);
-  using A = contract::lock_acquire;
-  CHECK(grant->lease_arg == A::kArgLease + 1);
-  CHECK(grant->owner_arg == A::kArgOwner + 1);
-  CHECK(grant->lock_key == A::kKeyLock + 1);
-  CHECK(grant->fence_key == A::kKeyFence + 1);
-  CHECK(grant->floor_arg == A::kArgFloor + 1);
+  CHECK(grant->lease_arg() == static_cast<int>(contract::lock_acquire::kArgLease) + 1);
   const QuorumRule* renew = find_quorum_rule(scripts::lock_renew.quorum);
   REQUIRE(renew != nullptr);
-  CHECK(renew->lease_arg == contract::lock_renew::kArgLease + 1);
+  CHECK(renew->lease_arg() == static_cast<int>(contract::lock_renew::kArgLease) + 1);
   const QuorumRule* release = find_quorum_rule(scripts::lock_release.quorum);
   REQUIRE(release != nullptr);
-  CHECK(release->floor_arg == contract::lock_release::kArgFloor + 1);
-  // One rule for the three scripts that may hand the lock on: the floor in one place.
   CHECK(find_quorum_rule(scripts::lock_abandon.quorum) == release);
   CHECK(find_quorum_rule(scripts::lock_return.quorum) == release);
-  CHECK(contract::lock_abandon::kArgFloor == contract::lock_release::kArgFloor);
-  CHECK(contract::lock_return::kArgFloor == contract::lock_release::kArgFloor);
-  const QuorumRule* force = find_quorum_rule(scripts::lock_force_release.quorum);
-  REQUIRE(force != nullptr);
-  CHECK(force->floor_arg == contract::lock_force_release::kArgFloor + 1);
+  CHECK(find_quorum_rule(scripts::lock_force_release.quorum) != nullptr);
 }
 
 }  // namespace
