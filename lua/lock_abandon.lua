@@ -11,12 +11,12 @@
 -- @arg floor            the least token to hand the next waiter: "" but on a quorum, which
 --                       fills it (see fence_floor in lock_common.lua). These six come first
 --                       and in this order in lock_release, lock_abandon and lock_return: the
---                       quorum's rule "release" (redis/quorum_rule.hpp) finds the floor by its
---                       place
+--                       quorum's rule "release" (prim/lock_quorum.cpp) reads the floor by
+--                       name, and a static_assert keeps it in one place
 -- @arg member           the request's waiters member
 -- Reply: {1, n} with n = 1 when something was given back;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
--- On a quorum (redis/quorum_rule.hpp):
+-- On a quorum (prim/lock_quorum.cpp):
 -- @quorum release
 -- @include common.lua
 -- @include waiter_queue.lua

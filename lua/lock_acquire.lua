@@ -43,7 +43,7 @@
 --        error "SELF <exclusive|shared|behind> <hold id>" (busy, and it could only be granted
 --        once that hold of ancestry is released: it would wait for itself; it leaves the
 --        queue), "BADTYPE <type> <key>" / "MALFORMED <key>", and no change otherwise.
--- On a quorum (redis/quorum_rule.hpp):
+-- On a quorum (prim/lock_quorum.cpp):
 -- @quorum grant
 -- @include common.lua
 -- @include waiter_queue.lua

@@ -10,7 +10,7 @@
 -- Reply: {owner1, count1, ...} of the holders it removed (empty when it was free);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change when the keys are
 --        not a well-formed lock.
--- On a quorum (redis/quorum_rule.hpp):
+-- On a quorum (prim/lock_quorum.cpp):
 -- @quorum union
 -- @include common.lua
 -- @include waiter_queue.lua

@@ -9,8 +9,8 @@
 -- @arg floor            the least token to hand the next waiter: "" but on a quorum, which
 --                       fills it (see fence_floor in lock_common.lua). These six come first
 --                       and in this order in lock_release, lock_abandon and lock_return: the
---                       quorum's rule "release" (redis/quorum_rule.hpp) finds the floor by its
---                       place
+--                       quorum's rule "release" (prim/lock_quorum.cpp) reads the floor by
+--                       name, and a static_assert keeps it in one place
 -- @arg keep_ms          keep ms at level 0 (--min-hold; 0 = none)
 -- @arg kind             the hold's kind: "lock" or "exec" (exclusive), "slock" or "sexec"
 --                       (shared)
@@ -19,7 +19,7 @@
 --        {0, owner1, count1, ...} the owner does not hold it (empty after 0: it is free);
 --        {-2, owner1, count1, ...} refused: the last level belongs to a running exec;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
--- On a quorum (redis/quorum_rule.hpp):
+-- On a quorum (prim/lock_quorum.cpp):
 -- @quorum release
 -- @include common.lua
 -- @include waiter_queue.lua

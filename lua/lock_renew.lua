@@ -11,7 +11,7 @@
 -- @arg reader           reader id or ""
 -- Reply: the hold's remaining lease in ms (> 0) when renewed; 0 when the hold is gone
 --        (expired, deleted, forced, or the keys now hold other types).
--- On a quorum (redis/quorum_rule.hpp):
+-- On a quorum (prim/lock_quorum.cpp):
 -- @quorum renew
 -- @include common.lua
 local denied = first_denied({{'PEXPIRE', K.lock, '1'}, {'SET', K.exec, '1'}, {'HSET', K.readers, 'f', '1'},
