@@ -114,30 +114,7 @@ class LockWait : public Waitable {
       }
     }
     if (status == 1) {
-      // The wait gives back what this request took (give_up) on the way out.
-      require_acks(acks, reply.at(4).integer() == 1
-                             ? "the hold it took was given back"
-                             : "the re-entry it took was given back (the earlier hold stays)");
-      Held h;
-      h.count = reply.at(1).integer();
-      h.fence = reply.at(2).integer();
-      h.lease = Millis(reply.at(3).integer());
-      h.fresh = reply.at(4).integer() == 1;
-      h.hold_id = id_;
-      h.mode = mode_;
-      h.replicas_acked = acks.wanted > 0 ? acks.acked : -1;
-      // The hold may have been taken by an earlier try whose reply was lost. A quorum's
-      // members each count the lease on their own clock: the drift is left out.
-      const Millis drift = lock_.topology_.drift(lease_);
-      h.deadline = std::min(sent, *unconfirmed_since_) + lease_ - drift;
-      if (drift.count() > 0) {
-        // RedLock's validity: the lease a majority has in force, less the time the request
-        // took and the drift.
-        h.validity = std::max(
-            h.lease - std::chrono::duration_cast<Millis>(SteadyClock::now() - sent) - drift,
-            Millis(0));
-      }
-      result_ = h;
+      result_ = held(reply, sent, acks);
       return {true, Millis(0), {}, {}, -1};
     }
     unconfirmed_since_.reset();
@@ -146,6 +123,43 @@ class LockWait : public Waitable {
       result_ = b;
       return {false, Millis(-1), {}, {}, -1};
     }
+    Step step = busy(reply, b);
+    if (mode == Mode::kTry || mode == Mode::kLast) step.ahead = -1;
+    return step;
+  }
+
+ private:
+  // A granted reply {1, count, fence, pttl, fresh} as the hold it is.
+  Held held(const redis::Reply& reply, Deadline sent, const redis::Acks& acks) {
+    // The wait gives back what this request took (give_up) on the way out.
+    require_acks(acks, reply.at(4).integer() == 1
+                           ? "the hold it took was given back"
+                           : "the re-entry it took was given back (the earlier hold stays)");
+    Held h;
+    h.count = reply.at(1).integer();
+    h.fence = reply.at(2).integer();
+    h.lease = Millis(reply.at(3).integer());
+    h.fresh = reply.at(4).integer() == 1;
+    h.hold_id = id_;
+    h.mode = mode_;
+    h.replicas_acked = acks.wanted > 0 ? acks.acked : -1;
+    // The hold may have been taken by an earlier try whose reply was lost. A quorum's
+    // members each count the lease on their own clock: the drift is left out.
+    const Millis drift = lock_.topology_.drift(lease_);
+    h.deadline = std::min(sent, *unconfirmed_since_) + lease_ - drift;
+    if (drift.count() > 0) {
+      // RedLock's validity: the lease a majority has in force, less the time the request
+      // took and the drift.
+      h.validity =
+          std::max(h.lease - std::chrono::duration_cast<Millis>(SteadyClock::now() - sent) - drift,
+                   Millis(0));
+    }
+    return h;
+  }
+
+  // A busy reply {0, ttl, arrival, same_owner_exec, holders_total, seen_fence, ahead,
+  // holders...} into `b` (kept as the result) and the wait's step.
+  Step busy(const redis::Reply& reply, Busy& b) {
     b.ttl = Millis(reply.at(1).integer());
     long long arrival = reply.at(2).integer();
     if (arrival > 0) arrival_ = std::to_string(arrival);
@@ -165,10 +179,10 @@ class LockWait : public Waitable {
     if (b.holders_total > static_cast<long long>(named))
       owners += " and " + std::to_string(b.holders_total - static_cast<long long>(named)) + " more";
     Step step{false, b.ttl, who, owners.empty() ? "held" : "held by " + owners, ahead};
-    if (mode == Mode::kTry || mode == Mode::kLast) step.ahead = -1;
     return step;
   }
 
+ public:
   std::vector<std::string> channels() const override {
     std::vector<std::string> out = {lock_.channel_, lock_.layout_.grant_channel(lock_.name_, id_)};
     // Redisson announces a release with PUBLISH (classic_channels) or, in its sharded mode

@@ -35,7 +35,8 @@ TEST_CASE(
   REQUIRE(rlock(redis, {"lock", "L", "--owner", "a"}).status == 0);
 
   // A count-2 unlock whose reply is lost: one level dropped, and that is what is reported.
-  proxy.lose("release", Loss::kReply);
+  // (The proxy carries nothing but the unlock: the lock's hash tag names its request.)
+  proxy.lose("{L}", Loss::kReply);
   auto r = via(proxy, {"unlock", "L", "--owner", "a"});
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   CHECK(proxy.losses() == 1);
@@ -45,7 +46,7 @@ TEST_CASE(
   CHECK(redis.cmd_str({"HGET", lock_key("L"), "a"}) == "1");
 
   // A request lost before the server saw it runs once, on the repeat.
-  proxy.lose("release", Loss::kRequest);
+  proxy.lose("{L}", Loss::kRequest);
   auto r2 = via(proxy, {"unlock", "L", "--owner", "a"});
   INFO("stdout: " << r2.out << "\nstderr: " << r2.err);
   CHECK(proxy.losses() == 2);
@@ -56,7 +57,7 @@ TEST_CASE(
 
   // A shared hold's unlock.
   REQUIRE(rlock(redis, {"lock", "S", "--shared", "--owner", "r"}).status == 0);
-  proxy.lose("release", Loss::kReply);
+  proxy.lose("{S}", Loss::kReply);
   auto r3 = via(proxy, {"unlock", "S", "--shared", "--owner", "r"});
   INFO("stdout: " << r3.out << "\nstderr: " << r3.err);
   CHECK(proxy.losses() == 3);
