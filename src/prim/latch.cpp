@@ -42,6 +42,15 @@ class LatchWait : public Waitable {
   Latch& latch_;
 };
 
+template <class Contract>
+std::vector<std::string_view> Latch::keys(const std::string& reply_key) const {
+  return redis::keys_of<Contract>()
+      .set(Contract::kKeyCount, key_)
+      .set(Contract::kKeyIds, ids_key_)
+      .set(Contract::kKeyReply, reply_key)
+      .list();
+}
+
 Latch::Latch(redis::Topology& topology, const KeyLayout& layout, std::string name)
     : topology_(topology),
       name_(std::move(name)),
@@ -58,12 +67,7 @@ LatchSet Latch::set(long long count, Millis expire, bool force) {
   acks.about = "latch '" + name_ + "'";
   using C = redis::contract::latch_set;
   const std::string ttl = reply_record_ttl_arg(topology_);
-  auto reply = run_object_script(topology_, redis::scripts::latch_set,
-                                 redis::keys_of<C>()
-                                     .set(C::kKeyCount, key_)
-                                     .set(C::kKeyIds, ids_key_)
-                                     .set(C::kKeyReply, reply_key)
-                                     .list(),
+  auto reply = run_object_script(topology_, redis::scripts::latch_set, keys<C>(reply_key),
                                  redis::args_of<C>()
                                      .set(C::kArgCount, n)
                                      .set(C::kArgExpireMs, ms)
@@ -96,12 +100,7 @@ LatchCountDown Latch::count_down(long long amount, const std::string& id) {
   acks.about = "latch '" + name_ + "'";
   using C = redis::contract::latch_count_down;
   const std::string ttl = reply_record_ttl_arg(topology_);
-  auto reply = run_object_script(topology_, redis::scripts::latch_count_down,
-                                 redis::keys_of<C>()
-                                     .set(C::kKeyCount, key_)
-                                     .set(C::kKeyIds, ids_key_)
-                                     .set(C::kKeyReply, reply_key)
-                                     .list(),
+  auto reply = run_object_script(topology_, redis::scripts::latch_count_down, keys<C>(reply_key),
                                  redis::args_of<C>()
                                      .set(C::kArgAmount, by)
                                      .set(C::kArgId, id)

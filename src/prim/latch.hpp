@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "prim/key_layout.hpp"
@@ -86,6 +87,11 @@ class Latch {
 
  private:
   friend class LatchWait;
+
+  // KEYS of the latch script `Contract` that changes it: lua/include/latch_common.lua's,
+  // then its reply record `reply_key`.
+  template <class Contract>
+  std::vector<std::string_view> keys(const std::string& reply_key) const;
 
   redis::Topology& topology_;
   std::string name_;
