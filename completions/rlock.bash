@@ -36,7 +36,7 @@ _rlock_files()
 _rlock_runs()
 {
     case $1 in
-        'exec' | 'sem exec' | 'limit' | 'delay-pop') return 0 ;;
+        'exec' | 'elect' | 'sem exec' | 'limit' | 'delay-pop') return 0 ;;
     esac
     return 1
 }
@@ -72,7 +72,7 @@ _rlock()
         cword=$COMP_CWORD
     fi
 
-    local subcommands='lock unlock exec sem inspect latch limit delay-push delay-pop doctor help'
+    local subcommands='lock unlock exec elect sem inspect latch limit delay-push delay-pop doctor help'
     local global_opts='-h --help --version --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-insecure --format -v --verbose -q --quiet'
     # Every option that takes a value, global or per command.
     local arg_opts=' --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold -c --command --permits --count --permit --limit --after --type --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries '
@@ -193,6 +193,9 @@ _rlock()
             ;;
         'exec')
             opts='--owner -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive -E --conflict-exit-code --lease --on-lost --kill-after --min-hold --keep-secrets -c --command'
+            ;;
+        'elect')
+            opts='--owner --lease --on-lost --kill-after --keep-secrets -c --command --observe'
             ;;
         'sem')
             inner='acquire release renew status exec'

@@ -42,7 +42,7 @@ end
 # its own.
 function __rlock_after_dashdash
     contains -- -- (commandline -opc); or return 1
-    contains -- (__rlock_path) 'exec' 'sem exec' 'limit' 'delay-pop'
+    contains -- (__rlock_path) 'exec' 'elect' 'sem exec' 'limit' 'delay-pop'
 end
 
 # Completes the command after `--` as if typed on its own.
@@ -102,6 +102,7 @@ complete -c rlock -f
 complete -c rlock -n __rlock_at -a lock -d 'Acquire (or re-enter) a lock, or several as one, and hold it for its lease'
 complete -c rlock -n __rlock_at -a unlock -d 'Release one level of a lock (or of several) held by an owner'
 complete -c rlock -n __rlock_at -a exec -d 'Run a command while holding a lock (or several: all of them)'
+complete -c rlock -n __rlock_at -a elect -d 'Campaign to lead NAME and run a command while leading, or --observe who leads'
 complete -c rlock -n __rlock_at -a sem -d 'Semaphores: take, give back, renew permits; run a command holding them'
 complete -c rlock -n __rlock_at -a inspect -d 'Show locks, semaphores, latches, limiters, queues: holders, leases, waiters'
 complete -c rlock -n __rlock_at -a latch -d 'Countdown latches: set, count-down, await, status'
@@ -144,6 +145,16 @@ complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l min-ho
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l keep-secrets -d 'let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s c -l command -x -d 'run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -a -- -d 'End of rlock options; the command follows'
+
+# elect.
+complete -c rlock -n '__rlock_at elect; and not __rlock_after_dashdash' -l owner -x -d 'owner id (default: RLOCK_OWNER or host:pid:random)'
+complete -c rlock -n '__rlock_at elect; and not __rlock_after_dashdash' -l lease -x -d 'lease of the hold (default 30s)'
+complete -c rlock -n '__rlock_at elect; and not __rlock_after_dashdash' -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'signal for the job if the hold is lost (default TERM)'
+complete -c rlock -n '__rlock_at elect; and not __rlock_after_dashdash' -l kill-after -x -d 'then SIGKILL after DUR (default 10s, shortened to fit --lease)'
+complete -c rlock -n '__rlock_at elect; and not __rlock_after_dashdash' -l keep-secrets -d 'let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL'
+complete -c rlock -n '__rlock_at elect; and not __rlock_after_dashdash' -s c -l command -x -d 'run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)'
+complete -c rlock -n '__rlock_at elect; and not __rlock_after_dashdash' -l observe -d 'print a JSON line per change of leader until INT or TERM; no command'
+complete -c rlock -n '__rlock_at elect; and not __rlock_after_dashdash' -a -- -d 'End of rlock options; the command follows'
 
 # sem and its subcommands.
 complete -c rlock -n '__rlock_at sem' -a acquire -d 'Take permits and print their ids'
@@ -259,7 +270,7 @@ complete -c rlock -n '__rlock_at delay-pop; and not __rlock_after_dashdash' -a -
 # doctor.
 
 # help.
-complete -c rlock -n '__rlock_wants_positional 1 one help' -a 'lock unlock exec sem inspect latch limit delay-push delay-pop doctor help'
+complete -c rlock -n '__rlock_wants_positional 1 one help' -a 'lock unlock exec elect sem inspect latch limit delay-push delay-pop doctor help'
 
 # Global options, before or after the subcommand (not after `--`).
 complete -c rlock -n 'not __rlock_after_dashdash' -s h -l help -d 'print this help and exit'

@@ -57,6 +57,7 @@ local BUSY_LISTED = 100
 local function held_reply(c, fence, pttl, fresh)
   remember('1')
   leave_queue(member)
+  if fresh == 1 and not shared then announce_holder(channel) end
   return {1, c, fence, pttl, fresh}
 end
 
@@ -93,6 +94,7 @@ if not shared and not first_denied({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}})
   if mode ~= 'claim' or last >= (tonumber(A.seen_fence) or 0) then
     local fence = hold_free(last)
     remember('1')  -- and no queue to leave: EXISTS found none
+    announce_holder(channel)
     return {1, 1, fence, lease, 1}
   end
 end

@@ -245,6 +245,18 @@ local function purge_readers(now_ms)
   return left, tonumber(first[2]) - now_ms
 end
 
+-- Tells the observers of the lock (`rlock elect --observe`, subscribed to the lock channel
+-- .. ':observe'; wait ids are hex, so no wait's grant channel has that name) that it has a
+-- new exclusive holder. Only when one listens: a PUBLISH is replicated, and most locks have
+-- no observer. Never fails the request that took the lock: an ACL that refuses PUBSUB or
+-- the channel leaves the observers to find out at the lease they last saw.
+local function announce_holder(channel)
+  local observe = channel .. ':observe'
+  pcall(function()
+    if numsub(observe) > 0 then publish(observe, 'held') end
+  end)
+end
+
 -- Reserves the free lock for the exclusive waiter `head` for claim_ms and wakes it; it
 -- confirms with a claim (lock_acquire.lua) or the reservation runs out and the next waiter
 -- gets its turn. The reservation is a fresh hold and takes its fencing token now: its

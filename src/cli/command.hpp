@@ -37,6 +37,7 @@ const std::vector<Subcommand>& subcommands();
 Runner define_lock_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_unlock_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_exec_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
+Runner define_elect_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_sem_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_inspect_command(CLI::App& app, std::vector<std::string>& command_after_dashes);
 Runner define_latch_command(CLI::App& app, std::vector<std::string>& command_after_dashes);

@@ -8,6 +8,7 @@
 #include "cli/ancestry.hpp"
 #include "cli/command.hpp"
 #include "cli/console.hpp"
+#include "cli/exec_run.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/supervised.hpp"
@@ -17,12 +18,6 @@
 
 namespace rlock::cli {
 namespace {
-
-struct ExecFlags {
-  LockFlags lock;
-  SuperviseFlags supervise;
-  std::optional<std::string> shell_command;  // -c CMD, as flock -c
-};
 
 // flock -c runs CMD with $SHELL -c (/bin/sh when SHELL is unset or empty); so does exec -c.
 std::vector<std::string> shell_argv(const std::string& command) {
@@ -96,6 +91,8 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
                               topology);
 }
 
+}  // namespace
+
 int run_exec(const ExecFlags& f, std::vector<std::string> command, const Settings& settings) {
   if (f.shell_command) {
     if (!command.empty()) {
@@ -122,8 +119,6 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
     return acquire_and_run(command, req, console, supervision, topology, locks);
   });
 }
-
-}  // namespace
 
 Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   auto flags = std::make_shared<ExecFlags>();

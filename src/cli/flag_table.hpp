@@ -71,6 +71,7 @@ const Flag& flag_of(std::string_view command, std::string_view name);
 std::span<const Flag> global_flags();
 std::span<const Flag> lock_flags();
 std::span<const Flag> exec_flags();
+std::span<const Flag> elect_flags();
 std::span<const Flag> sem_flags();
 std::span<const Flag> inspect_flags();
 std::span<const Flag> latch_flags();

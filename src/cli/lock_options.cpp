@@ -26,18 +26,22 @@ void add_lock_flags(CLI::App& sub, LockFlags& f, Names names) {
   if (names == Names::kOne) name->expected(1);
   add_table_option(sub, "--owner", f.owner);
   add_table_option(sub, "--lease", f.lease);
-  // Checked as it is read: an empty value would otherwise mean "not given".
-  auto* wait = add_table_option_function(sub, "--wait", [&f](const std::string& v) {
-    parse_duration(v, "--wait", /*allow_forever=*/true);
-    f.wait = v;
-  });
-  add_table_flag(sub, "--no-wait", f.no_wait)->excludes(wait);
+  // elect waits forever: it has no --wait, and so no busy outcome to give a code either.
+  if (table_has(sub, "--wait")) {
+    // Checked as it is read: an empty value would otherwise mean "not given".
+    auto* wait = add_table_option_function(sub, "--wait", [&f](const std::string& v) {
+      parse_duration(v, "--wait", /*allow_forever=*/true);
+      f.wait = v;
+    });
+    add_table_flag(sub, "--no-wait", f.no_wait)->excludes(wait);
+  }
   // A semaphore's permits are neither shared nor exclusive.
   if (table_has(sub, "--shared")) {
     auto* shared = add_table_flag(sub, "--shared", f.shared);
     add_table_flag(sub, "--exclusive")->excludes(shared);
   }
-  add_conflict_exit_code_flag(sub, f.conflict_exit_code);
+  if (table_has(sub, "--conflict-exit-code"))
+    add_conflict_exit_code_flag(sub, f.conflict_exit_code);
 }
 
 void add_conflict_exit_code_flag(CLI::App& sub, int& code) {

@@ -12,6 +12,8 @@ const std::vector<Subcommand>& subcommands() {
        define_unlock_command},
       {"exec", "Run a command while holding a lock (or several: all of them)",
        "rlock exec [OPTIONS] NAME... -- CMD [ARGS...]", define_exec_command},
+      {"elect", "Campaign to lead NAME and run a command while leading, or --observe who leads",
+       "rlock elect [OPTIONS] NAME [-- CMD [ARGS...]]", define_elect_command},
       {"sem", "Semaphores: take, give back, renew permits; run a command holding them",
        "rlock sem exec [OPTIONS] NAME -- CMD [ARGS...]", define_sem_command},
       {"inspect", "Show locks, semaphores, latches, limiters, queues: holders, leases, waiters",

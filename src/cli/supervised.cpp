@@ -79,7 +79,7 @@ class Unheld final : public prim::Hold {
 void add_supervise_flags(CLI::App& sub, SuperviseFlags& f) {
   add_table_option(sub, "--on-lost", f.on_lost);
   f.kill_after_given = add_table_option(sub, "--kill-after", f.kill_after);
-  add_table_option(sub, "--min-hold", f.min_hold);
+  if (table_has(sub, "--min-hold")) add_table_option(sub, "--min-hold", f.min_hold);
   add_table_flag(sub, "--keep-secrets", f.keep_secrets);
 }
 

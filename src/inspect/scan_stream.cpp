@@ -235,12 +235,14 @@ void report_missing(const std::string& missing, size_t answered, size_t members)
   reported = missing;
 }
 
+using Emit = std::function<void(const std::vector<Shown>&)>;
+// What is read of one server: a scan, or one named object.
+using NodeReader = std::function<void(redis::Topology& node, const Emit& emit)>;
+
 // A quorum: every member is listed (its objects tagged with "member"), and each object says
 // whether a majority of the members agrees on who holds it ("majority"). The listing is
 // read whole first, members in URL order; it comes out sorted by name, type and member.
-void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
-                 std::string_view name_glob, const std::vector<const ObjectType*>& types,
-                 const std::function<void(const std::vector<Shown>&)>& emit) {
+void on_quorum(redis::Topology& topology, const NodeReader& read_node, const Emit& emit) {
   const size_t members = topology.quorum_members().size();
   std::vector<std::pair<size_t, Shown>> all;
   size_t member = 0, answered = 0;
@@ -259,7 +261,7 @@ void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
     }
     try {
       std::string name = node.server_name();
-      scan_node(node, layout, name_glob, types, [&](const std::vector<Shown>& batch) {
+      read_node(node, [&](const std::vector<Shown>& batch) {
         for (const Shown& shown : batch) {
           listed.emplace_back(member, shown);
           listed.back().second.decoded.json["member"] = name;
@@ -286,11 +288,25 @@ void scan_quorum(redis::Topology& topology, const prim::KeyLayout& layout,
 void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
                   std::string_view name_glob, const std::vector<const ObjectType*>& types,
                   const std::function<void(const std::vector<Shown>&)>& emit) {
-  if (!topology.quorum_members().empty())
-    return scan_quorum(topology, layout, name_glob, types, emit);
+  auto scan = [&](redis::Topology& node, const Emit& to) {
+    scan_node(node, layout, name_glob, types, to);
+  };
+  if (!topology.quorum_members().empty()) return on_quorum(topology, scan, emit);
   // Every object lives on one master (its hash tag's slot): each master is scanned once.
-  topology.for_each_master(
-      [&](redis::Topology& node) { scan_node(node, layout, name_glob, types, emit); });
+  topology.for_each_master([&](redis::Topology& node) { scan(node, emit); });
+}
+
+void read_object(redis::Topology& topology, const prim::KeyLayout& layout, const ObjectType& type,
+                 const Found& object, const std::function<void(const std::vector<Shown>&)>& emit) {
+  auto read = [&](redis::Topology& node, const Emit& to) {
+    std::vector<std::vector<std::string>> cmds = {{"TIME"}};
+    for (auto& cmd : type.reads(layout, object)) cmds.push_back(std::move(cmd));
+    const auto replies = node.pipeline(cmds, redis::Retry::kIdempotent, object.key);
+    std::vector<Pending> one = {{&type, object}};
+    to(decode_batch(one, replies, 0));
+  };
+  if (!topology.quorum_members().empty()) return on_quorum(topology, read, emit);
+  read(topology, emit);
 }
 
 }  // namespace rlock::inspect

@@ -36,4 +36,12 @@ void scan_objects(redis::Topology& topology, const prim::KeyLayout& layout,
                   std::string_view name_glob, const std::vector<const ObjectType*>& types,
                   const std::function<void(const std::vector<Shown>&)>& emit);
 
+// One object, `object.key` its type's main key, read as scan_objects shows it (TIME and
+// its type's reads in one round trip to the server of its hash tag; on a quorum, from every
+// member, each tagged as scan_objects tags them): `emit` gets it, or nothing when it does
+// not exist. Throws what Topology::pipeline throws (on a quorum: UnavailableError when
+// fewer than a majority answered).
+void read_object(redis::Topology& topology, const prim::KeyLayout& layout, const ObjectType& type,
+                 const Found& object, const std::function<void(const std::vector<Shown>&)>& emit);
+
 }  // namespace rlock::inspect

@@ -123,6 +123,10 @@ std::string KeyLayout::grant_channel(std::string_view name, std::string_view wai
   return lock_channel(name) + ":" + std::string(wait_id);
 }
 
+std::string KeyLayout::observe_channel(std::string_view name) const {
+  return lock_channel(name) + ":observe";
+}
+
 std::string KeyLayout::sem_key(std::string_view name) const { return prefix_ + "sem:" + tag(name); }
 std::string KeyLayout::sem_config_key(std::string_view name) const {
   return sem_key(name) + ":cfg";

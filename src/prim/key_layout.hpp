@@ -36,6 +36,10 @@ class KeyLayout {
   // Where the lock is granted to the wait `wait_id`: lock_channel + ":" + wait_id (the Lua
   // scripts build the same name from the lock channel).
   std::string grant_channel(std::string_view name, std::string_view wait_id) const;
+  // Where a lock's new exclusive holders are announced to its observers (rlock elect
+  // --observe): lock_channel + ":observe", built so by the Lua scripts too (announce_holder
+  // in lua/include/lock_common.lua); wait ids are hex, so it is no wait's grant channel.
+  std::string observe_channel(std::string_view name) const;
 
   // A semaphore: zset permit id -> lease expiry (server ms), and beside it its config
   // (hash: capacity), holders (hash permit id -> owner), waiters and timeouts (as a lock's),

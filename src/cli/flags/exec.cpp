@@ -8,7 +8,7 @@ constexpr Flag kExecFlags[] = {
      .names = "name",
      .value = "NAME",
      .help = "lock name; several: all of them or none; then -- CMD [ARGS...], the command to run"},
-    {.commands = "exec",
+    {.commands = "exec,elect",
      .names = "--lease",
      .value = "DUR",
      .help = "lease of the hold",
@@ -21,7 +21,7 @@ Default:
 A short lease frees the lock sooner after a crash; a long one rides out longer
 Redis outages.)roff",
      .default_value = "30s"},
-    {.commands = "exec,sem exec,delay-pop",
+    {.commands = "exec,elect,sem exec,delay-pop",
      .names = "--on-lost",
      .value = "SIG",
      .help = "signal for the job if the hold is lost",
@@ -43,7 +43,7 @@ Default:
      .completion = Completion::kSuggestions,
      .choices = "TERM INT HUP QUIT KILL USR1 USR2",
      .default_value = "TERM"},
-    {.commands = "exec,sem exec,delay-pop",
+    {.commands = "exec,elect,sem exec,delay-pop",
      .names = "--kill-after",
      .value = "DUR",
      .help = "then SIGKILL after DUR (default 10s, shortened to fit --lease)",
@@ -80,7 +80,7 @@ The kept lock (count 0) is busy for every owner, its own included;
 with its owner, or
 .BR "unlock \-\-force" ,
 ends it early.)roff"},
-    {.commands = "exec,sem exec,delay-pop",
+    {.commands = "exec,elect,sem exec,delay-pop",
      .names = "--keep-secrets",
      .value = "",
      .help = "let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL",
@@ -90,7 +90,7 @@ and a password-bearing
 .B RLOCK_URL
 or
 .BR REDIS_URL .)roff"},
-    {.commands = "exec",
+    {.commands = "exec,elect",
      .names = "-c,--command",
      .value = "CMD",
      .help = "run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)"},
