@@ -102,7 +102,7 @@ Json time_or_null(std::string_view ms) {
 }
 
 // The exclusive holders' "note" and "acquired_at", from the record of the hold (written
-// with it, server clock); the readers keep none.
+// with it, server clock); the readers keep none, and show neither field.
 void add_hold_notes(Json& holders, const std::map<std::string, std::string>& notes) {
   auto owner = notes.find("owner");
   auto at = notes.find("at");
@@ -201,7 +201,6 @@ class LockType final : public ObjectType {
     if (r[5].is_string() && !r[5].str().empty()) grant = member_json(r[5].str());
 
     const auto exclusive_listed = static_cast<long long>(holders.size());
-    add_hold_notes(readers, {});
     for (auto& h : readers) holders.push_back(h);
     if (!readers.empty() && writers_total == 0) {
       j["mode"] = "shared";
@@ -304,8 +303,9 @@ class LockType final : public ObjectType {
       const Json& count = h["count"];
       who += h["owner"].get<std::string>() + " (x" +
              (count.is_number() ? std::to_string(count.get<long long>()) : "?") + ")";
-      if (h["acquired_at"].is_string()) who += " since " + h["acquired_at"].get<std::string>();
-      if (h["note"].is_string()) who += " \"" + h["note"].get<std::string>() + "\"";
+      const Json at = h.value("acquired_at", Json()), note = h.value("note", Json());
+      if (at.is_string()) who += " since " + at.get<std::string>();
+      if (note.is_string()) who += " \"" + note.get<std::string>() + "\"";
     }
     if (holders_total > static_cast<long long>(holders.size()))
       who += ",... (" + std::to_string(holders_total) + " holders)";
