@@ -27,6 +27,8 @@
 --                       <owner>" a line (RLOCK_HOLDS)
 -- @arg seen_fence       the fence the wait's last busy reply gave ("0": none)
 -- @arg foreign_channel  Redisson's lock channel or "" (see foreign_channel in lock_common.lua)
+-- @arg note             what the hold (and the wait, while queued) says of itself, or ""
+--                       (--note; the client checked it); a re-entry keeps the first
 -- @arg [floor]          the least token to hand out, or "" (a quorum's: see fence_floor in
 --                       lock_common.lua)
 -- Same owner: a "lock" or "slock" request re-enters its owner's hold of the same mode (an
@@ -68,6 +70,7 @@ local function hold_free(last)
   redis.call('HSET', K.lock, owner, 1)
   redis.call('PEXPIRE', K.lock, lease)
   if kind == 'exec' then redis.call('SET', K.exec, rid, 'PX', lease) end
+  note_hold(owner, A.note, lease)
   return fence
 end
 
@@ -78,7 +81,7 @@ end
 -- below would find nothing else to look at, and the full path would take the lock just so
 -- (no waiter to hand it to); a claim that may take nothing goes that way instead.
 local LOCK_KEYS_BUT_TOKEN = {K.lock, K.waiters, K.timeouts, K.grant, K.exec, K.readers, K.reader_grants,
-  K.sem, K.reader_expiries}
+  K.sem, K.reader_expiries, K.notes}
 if not shared and not first_denied({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}})
     and redis.call('EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)) == 0 then
   local err = check_rights(channel)
@@ -123,6 +126,7 @@ if not shared then
       redis.call('DEL', K.grant)
       local in_force = extend(K.lock, lease)
       if kind == 'exec' then redis.call('SET', K.exec, rid, 'PX', lease) end
+      extend(K.notes, in_force)
       return held_reply(tonumber(count), last_fence(), in_force, 1)
     end
   end
@@ -197,6 +201,12 @@ if first and not shared and count >= 1 and not same_owner_exec then
   count = redis.call('HINCRBY', K.lock, owner, 1)
   local in_force = extend(K.lock, lease)
   if kind == 'exec' then redis.call('SET', K.exec, rid, 'PX', lease) end
+  -- The first hold's record stays; a hold taken by an rlock that kept none gets one now.
+  if redis.call('HGET', K.notes, 'owner') == owner then
+    extend(K.notes, in_force)
+  else
+    note_hold(owner, A.note, in_force)
+  end
   return held_reply(count, last_fence(), in_force, 0)
 end
 if first and not shared and count < 0 and mine then
@@ -270,6 +280,10 @@ if mode == 'last' or mode == 'try' or not may_take then
 else
   local queued = redis.call('ZSCORE', K.waiters, member)
   arrival = stay_queued(K.waiters, K.timeouts, member, queued, A.arrival, now, wait_ms)
+  if A.note ~= '' then
+    redis.call('HSET', K.notes, 'w:' .. member, A.note)
+    extend(K.notes, wait_ms + QUEUE_MARGIN)
+  end
 end
 local total = redis.call('HLEN', K.lock) + readers
 -- O(log N), for the waiting line on a terminal (its place in the queue).

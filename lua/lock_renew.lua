@@ -5,6 +5,7 @@
 -- @key exec             exec hold id
 -- @key readers          readers
 -- @key reader_expiries  reader expiries
+-- @key notes            the hold's notes (lasts as long as the exclusive hold)
 -- @arg owner            the owner
 -- @arg lease            lease in ms
 -- @arg hold_id          exec hold id or ""
@@ -15,8 +16,9 @@
 -- @quorum renew
 -- @include common.lua
 local denied = first_denied({{'PEXPIRE', K.lock, '1'}, {'SET', K.exec, '1'}, {'HSET', K.readers, 'f', '1'},
-  {'ZADD', K.reader_expiries, '1', 'm'}, {'PEXPIRE', K.reader_expiries, '1'}}) or first_denied({{'TIME'}, {'TYPE', K.lock},
-  {'HEXISTS', K.lock, 'f'}, {'GET', K.exec}, {'HGET', K.readers, 'f'}, {'PTTL', K.lock}})
+  {'ZADD', K.reader_expiries, '1', 'm'}, {'PEXPIRE', K.reader_expiries, '1'}, {'PEXPIRE', K.notes, '1'}})
+  or first_denied({{'TIME'}, {'TYPE', K.lock}, {'HEXISTS', K.lock, 'f'}, {'GET', K.exec}, {'HGET', K.readers, 'f'},
+    {'PTTL', K.lock}, {'PTTL', K.notes}})
 if denied then return denied end
 local lease = tonumber(A.lease)
 if A.reader ~= '' then
@@ -43,4 +45,6 @@ if A.hold_id ~= '' then
   if redis.call('GET', K.exec) ~= A.hold_id then return 0 end
   redis.call('SET', K.exec, A.hold_id, 'PX', A.lease)
 end
-return extend(K.lock, lease)
+local in_force = extend(K.lock, lease)
+extend(K.notes, in_force)
+return in_force

@@ -20,6 +20,10 @@
 -- @key reader_expiries  (zset reader id -> its expiry, server ms): the readers in expiry
 --                       order, so that expiring readers and counting the live ones cost
 --                       O(log readers) per script, never a pass over all of them
+-- @key notes            (hash): the exclusive hold's "owner", "at" (server ms it was
+--                       acquired) and "note"; "w:" .. waiters member -> that wait's note.
+--                       Each field goes with what it describes, and the hash lasts as long
+--                       as the longest of them (see note_hold)
 -- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"
 -- (exclusive) or "slock" or "sexec" (shared); its grant channel is the lock channel ..
 -- ':' .. wait_id.
@@ -73,6 +77,11 @@ local function check_rights(channel)
     need('DEL', hash)
     need('PEXPIRE', hash, '1')
   end
+  need('HSET', K.notes, 'f', '1')
+  need('HDEL', K.notes, 'f')
+  need('HGET', K.notes, 'f')
+  need('PTTL', K.notes)
+  need('PEXPIRE', K.notes, '1')
   need('ZADD', rexp, '1', 'm')
   need('ZREM', rexp, 'm')
   need('DEL', rexp)
@@ -104,7 +113,7 @@ end
 -- expiries, checked on their own): those up to the request record first.
 local LOCK_KEY_TYPES = {{K.lock, 'hash'}, {K.fence, 'string'}, {K.waiters, 'zset'}, {K.timeouts, 'zset'},
   {K.grant, 'string'}, {K.exec, 'string'}, {K.request, 'string'}, {K.readers, 'hash'},
-  {K.reader_grants, 'hash'}}
+  {K.reader_grants, 'hash'}, {K.notes, 'hash'}}
 
 -- An error reply when the fencing token is not a number; nil when it is, or is absent.
 local function malformed_fence()
@@ -163,12 +172,32 @@ end
 
 local function is_shared(kind) return kind == 'slock' or kind == 'sexec' end
 
+-- Records the fresh exclusive hold of `holder` (acquired now, with `note`, "" for none) for
+-- `ms`, the lock hash's lease: a re-entry keeps the first record (see the README). The
+-- notes hash lasts as long as the longest thing it describes; a hold or wait that ends
+-- takes its fields with it, so a hash that outlives them holds nothing stale for long.
+local function note_hold(holder, note, ms)
+  redis.call('HSET', K.notes, 'owner', holder, 'at', string.format('%.0f', server_time().ms),
+    'note', note)
+  extend(K.notes, ms)
+end
+
+local function drop_hold_note()
+  redis.call('HDEL', K.notes, 'owner', 'at', 'note')
+end
+
+-- The note of the queued wait `member` ("" for none).
+local function wait_note(member)
+  return redis.call('HGET', K.notes, 'w:' .. member) or ''
+end
+
 -- "<lease_ms>", "<kind>", "<wait_id>", "<owner>" of a waiters member.
 local function parse_member(m)
   return string.match(m, '^(%d+):(%a+):(%x+):(.*)$')
 end
 
-local queue = waiter_queue(K.waiters, K.timeouts, function(m) return select(3, parse_member(m)) end)
+local queue = waiter_queue(K.waiters, K.timeouts, function(m) return select(3, parse_member(m)) end,
+  K.notes)
 local leave_queue, second_live, tell_changed = queue.leave, queue.second_live, queue.tell_changed
 
 -- The longest-waiting waiter that is still there to take the lock (its wait has not run
@@ -263,10 +292,12 @@ end
 -- owner may re-enter it before the claim, and must not get the previous holder's token.
 local function grant(head, channel, claim_ms)
   local _, kind, wait_id, waiter = parse_member(head)
+  local note = wait_note(head)
   leave_queue(head)
   next_fence()
   redis.call('HSET', K.lock, waiter, 1)
   redis.call('PEXPIRE', K.lock, claim_ms)
+  note_hold(waiter, note, claim_ms)
   if kind == 'exec' then redis.call('SET', K.exec, wait_id, 'PX', claim_ms) end
   redis.call('SET', K.grant, head, 'PX', claim_ms)
   publish(channel .. ':' .. wait_id, 'grant')
@@ -332,6 +363,7 @@ local function release_level(owner, count, keep, channel, claim_ms)
   if count == 1 and keep > 0 then
     redis.call('HSET', K.lock, owner, 0)
     redis.call('PEXPIRE', K.lock, keep)
+    extend(K.notes, keep)
     -- Nothing is handed over when the keep runs out: the head looks again then, and the
     -- waiter behind it too, in case the head is stopped (it then grants the head).
     tell_changed(first_live(channel), channel, keep)
@@ -339,6 +371,7 @@ local function release_level(owner, count, keep, channel, claim_ms)
     return 0
   end
   redis.call('DEL', K.lock)
+  drop_hold_note()
   pass_on(channel, claim_ms)
   return 0
 end

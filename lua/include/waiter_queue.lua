@@ -2,12 +2,14 @@
 -- arrival, and `timeouts`, the same members by the server time their wait gives up. Each
 -- member names its wait id (`wait_id_of`), whose grant channel is `<channel>:<wait id>`:
 -- a waiter is live while that channel has a subscriber. Included after common.lua.
-local function waiter_queue(waiters, timeouts, wait_id_of)
+-- `notes` (a lock's notes hash, or nil): a wait's note, "w:" .. member, leaves with it.
+local function waiter_queue(waiters, timeouts, wait_id_of, notes)
   local q = {}
 
   function q.leave(member)
     redis.call('ZREM', waiters, member)
     redis.call('ZREM', timeouts, member)
+    if notes then redis.call('HDEL', notes, 'w:' .. member) end
   end
 
   -- Drops the waits whose deadline has passed.

@@ -56,7 +56,7 @@ Runner define_elect_command(CLI::App& app, std::vector<std::string>& command) {
   add_supervise_flags(app, flags->exec.supervise);
   add_table_option(app, "--command", flags->exec.shell_command);
   add_table_flag(app, "--observe", flags->observe);
-  app.footer(R"(Campaigns for NAME until it leads, then runs CMD as exec does (renewed lease,
+  app.footer(R"footer(Campaigns for NAME until it leads, then runs CMD as exec does (renewed lease,
 fencing token in RLOCK_FENCE, the job stopped with --on-lost then KILL before the lease
 can pass on; exit status CMD's, 76 if leadership was lost). Candidates queue in arrival
 order; when the leader's CMD ends, its rlock dies or its lease runs out, the longest-waiting
@@ -66,9 +66,12 @@ ordinary exclusive lock: rlock inspect shows the leader and the candidates (wait
 --observe prints {"name","leader":{"owner","note","fence","since"}} (or "leader":null)
 now and at every change, until INT or TERM (exit 0), never polling.
 
+--note TEXT is the candidate's value (etcd's proposal): inspect and --observe show the
+leader's.
+
 Examples:
-  rlock elect --lease 10s scheduler -- ./scheduler      # one active scheduler, others standby
-  rlock elect --observe scheduler                       # who leads, as JSON lines)");
+  rlock elect --lease 10s --note "$(hostname)" scheduler -- ./scheduler  # one runs
+  rlock elect --observe scheduler                       # who leads, as JSON lines)footer");
   return {
       [flags, &command](const Settings& settings) { return run_elect(*flags, command, settings); }};
 }

@@ -115,6 +115,7 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   auto layout = make_layout(settings);
   supervision.prepare_during_next_script(topology);
   prim::MultiLock locks(topology, *layout, req.names);
+  locks.set_note(req.note);
   return supervision.until_in_time(req.wait_until, [&] {
     return acquire_and_run(command, req, console, supervision, topology, locks);
   });

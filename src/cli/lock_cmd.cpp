@@ -113,6 +113,7 @@ int run_lock(const LockRequest& req, const Console& console, const Settings& set
   auto layout = make_layout(settings);
   prim::MultiLock locks(topology, *layout, req.names);
   locks.set_ancestry(inherited_holds());
+  locks.set_note(req.note);
   auto outcome = locks.acquire(req.owner, req.lease, req.wait_until, hooks_for,
                                prim::HoldKind::kLock, req.mode);
   const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);

@@ -40,6 +40,13 @@ void add_lock_flags(CLI::App& sub, LockFlags& f, Names names) {
     auto* shared = add_table_flag(sub, "--shared", f.shared);
     add_table_flag(sub, "--exclusive")->excludes(shared);
   }
+  if (table_has(sub, "--note")) {
+    // Checked as it is read: an empty value would otherwise mean "not given".
+    add_table_option_function(sub, "--note", [&f](const std::string& v) {
+      validate_note(v);
+      f.note = v;
+    });
+  }
   if (table_has(sub, "--conflict-exit-code"))
     add_conflict_exit_code_flag(sub, f.conflict_exit_code);
 }
@@ -61,6 +68,9 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   r.wait_until = SteadyClock::now() + wait;
   r.wait = wait;
   r.mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
+  if (!f.note.empty() && f.shared)
+    throw UsageError("--note is for exclusive holds; a shared (--shared) hold keeps none");
+  r.note = f.note;
   r.conflict_exit_code = f.conflict_exit_code;
   r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());

@@ -22,6 +22,7 @@ struct LockFlags {
   std::string wait;  // empty: don't wait
   bool no_wait = false;
   bool shared = false;  // -s: a read hold (any number at once, no writer)
+  std::string note;     // --note, checked as it is read ("": none)
   int conflict_exit_code = kExitNotNow;
 };
 
@@ -34,6 +35,7 @@ struct LockRequest {
   Deadline wait_until{};
   Millis wait{0};  // how long --wait allows (0: no wait)
   prim::LockMode mode = prim::LockMode::kExclusive;
+  std::string note;  // --note ("": none)
   int conflict_exit_code = kExitNotNow;
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
 };

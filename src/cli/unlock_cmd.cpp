@@ -18,9 +18,15 @@ struct UnlockFlags {
   bool shared = false;
 };
 
+// Each holder removed, with its note where it left one, so that whoever forces a
+// reservation sees what it was for.
 Json force_unlock(prim::Lock& lock) {
   auto holders = lock.force_release();
-  return {{"name", lock.name()}, {"forced", true}, {"holders", holders_json(holders)}};
+  Json listed = holders_json(holders);
+  for (size_t i = 0; i < holders.size(); ++i) {
+    if (!holders[i].note.empty()) listed[i]["note"] = holders[i].note;
+  }
+  return {{"name", lock.name()}, {"forced", true}, {"holders", listed}};
 }
 
 // Releases one level of `lock` held by `owner`: the result object, or the one-line reason
@@ -97,7 +103,8 @@ Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_
   add_table_flag(*sub, "--force", flags->force)->excludes(owner);
   sub->footer(R"(Prints {"name","owner","released","count"}: released is true when the count
 reached 0. By a non-holder it changes nothing, names the holder and exits 75.
---force prints {"name","forced":true,"holders"} with whoever held it.
+--force prints {"name","forced":true,"holders"} with whoever held it, each holder's
+{"owner","count"} and "note" where the hold had one (--note).
 Several NAMEs: each is unlocked (or forced) on its own, and it prints {"locks":[...]} with
 the object of each one unlocked; one not unlocked is named on stderr (75, or the exit
 code of its error: 65 for a key of another type, 69 when its server did not answer).

@@ -2,11 +2,13 @@
 // the queue of waiters (lua/include/lock_common.lua) and a grant not claimed yet.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "inspect/types.hpp"
 #include "prim/lock.hpp"
 #include "util/error.hpp"
+#include "util/timestamp.hpp"
 #include "util/whole_number.hpp"
 
 namespace rlock::inspect {
@@ -75,15 +77,51 @@ Json reader_holders(const redis::ReplyView& fields, const BatchClock& clock, boo
   return out;
 }
 
+// The notes hash (KeyLayout::notes_key) as read by HSCAN: field -> value. Not a hash, or
+// unreadable: empty (the notes are shown as null; they decide nothing).
+std::map<std::string, std::string> notes_of(const redis::Reply& r) {
+  std::map<std::string, std::string> out;
+  if (!r.is_array() || r.size() != 2 || !r.at(1).is_array()) return out;
+  redis::ReplyView fields = r.at(1);
+  for (size_t i = 0; i + 1 < fields.size(); i += 2)
+    out[fields.at(i).str()] = fields.at(i + 1).str();
+  return out;
+}
+
+Json text_or_null(const std::map<std::string, std::string>& notes, const std::string& field) {
+  auto it = notes.find(field);
+  if (it == notes.end() || it->second.empty()) return nullptr;
+  return it->second;
+}
+
+// Server milliseconds as RFC 3339, or null when `ms` is not a stored whole number.
+Json time_or_null(std::string_view ms) {
+  long long at = 0;
+  if (!parse_stored_whole(ms, at)) return nullptr;
+  return format_timestamp_ms(at);
+}
+
+// The exclusive holders' "note" and "acquired_at", from the record of the hold (written
+// with it, server clock); the readers keep none, and show neither field.
+void add_hold_notes(Json& holders, const std::map<std::string, std::string>& notes) {
+  auto owner = notes.find("owner");
+  auto at = notes.find("at");
+  for (auto& h : holders) {
+    const bool noted = owner != notes.end() && h["owner"] == owner->second;
+    h["note"] = noted ? text_or_null(notes, "note") : Json(nullptr);
+    h["acquired_at"] = noted && at != notes.end() ? time_or_null(at->second) : Json(nullptr);
+  }
+}
+
 class LockType final : public ObjectType {
  public:
   std::string_view type() const override { return "lock"; }
   std::string_view json_shape() const override {
-    return R"({"type":"lock","name","key","mode","holders":[{"owner","count","lease_ms","shared"}],)"
+    return R"({"type":"lock","name","key","mode","holders":[{"owner","count","lease_ms","shared",)"
            "\n    "
-           R"("holders_total","ttl_ms","fence","waiters":[{"owner","kind","wait_id","waited_ms"}],)"
+           R"("note","acquired_at"}],"holders_total","ttl_ms","fence","waiters":[{"owner","kind",)"
            "\n    "
-           R"("waiters_total","grant"})";
+           R"("wait_id","waited_ms","waiting_since","note"}],"waiters_total","grant"})";
   }
   std::string key_pattern(const prim::KeyLayout& layout, std::string_view glob) const override {
     return layout.lock_key_pattern(glob);
@@ -95,7 +133,8 @@ class LockType final : public ObjectType {
   }
 
   // HSCAN (the first holders), PTTL, GET fence, ZRANGE the first waiters WITHSCORES, ZCARD
-  // waiters, GET grant, HSCAN readers (the first ones), HLEN, HLEN readers, PTTL readers:
+  // waiters, GET grant, HSCAN readers (the first ones), HLEN, HLEN readers, PTTL readers,
+  // HSCAN notes (the hold's record and the waiters' notes; a small hash comes whole):
   // bounded replies whatever the number of holders. A lock is found by its hash or, held by
   // readers only, by theirs.
   std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
@@ -113,9 +152,10 @@ class LockType final : public ObjectType {
             {"HSCAN", readers, "0", "COUNT", n},
             {"HLEN", key},
             {"HLEN", readers},
-            {"PTTL", readers}};
+            {"PTTL", readers},
+            {"HSCAN", layout.notes_key(o.name), "0", "COUNT", std::to_string(2 * kMaxListed + 3)}};
   }
-  size_t read_count() const override { return 10; }
+  size_t read_count() const override { return 11; }
 
   std::optional<Decoded> decode(const Found& o, const redis::Reply* r,
                                 const BatchClock& clock) const override {
@@ -154,7 +194,9 @@ class LockType final : public ObjectType {
     } catch (const DataError&) {
       error = error.empty() ? "fencing token is not a number" : error;
     }
-    if (r[3].is_array()) waiters = waiters_json(r[3], clock);
+    const auto notes = notes_of(r[10]);
+    add_hold_notes(holders, notes);
+    if (r[3].is_array()) waiters = waiters_json(r[3], clock, notes);
     if (r[4].is_integer()) waiters_total = r[4].integer();
     if (r[5].is_string() && !r[5].str().empty()) grant = member_json(r[5].str());
 
@@ -213,22 +255,28 @@ class LockType final : public ObjectType {
     return true;
   }
 
-  // The waiters ZRANGE ... WITHSCORES listed, each with how long it has waited.
-  static Json waiters_json(const redis::Reply& list, const BatchClock& clock) {
+  // The waiters ZRANGE ... WITHSCORES listed, each with how long and since when it has
+  // waited, and its note.
+  static Json waiters_json(const redis::Reply& list, const BatchClock& clock,
+                           const std::map<std::string, std::string>& notes) {
     Json waiters = Json::array();
     for (size_t i = 0; i + 1 < list.size(); i += 2) {
-      Json w = member_json(list.at(i).str());
+      const std::string member = list.at(i).str();
+      Json w = member_json(member);
       w["waited_ms"] = nullptr;
+      w["waiting_since"] = nullptr;
       try {
         // Arrival in server microseconds; waited = TIME of this batch - arrival.
         double arrival_us = std::stod(list.at(i + 1).str());
         // Out of range (another program's score): no age, rather than an undefined cast.
-        if (clock.now_us && std::fabs(arrival_us) < 9e18) {
-          w["waited_ms"] =
-              std::max(0LL, (*clock.now_us - static_cast<long long>(arrival_us)) / 1000);
+        if (std::fabs(arrival_us) < 9e18) {
+          const auto arrival = static_cast<long long>(arrival_us);
+          if (arrival >= 0) w["waiting_since"] = format_timestamp_ms(arrival / 1000);
+          if (clock.now_us) w["waited_ms"] = std::max(0LL, (*clock.now_us - arrival) / 1000);
         }
       } catch (const std::exception&) {
       }
+      w["note"] = text_or_null(notes, "w:" + member);
       waiters.push_back(std::move(w));
     }
     return waiters;
@@ -255,6 +303,9 @@ class LockType final : public ObjectType {
       const Json& count = h["count"];
       who += h["owner"].get<std::string>() + " (x" +
              (count.is_number() ? std::to_string(count.get<long long>()) : "?") + ")";
+      const Json at = h.value("acquired_at", Json()), note = h.value("note", Json());
+      if (at.is_string()) who += " since " + at.get<std::string>();
+      if (note.is_string()) who += " \"" + note.get<std::string>() + "\"";
     }
     if (holders_total > static_cast<long long>(holders.size()))
       who += ",... (" + std::to_string(holders_total) + " holders)";

@@ -181,14 +181,16 @@ void scan_node(redis::Topology& topology, const prim::KeyLayout& layout, std::st
 
 namespace {
 
-// Who holds it, as a member says (owners, counts, modes; not the lease left, which differs
-// between members by the time between their answers).
+// Who holds it, as a member says (owners, counts, modes, notes; not the lease left nor
+// the time it was acquired, which differ between members by the time between their
+// answers).
 Json holders_of(const Json& object) {
   Json out = Json::array();
   if (!object.contains("holders")) return out;
   for (const auto& h : object["holders"]) {
     Json one = h;
     one.erase("lease_ms");
+    one.erase("acquired_at");
     out.push_back(one);
   }
   return out;

@@ -107,6 +107,8 @@ std::string KeyLayout::reader_expiries_key(std::string_view name) const {
   return lock_key(name) + ":rexp";
 }
 
+std::string KeyLayout::notes_key(std::string_view name) const { return lock_key(name) + ":notes"; }
+
 std::string KeyLayout::request_key(std::string_view name, std::string_view id) const {
   return lock_key(name) + ":req:" + std::string(id);
 }

@@ -27,6 +27,9 @@ class KeyLayout {
   virtual std::string readers_key(std::string_view name) const;   // shared holds, each its lease
   virtual std::string reader_grants_key(std::string_view name) const;  // readers granted, unclaimed
   virtual std::string reader_expiries_key(std::string_view name) const;  // readers by expiry
+  // What a lock's holds and waits say of themselves (hash): the exclusive hold's "owner",
+  // "at" (server ms it was acquired) and "note", and "w:<waiters member>" -> that wait's note.
+  virtual std::string notes_key(std::string_view name) const;
   // Outcome of request `id` (acquired / given up), for idempotent retries and clean-up.
   virtual std::string request_key(std::string_view name, std::string_view id) const;
   virtual std::string lock_channel(std::string_view name) const;  // releases, expiry changes

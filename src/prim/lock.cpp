@@ -34,7 +34,7 @@ std::vector<Holder> decode_holders(const redis::ReplyView& r, size_t first,
   for (size_t i = first; i + 1 < r.size(); i += 2) {
     std::string owner = r.at(i).str();
     try {
-      holders.push_back({owner, r.at(i + 1).integer()});
+      holders.push_back({owner, r.at(i + 1).integer(), {}});
     } catch (const DataError&) {
       throw DataError("key '" + key + "' holds a hash that is not a lock (field '" + owner +
                       "' is not a reentry count); rlock will not overwrite it");
@@ -82,6 +82,7 @@ class LockWait : public Waitable {
             .set(C::kArgAncestry, ancestry_)
             .set(C::kArgSeenFence, seen_fence)
             .set(C::kArgForeignChannel, lock_.foreign_channel_)
+            .set(C::kArgNote, lock_.note_)
             .list();
     const auto resend = resent_args(args, C::kArgMode, mode);
     unusable_.reset();
@@ -317,6 +318,7 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       readers_key_(layout.readers_key(name_)),
       reader_grants_key_(layout.reader_grants_key(name_)),
       reader_expiries_key_(layout.reader_expiries_key(name_)),
+      notes_key_(layout.notes_key(name_)),
       sem_key_(layout.sem_key(name_)),
       channel_(layout.lock_channel(name_)),
       foreign_channel_(layout.foreign_lock_channel(name_)) {
@@ -345,7 +347,8 @@ std::vector<std::string_view> Lock::keys(const std::string& request_key,
       .set(C::kKeyReaders, readers_key_)
       .set(C::kKeyReaderGrants, reader_grants_key_)
       .set(C::kKeySem, sem_key_)
-      .set(C::kKeyReaderExpiries, reader_expiries_key_);
+      .set(C::kKeyReaderExpiries, reader_expiries_key_)
+      .set(C::kKeyNotes, notes_key_);
   if constexpr (requires { C::kKeyReply; }) {
     if (!reply_key.empty()) k.set(C::kKeyReply, reply_key);
   }
@@ -491,7 +494,17 @@ std::vector<Holder> Lock::force_release() {
                                      .set(C::kArgForeignChannel, foreign_channel_)
                                      .list(),
                                  kKind, redis::Retry::kIdempotent);
-  return decode_holders(reply, 0, key_);
+  // owner, count, note triples.
+  std::vector<Holder> holders;
+  for (size_t i = 0; i + 2 < reply.size(); i += 3) {
+    try {
+      holders.push_back({reply.at(i).str(), reply.at(i + 1).integer(), reply.at(i + 2).str()});
+    } catch (const DataError&) {
+      throw DataError("key '" + key_ + "' holds a hash that is not a lock (field '" +
+                      reply.at(i).str() + "' is not a reentry count)");
+    }
+  }
+  return holders;
 }
 
 Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id,
@@ -509,6 +522,7 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
           .set(C::kKeyExec, exec_key_)
           .set(C::kKeyReaders, readers_key_)
           .set(C::kKeyReaderExpiries, reader_expiries_key_)
+          .set(C::kKeyNotes, notes_key_)
           .list(),
       redis::args_of<C>()
           .set(C::kArgOwner, field)

@@ -19,6 +19,7 @@ namespace rlock::prim {
 struct Holder {
   std::string owner;
   long long count = 0;  // reentry depth; 0 = kept only by --min-hold
+  std::string note;     // what the hold said of itself (--note): force_release only
 };
 
 // Who takes a lock. A `lock` hold re-enters any hold of its owner; an `exec` hold is
@@ -103,7 +104,8 @@ class Lock {
   // A repeat after a lost reply changes nothing. Never throws.
   void give_back(const std::string& owner, const Held& held, HoldKind kind) noexcept;
 
-  // Releases whoever holds it, passing it to the head waiter; returns who held it.
+  // Releases whoever holds it, passing it to the head waiter; returns who held it, the
+  // exclusive holder with its note.
   std::vector<Holder> force_release();
 
   // Extends the lease iff `owner` (and, for an exec hold, `hold_id`) still holds it; never
@@ -121,6 +123,11 @@ class Lock {
   // The holds of the rlock processes the caller runs under (see AncestorHold), checked by
   // every acquisition from now on.
   void set_ancestry(std::vector<AncestorHold> holds);
+
+  // What every acquisition from now on says of itself (--note: checked by validate_note),
+  // kept with its hold and, while it waits, with its queue entry; "" for none. A re-entry
+  // keeps the note of the first hold.
+  void set_note(std::string note) { note_ = std::move(note); }
 
   const std::string& name() const { return name_; }
 
@@ -142,11 +149,12 @@ class Lock {
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, readers_key_,
-      reader_grants_key_, reader_expiries_key_;
+      reader_grants_key_, reader_expiries_key_, notes_key_;
   std::string sem_key_;  // a semaphore of the same name: the lock scripts refuse to act on it
   std::string channel_;
   std::string foreign_channel_;  // KeyLayout::foreign_lock_channel: "" for none
   std::vector<AncestorHold> ancestry_;
+  std::string note_;
 };
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.

@@ -60,6 +60,8 @@ class MultiLock {
 
   // See Lock::set_ancestry; for every lock.
   void set_ancestry(const std::vector<AncestorHold>& holds);
+  // See Lock::set_note; for every lock.
+  void set_note(const std::string& note);
 
   // The names in the order given.
   const std::vector<std::string>& names() const { return names_; }

@@ -101,6 +101,9 @@ std::string RedissonLayout::reader_grants_key(std::string_view name) const {
 std::string RedissonLayout::reader_expiries_key(std::string_view name) const {
   return own_key(name, "rexp");
 }
+std::string RedissonLayout::notes_key(std::string_view name) const {
+  return own_key(name, "notes");
+}
 std::string RedissonLayout::request_key(std::string_view name, std::string_view id) const {
   return own_key(name, "req:" + std::string(id));
 }

@@ -33,6 +33,7 @@ class RedissonLayout : public KeyLayout {
   std::string readers_key(std::string_view name) const override;
   std::string reader_grants_key(std::string_view name) const override;
   std::string reader_expiries_key(std::string_view name) const override;
+  std::string notes_key(std::string_view name) const override;
   std::string request_key(std::string_view name, std::string_view id) const override;
   std::string reply_key(std::string_view name, std::string_view id) const override;
   std::string lock_channel(std::string_view name) const override;

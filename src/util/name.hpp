@@ -20,4 +20,10 @@ void validate_participant_id(std::string_view id);
 // The same rules for a rate limiter's client id (`limit --client`).
 void validate_client_id(std::string_view id);
 
+inline constexpr size_t kMaxNoteBytes = 200;
+
+// Checks a hold's note (`--note`): non-empty, at most 200 bytes, valid UTF-8, no control
+// characters (C0, DEL, nor C1 U+0080-U+009F): it is shown by inspect on one line.
+void validate_note(std::string_view note);
+
 }  // namespace rlock

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
 
 #include "util/error.hpp"
 
@@ -16,6 +17,19 @@ long long days_from_civil(long long y, unsigned m, unsigned d) {
   const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + static_cast<long long>(doe) - 719468;
+}
+
+// The date of `days` since 1970-01-01 (Howard Hinnant's civil_from_days).
+void civil_from_days(long long days, long long& y, unsigned& m, unsigned& d) {
+  days += 719468;
+  const long long era = (days >= 0 ? days : days - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(days - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  d = doy - (153 * mp + 2) / 5 + 1;
+  m = mp < 10 ? mp + 3 : mp - 9;
+  y = static_cast<long long>(yoe) + era * 400 + (m <= 2);
 }
 
 bool leap(long long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
@@ -109,6 +123,18 @@ long long parse_timestamp(std::string_view text, std::string_view what) {
   throw UsageError(std::string(what) + ": '" + std::string(text) +
                    "' is not a time (RFC 3339 such as 2026-11-22T10:00:00Z or "
                    "2026-11-22T12:00:00+02:00, or Unix seconds such as 1795341600.5)");
+}
+
+std::string format_timestamp_ms(long long unix_ms) {
+  long long days = unix_ms >= 0 ? unix_ms / 86400000 : (unix_ms - 86399999) / 86400000;
+  long long in_day = unix_ms - days * 86400000;
+  long long y = 0;
+  unsigned m = 0, d = 0;
+  civil_from_days(days, y, m, d);
+  char out[96];  // room for any long long, which the compiler checks
+  std::snprintf(out, sizeof out, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ", y, m, d,
+                in_day / 3600000, in_day / 60000 % 60, in_day / 1000 % 60, in_day % 1000);
+  return out;
 }
 
 std::string base64(std::string_view bytes) {

@@ -5,9 +5,12 @@
 
 #include "failover_jobs.hpp"
 #include "harness.hpp"
+#include "util/timestamp.hpp"
 
 namespace rlock::test {
 namespace {
+
+using rlock::parse_timestamp;
 
 const std::string kObserveSuffix = ":observe";
 
@@ -84,11 +87,20 @@ TEST_CASE("elect --observe: the leader now, then one line per change, null when 
   CHECK(now == json{{"name", "obs"}, {"leader", nullptr}});
 
   // A leader by elect, announced by its acquisition: its owner and the fence its job has.
-  Spawned leader = spawn_rlock(redis, {"elect", "--owner", "lead-1", "obs", "--", "sh", "-c",
-                                       "echo $RLOCK_FENCE; read x < " + go});
+  const long long before_ms = std::stoll(redis.cmd({"TIME"}).at(0)) * 1000;
+  Spawned leader = spawn_rlock(redis, {"elect", "--owner", "lead-1", "--note", "host-a", "obs",
+                                       "--", "sh", "-c", "echo $RLOCK_FENCE; read x < " + go});
   json led = next_leader(observer);
   CHECK(led["name"] == "obs");
   CHECK(led["leader"]["owner"] == "lead-1");
+  CHECK(led["leader"]["note"] == "host-a");
+  // Since when it leads, by the server's clock: RFC 3339 UTC with milliseconds.
+  const std::string since = led["leader"]["since"].get<std::string>();
+  CHECK(since.size() == 24);
+  CHECK(since.back() == 'Z');
+  const long long since_ms = parse_timestamp(since, "since");
+  CHECK(since_ms >= before_ms);
+  CHECK(since_ms <= std::stoll(redis.cmd({"TIME"}).at(0)) * 1000 + 1000);
   auto fence = leader.read_line(deadline(10s));
   REQUIRE(fence);
   CHECK(std::to_string(led["leader"]["fence"].get<long long>()) == *fence);

@@ -123,13 +123,15 @@ TEST_CASE("inspect: entries, waiters, pattern, table; on a server without KEYS")
     CHECK(words(header) ==
           std::vector<std::string>{"TYPE", "NAME", "HOLDERS/COUNT", "TTL", "FENCE", "WAITERS"});
     auto cells = words(row);
-    REQUIRE(cells.size() == 7);  // HOLDERS is "o1 (x1)"
+    REQUIRE(cells.size() == 9);  // HOLDERS is "o1 (x1) since <acquired_at>"
     CHECK(cells[0] == "lock");
     CHECK(cells[1] == "deploy-prod");
-    CHECK(row.find("o1 (x1)") != std::string::npos);
-    CHECK(cells[4].back() == 's');
-    CHECK(cells[5] == redis.cmd_str({"GET", fence_key("deploy-prod")}));
-    CHECK(cells[6] == "1");
+    CHECK(row.find("o1 (x1) since ") != std::string::npos);
+    CHECK(cells[4] == "since");
+    CHECK(cells[5].back() == 'Z');
+    CHECK(cells[6].back() == 's');
+    CHECK(cells[7] == redis.cmd_str({"GET", fence_key("deploy-prod")}));
+    CHECK(cells[8] == "1");
   }
 
   waiter.kill(SIGTERM);

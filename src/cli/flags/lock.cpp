@@ -113,6 +113,30 @@ together are a usage error.)roff"},
 This is the default; with
 .B \-s
 it is a usage error.)roff"},
+    {.commands = "lock,exec,elect",
+     .names = "--note",
+     .value = "TEXT",
+     .help = "say why it is held (shown by inspect; unlock --force prints it)",
+     .man = R"roff(What the hold says of itself ("frozen for the release, ask #ops"):
+kept on the server with the hold, and with the queue entry while it waits,
+and gone with them; shown by
+.B inspect
+beside the holder's
+.B acquired_at
+and each waiter's
+.BR waiting_since ,
+and printed by
+.B unlock \-\-force
+with the hold it removed.
+At most 200 bytes of UTF-8 without control characters; an empty, longer or
+invalid note is a usage error.
+A re-entry by the same owner keeps the first hold's note and time.
+Exclusive holds only: with
+.B \-\-shared
+it is a usage error.
+A long
+.B lock \-\-lease 8h \-\-note
+is a reservation.)roff"},
     {.commands = "lock,exec",
      .names = "-E,--conflict-exit-code",
      .value = "N",
