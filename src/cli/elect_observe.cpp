@@ -37,6 +37,30 @@ Json leader_of(const Json& lock, bool& pending) {
   return nullptr;
 }
 
+// A quorum's members agree on who leads; each dates the hold by its own clock, and a
+// member that missed the write-back of the token may show an older one: the leader is
+// dated by the earliest member and has the highest token (what the quorum handed out).
+void merge_member(Json& leader, const Json& member) {
+  if (member["fence"].is_number() &&
+      (!leader["fence"].is_number() || member["fence"] > leader["fence"])) {
+    leader["fence"] = member["fence"];
+  }
+  // RFC 3339 UTC with milliseconds throughout: the text orders as the time does.
+  if (member["since"].is_string() &&
+      (!leader["since"].is_string() || member["since"] < leader["since"])) {
+    leader["since"] = member["since"];
+  }
+}
+
+// What a change of leader is: another owner, note or token; not the date a quorum member
+// read at random gives it.
+Json identity(const Json& leader) {
+  if (leader.is_null()) return leader;
+  Json id = leader;
+  id.erase("since");
+  return id;
+}
+
 class LeaderWatch final : public prim::Waitable {
  public:
   LeaderWatch(redis::Topology& topology, const prim::KeyLayout& layout, std::string name)
@@ -53,16 +77,28 @@ class LeaderWatch final : public prim::Waitable {
                            shown.insert(shown.end(), batch.begin(), batch.end());
                          });
     Json leader = nullptr;
-    bool pending = false;
+    bool pending = false, disputed = false;
     long long ttl = -1;
     for (const auto& s : shown) {
       const Json& j = s.decoded.json;
       const long long t = j.value("ttl_ms", -1LL);
       if (t >= 0 && (ttl < 0 || t < ttl)) ttl = t;
-      if (!leader.is_null() || !j.value("majority", true)) continue;
-      leader = leader_of(j, pending);
+      // A quorum's members that disagree (a hand-off that reached some of them): no
+      // change until a majority agrees, whichever way.
+      if (!j.value("majority", true)) {
+        disputed = true;
+        continue;
+      }
+      bool reserved = false;
+      Json one = leader_of(j, reserved);
+      if (leader.is_null()) {
+        leader = std::move(one);
+        pending = reserved;
+      } else if (!one.is_null() && one["owner"] == leader["owner"]) {
+        merge_member(leader, one);
+      }
     }
-    if (!pending) leader_ = std::move(leader);
+    if (!pending && !(disputed && leader.is_null())) leader_ = std::move(leader);
     Step step;
     step.holder_ttl = Millis(ttl);
     step.summary = leader_.is_null() ? "nobody leads" : "led by " + leader_["owner"].dump();
@@ -89,9 +125,9 @@ int run_elect_observe(const std::string& name, redis::Topology& topology,
   std::optional<Json> printed;
   prim::WaitHooks hooks;
   hooks.on_wait = [&](const prim::Waitable::Step&, Millis) {
-    if (printed && *printed == watch.leader()) return;
-    printed = watch.leader();
-    console.result({{"name", name}, {"leader", *printed}});
+    if (printed && *printed == identity(watch.leader())) return;
+    printed = identity(watch.leader());
+    console.result({{"name", name}, {"leader", watch.leader()}});
   };
   hooks.on_reconnect = [&](const std::string& why) {
     console.explain("reconnecting to go on observing '" + name + "': " + why);

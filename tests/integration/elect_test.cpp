@@ -123,16 +123,22 @@ TEST_CASE("elect --observe: the leader now, then one line per change, null when 
 TEST_CASE("elect --observe: a hand-off from leader to candidate is one change, not two") {
   RedisServer redis;
   TempDir dir;
-  const std::string go = make_fifo(dir, "go");
+  const std::string go_a = make_fifo(dir, "a"), go_b = make_fifo(dir, "b");
   json now;
   Spawned observer = start_observer(redis, "hand", now);
   Spawned a =
-      spawn_rlock(redis, {"elect", "--owner", "a", "hand", "--", "sh", "-c", "read x < " + go});
+      spawn_rlock(redis, {"elect", "--owner", "a", "hand", "--", "sh", "-c", "read x < " + go_a});
   CHECK(next_leader(observer)["leader"]["owner"] == "a");
-  Spawned b = spawn_rlock(redis, {"elect", "--owner", "b", "hand", "--", "true"});
+  // Each leads until the test has seen it lead: a read is a snapshot, and a leadership
+  // shorter than a read's round trip may pass unseen.
+  Spawned b =
+      spawn_rlock(redis, {"elect", "--owner", "b", "hand", "--", "sh", "-c", "read x < " + go_b});
   REQUIRE(poll_until([&] { return live_waiters(redis, "hand") == 1; }, 10s, 2ms));
-  write_file(go, "\n");
-  CHECK(next_leader(observer)["leader"]["owner"] == "b");
+  write_file(go_a, "\n");
+  const json handed = next_leader(observer);
+  INFO("observer: " << observer.out() << observer.err());
+  CHECK(handed["leader"]["owner"] == "b");
+  write_file(go_b, "\n");
   CHECK(next_leader(observer) == json{{"name", "hand"}, {"leader", nullptr}});
   CHECK(Spawned::wait_all({&a, &b}, deadline(10s)));
   observer.kill(SIGINT);
