@@ -69,6 +69,7 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
                     prim::MultiLock& locks) {
   auto inherited = inherited_holds();
   locks.set_ancestry(inherited);
+  locks.set_queue_policy(req.policy);
   auto outcome = locks.acquire(
       req.owner, req.lease, req.wait_until,
       [&](const std::string& name) { return supervision.wait_hooks(wait_hooks(console, name)); },
@@ -85,6 +86,10 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
                    (refused ? "lock '" + refused->name + "'" : locks_named(req.names)) + none_held +
                    "; the command did not run");
     return 128 + signo;
+  }
+  if (refused && !refused->busy.superseded_by.empty()) {
+    console.notice(describe_superseded(refused->name, refused->busy) + "; not running the command");
+    return kExitSuperseded;
   }
   if (refused) {
     console.notice(describe_busy(refused->name, refused->busy, req.wait) + none_held +

@@ -113,6 +113,7 @@ int run_lock(const LockRequest& req, const Console& console, const Settings& set
   auto layout = make_layout(settings);
   prim::MultiLock locks(topology, *layout, req.names);
   locks.set_ancestry(inherited_holds());
+  locks.set_queue_policy(req.policy);
   auto outcome = locks.acquire(req.owner, req.lease, req.wait_until, hooks_for,
                                prim::HoldKind::kLock, req.mode);
   const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
@@ -122,6 +123,13 @@ int run_lock(const LockRequest& req, const Console& console, const Settings& set
                       prim::HoldKind::kLock);
     console.notice(interrupted_line(req, signo));
     return 128 + signo;
+  }
+  if (refused && !refused->busy.superseded_by.empty()) {
+    console.notice(describe_superseded(refused->name, refused->busy));
+    console.result({{"name", refused->name},
+                    {"acquired", false},
+                    {"superseded_by", refused->busy.superseded_by}});
+    return kExitSuperseded;
   }
   if (refused) return report_busy(req, console, *refused);
   const auto& taken = std::get<prim::MultiLock::Acquired>(outcome).taken;

@@ -107,6 +107,14 @@ std::string KeyLayout::reader_expiries_key(std::string_view name) const {
   return lock_key(name) + ":rexp";
 }
 
+std::string KeyLayout::policy_key(std::string_view name) const {
+  return lock_key(name) + ":policy";
+}
+
+std::string KeyLayout::superseded_key(std::string_view name) const {
+  return lock_key(name) + ":superseded";
+}
+
 std::string KeyLayout::request_key(std::string_view name, std::string_view id) const {
   return lock_key(name) + ":req:" + std::string(id);
 }

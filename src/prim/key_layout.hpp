@@ -27,6 +27,10 @@ class KeyLayout {
   virtual std::string readers_key(std::string_view name) const;   // shared holds, each its lease
   virtual std::string reader_grants_key(std::string_view name) const;  // readers granted, unclaimed
   virtual std::string reader_expiries_key(std::string_view name) const;  // readers by expiry
+  // Queue policies (--supersede, --cancel-running): a hash; and the superseded waits' records
+  // by the time they are kept until (a zset). See lua/include/lock_common.lua.
+  virtual std::string policy_key(std::string_view name) const;
+  virtual std::string superseded_key(std::string_view name) const;
   // Outcome of request `id` (acquired / given up), for idempotent retries and clean-up.
   virtual std::string request_key(std::string_view name, std::string_view id) const;
   virtual std::string lock_channel(std::string_view name) const;  // releases, expiry changes

@@ -48,6 +48,10 @@ void MultiLock::set_ancestry(const std::vector<AncestorHold>& holds) {
   for (auto& l : locks_) l->set_ancestry(holds);
 }
 
+void MultiLock::set_queue_policy(const QueuePolicy& policy) {
+  for (auto& l : locks_) l->set_queue_policy(policy);
+}
+
 MultiLock::Outcome MultiLock::acquire(const std::string& owner, Millis lease, Deadline until,
                                       const HooksFor& hooks, HoldKind kind, LockMode mode) {
   while (true) {

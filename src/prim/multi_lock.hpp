@@ -60,6 +60,8 @@ class MultiLock {
 
   // See Lock::set_ancestry; for every lock.
   void set_ancestry(const std::vector<AncestorHold>& holds);
+  // See Lock::set_queue_policy; for every lock.
+  void set_queue_policy(const QueuePolicy& policy);
 
   // The names in the order given.
   const std::vector<std::string>& names() const { return names_; }
