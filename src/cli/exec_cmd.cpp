@@ -147,7 +147,8 @@ RLOCK_OWNER, RLOCK_FENCE, RLOCK_LEASE_MS and RLOCK_HOLDS, but not RLOCK_PASSWORD
 RLOCK_URL/REDIS_URL holding a password (a job that runs rlock uses --password-file, or
 exec --keep-secrets). A request inside the job that only the release of the job's own hold
 could grant (rlock exec --shared L -- rlock exec --wait inf L) would wait for itself: it is
-refused at once, exit 65. A NAME that starts with '-' goes after a -- of its own:
+refused at once, exit 65. --supersede: a newer --supersede waiter makes this queued one
+exit 79 (--cancel-running: also stops the running --supersede job). A NAME that starts with '-' goes after a -- of its own:
 rlock exec -- -NAME -- CMD.
 
 Several NAMEs: CMD runs holding all of them, or not at all. They are taken one at a time

@@ -148,6 +148,8 @@ Runner define_lock_command(CLI::App& app, std::vector<std::string>& /*command_af
 is held by someone else prints {"name","acquired":false,"holders","holders_total","ttl_ms"}
 and exits 75 (or -E); "holders" lists the writer and at most 100 readers. With
 --sync-replicas N the result also has "replicas_acked" (how many acknowledged the hold).
+A --supersede wait that a newer --supersede request replaced prints
+{"name","acquired":false,"superseded_by"} and exits 79.
 The same owner again re-enters (count + 1); a re-entry never shortens the lease in force.
 Several NAMEs: all of them or none (taken in sorted order, see rlock help exec); prints
 {"acquired":true,"locks":[...]} with one object per name as above, in the order given, or
