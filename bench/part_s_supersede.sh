@@ -20,7 +20,7 @@ for ((i = 0; i < SUPERSEDE_RUNS; i++)); do
     "$RLOCK" exec --wait 60s --supersede --owner new bench-s -- true 2>/dev/null &
     new=$!
     wait "$old"
-    arrival=$(sup_waiters | awk 'prev ~ /:new$/ { print int($0); exit } { prev = $0 }')
+    arrival=$(sup_waiters | awk 'prev ~ /:new$/ { printf "%.0f\n", $0; exit } { prev = $0 }')
     [[ -s $TMP/sup-exit && -n $arrival ]] && sup_gaps+=("$(($(cat "$TMP/sup-exit") - arrival))")
     "$RLOCK" -q unlock bench-s --owner bench-holder >/dev/null
     wait "$new"
