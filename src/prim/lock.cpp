@@ -127,6 +127,12 @@ class LockWait : public Waitable {
       return {true, Millis(0), {}, {}, -1};
     }
     unconfirmed_since_.reset();
+    return not_held(reply, status, mode);
+  }
+
+ private:
+  // A reply that took nothing: busy, given up by its own clean-up (-1) or superseded (-3).
+  Step not_held(const redis::Reply& reply, long long status, Mode mode) {
     Busy b;
     if (status == -1) {  // given up by its own clean-up: nothing was taken
       result_ = b;
@@ -144,7 +150,6 @@ class LockWait : public Waitable {
     return step;
   }
 
- private:
   // A granted reply {1, count, fence, pttl, fresh} as the hold it is.
   Held held(const redis::Reply& reply, Deadline sent, const redis::Acks& acks) {
     // The wait gives back what this request took (give_up) on the way out.
@@ -281,61 +286,6 @@ class LockWait : public Waitable {
   std::optional<Deadline> unconfirmed_since_;
   std::optional<std::string> unusable_;
   Acquisition result_ = Busy{};
-};
-
-// A lock hold under exec's supervision.
-class LockHold : public Hold {
- public:
-  LockHold(Lock& lock, std::string owner, Millis lease, const Held& held)
-      : Hold(lease, held.fence, held.deadline),
-        lock_(lock),
-        owner_(std::move(owner)),
-        hold_id_(held.hold_id),
-        mode_(held.mode) {}
-
-  Renewed renew() override {
-    Deadline sent = SteadyClock::now();
-    const Millis left = lock_.renew(owner_, lease_, hold_id_, mode_);
-    if (left.count() > 0) {
-      deadline_ = sent + lease_ - lock_.topology_.drift(lease_);
-      return Renewed::kHeld;
-    }
-    cancelled_ = left.count() < 0;
-    reason_ = cancelled_
-                  ? "the hold was cancelled by a newer --supersede --cancel-running request"
-                  : "the lock is no longer held by " + owner_ + " (expired, deleted or forced)";
-    return Renewed::kLost;
-  }
-
-  // A cancelled hold is still ours (it was not renewed): once the job is dead it goes at
-  // once to the newest waiter, not at the end of its lease.
-  void give_back_rest() noexcept override {
-    if (!cancelled_) return;
-    try {
-      lock_.release(owner_, Millis(0), hold_id_, mode_);
-    } catch (const std::exception&) {  // it expires with its lease
-    }
-  }
-
-  bool cancelled() const override { return cancelled_; }
-
-  Released release(Millis keep) override {
-    auto r = lock_.release(owner_, keep, hold_id_, mode_);
-    if (r.outcome == Release::Outcome::kReleased) return Released::kReleased;
-    reason_ = "it was no longer held by " + owner_ + " (held by " +
-              std::to_string(r.holders.size()) + " other owner(s))";
-    return Released::kNotHeld;
-  }
-
-  std::string lost_reason() const override { return reason_; }
-
- private:
-  Lock& lock_;
-  std::string owner_;
-  std::string hold_id_;
-  LockMode mode_;
-  std::string reason_;
-  bool cancelled_ = false;
 };
 
 Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
@@ -563,15 +513,6 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
                  "the renewal does not count (the hold may be lost at its old deadline)");
   }
   return left;
-}
-
-std::unique_ptr<Hold> Lock::hold(const std::string& owner, Millis lease, const Held& held,
-                                 HoldKind kind) {
-  if (kind == HoldKind::kExec) return std::make_unique<LockHold>(*this, owner, lease, held);
-  // A `lock` hold is its owner's, renewed and released by owner alone.
-  Held owners = held;
-  owners.hold_id.clear();
-  return std::make_unique<LockHold>(*this, owner, lease, owners);
 }
 
 }  // namespace rlock::prim
