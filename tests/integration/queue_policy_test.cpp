@@ -157,6 +157,30 @@ TEST_CASE("cancel-running: a job that ignores TERM is KILLed before the newest r
   run_cancel(true);
 }
 
+TEST_CASE(
+    "cancel-running: queued supersede waiters leave too; a plain exec holder is not cancelled") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string order = dir / "order", gate = dir / "gate";
+  write_file(order, "");
+  // A plain exec holder that ends when `gate` exists: --cancel-running leaves it alone.
+  Spawned plain = spawn_rlock(
+      redis, {"exec", "--lease", "3s", kName, "--", "sh", "-c",
+              "echo in; while [ ! -e " + gate + " ]; do sleep 0.05; done; echo plain >> " + order});
+  REQUIRE(plain.read_line(deadline(10s)) == std::optional<std::string>("in"));
+  auto b = start_waiter(redis, order, "b", {"--supersede"});
+  Spawned c =
+      spawn_rlock(redis, {"exec", "--wait", "60s", "--owner", "c", "--supersede",
+                          "--cancel-running", kName, "--", "sh", "-c", "echo c >> " + order});
+  check_superseded(b, "c");
+  // Two renewals of the holder (lease 3s: every second) later it still runs.
+  CHECK_FALSE(plain.wait(deadline(2500ms)).has_value());
+  write_file(gate, "");
+  CHECK(plain.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(c.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(words_of(order) == std::vector<std::string>{"plain", "c"});
+}
+
 TEST_CASE("priority: higher first, arrival order within a level; inspect shows it") {
   RedisServer redis;
   TempDir dir;
