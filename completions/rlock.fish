@@ -12,7 +12,7 @@ function __rlock_positionals
             continue
         end
         switch $t
-            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note -E --conflict-exit-code --on-lost --kill-after --min-hold -c --command --permits --count --permit --limit --after --type --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
+            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note -E --conflict-exit-code --priority --on-lost --kill-after --min-hold -c --command --permits --count --permit --limit --after --type --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
                 set skip 1
             case '-*'
             case '*'
@@ -123,6 +123,9 @@ complete -c rlock -n '__rlock_at lock' -s s -l shared -d 'a shared (read) hold: 
 complete -c rlock -n '__rlock_at lock' -s x -l exclusive -d 'an exclusive hold, the default (flock -x)'
 complete -c rlock -n '__rlock_at lock' -l note -x -d 'say why it is held (shown by inspect; unlock --force prints it)'
 complete -c rlock -n '__rlock_at lock' -s E -l conflict-exit-code -x -d 'exit code when the lock is not acquired (default 75)'
+complete -c rlock -n '__rlock_at lock' -l supersede -d 'a newer --supersede wait makes this queued one give up (exit 79)'
+complete -c rlock -n '__rlock_at lock' -l cancel-running -d 'with --supersede: also stop the running --supersede exec job'
+complete -c rlock -n '__rlock_at lock' -l priority -x -d 'wait ahead of waiters of lower priority (0 to 99; plain waits 0) (default 0)'
 
 # unlock.
 complete -c rlock -n '__rlock_at unlock' -l owner -x -d 'the owner that holds it (or RLOCK_OWNER)'
@@ -140,6 +143,9 @@ complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s s -l s
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s x -l exclusive -d 'an exclusive hold, the default (flock -x)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l note -x -d 'say why it is held (shown by inspect; unlock --force prints it)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s E -l conflict-exit-code -x -d 'exit code when the lock is not acquired (default 75)'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l supersede -d 'a newer --supersede wait makes this queued one give up (exit 79)'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l cancel-running -d 'with --supersede: also stop the running --supersede exec job'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l priority -x -d 'wait ahead of waiters of lower priority (0 to 99; plain waits 0) (default 0)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l lease -x -d 'lease of the hold (default 30s)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'signal for the job if the hold is lost (default TERM)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l kill-after -x -d 'then SIGKILL after DUR (default 10s, shortened to fit --lease)'

@@ -29,6 +29,7 @@
 -- @arg foreign_channel  Redisson's lock channel or "" (see foreign_channel in lock_common.lua)
 -- @arg note             what the hold (and the wait, while queued) says of itself, or ""
 --                       (--note; the client checked it); a re-entry keeps the first
+-- @arg queue_policy     "<priority>:<flags>" or "" (see lua/include/queue_policy.lua)
 -- @arg [floor]          the least token to hand out, or "" (a quorum's: see fence_floor in
 --                       lock_common.lua)
 -- Same owner: a "lock" or "slock" request re-enters its owner's hold of the same mode (an
@@ -41,6 +42,8 @@
 --        one, 0 when it is not queued)
 --        (the writer and at most BUSY_LISTED readers);
 --        {-1} this request was given up by its own clean-up: nothing changed;
+--        {-3, owner} this wait was superseded by a newer --supersede request of owner: it
+--        left the queue and takes nothing, now or later;
 --        error "UPGRADE" (a reader asked for the exclusive lock: it would deadlock),
 --        error "SELF <exclusive|shared|behind> <hold id>" (busy, and it could only be granted
 --        once that hold of ancestry is released: it would wait for itself; it leaves the
@@ -50,6 +53,7 @@
 -- @include common.lua
 -- @include waiter_queue.lua
 -- @include lock_common.lua
+-- @include queue_policy.lua
 local owner, lease, mode, wait_ms = A.owner, tonumber(A.lease), A.mode, tonumber(A.wait_ms)
 local rid, kind, channel, claim_ms = A.request_id, A.kind, A.channel, A.claim_ms
 local shared = is_shared(kind)
@@ -57,6 +61,7 @@ local member = A.lease .. ':' .. kind .. ':' .. rid .. ':' .. owner
 local BUSY_LISTED = 100
 
 local function held_reply(c, fence, pttl, fresh)
+  if fresh == 1 and kind == 'exec' and supersede then mark_supersede_hold(rid, pttl) end
   remember('1')
   leave_queue(member)
   if fresh == 1 and not shared then announce_holder(channel) end
@@ -81,7 +86,7 @@ end
 -- below would find nothing else to look at, and the full path would take the lock just so
 -- (no waiter to hand it to); a claim that may take nothing goes that way instead.
 local LOCK_KEYS_BUT_TOKEN = {K.lock, K.waiters, K.timeouts, K.grant, K.exec, K.readers, K.reader_grants,
-  K.sem, K.reader_expiries, K.notes}
+  K.sem, K.reader_expiries, K.notes, K.policy, K.superseded}
 if not shared and not first_denied({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}})
     and redis.call('EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)) == 0 then
   local err = check_rights(channel)
@@ -96,6 +101,7 @@ if not shared and not first_denied({{'EXISTS', unpack(LOCK_KEYS_BUT_TOKEN)}})
   if outcome == '0' then return {-1} end
   if mode ~= 'claim' or last >= (tonumber(A.seen_fence) or 0) then
     local fence = hold_free(last)
+    if kind == 'exec' and supersede then mark_supersede_hold(rid, lease) end
     remember('1')  -- and no queue to leave: EXISTS found none
     announce_holder(channel)
     return {1, 1, fence, lease, 1}
@@ -140,6 +146,13 @@ local req = redis.call('GET', K.request)
 if req == '0' then return {-1} end
 
 local now = server_time()
+-- A superseded wait takes nothing, whenever its next attempt comes (it may have been stopped
+-- and its message lost): checked before anything could be taken.
+local superseded = superseded_by(rid, now.ms)
+if superseded then
+  leave_queue(member)
+  return {-3, superseded}
+end
 queue.drop_expired(now.ms)
 local readers, soonest = purge_readers(now.ms)
 local count = tonumber(redis.call('HGET', K.lock, owner) or '-1')
@@ -279,7 +292,13 @@ if mode == 'last' or mode == 'try' or not may_take then
   leave_queue(member)
 else
   local queued = redis.call('ZSCORE', K.waiters, member)
-  arrival = stay_queued(K.waiters, K.timeouts, member, queued, A.arrival, now, wait_ms)
+  arrival = stay_queued(K.waiters, K.timeouts, member, queued, A.arrival, now, wait_ms,
+                        priority * PRIORITY_STEP)
+  if supersede then
+    local by = supersede_older(member, owner, arrival, channel, now.ms, wait_ms + QUEUE_MARGIN)
+    if by then return {-3, by} end
+  end
+  if cancel_running then cancel_running_hold(owner) end
   if A.note ~= '' then
     redis.call('HSET', K.notes, 'w:' .. member, A.note)
     extend(K.notes, wait_ms + QUEUE_MARGIN)

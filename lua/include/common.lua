@@ -126,10 +126,11 @@ end
 -- the server ms at which its wait gives up): its arrival stays, or is `kept` (an arrival
 -- the waiter brought from a lost connection, "" for none) or now; its deadline becomes
 -- now + wait_ms. `arrival` is its score in `waiters` (false: not queued yet). Returns the
--- arrival.
-local function stay_queued(waiters, timeouts, member, arrival, kept, now, wait_ms)
+-- arrival. `ahead_us` (default 0) is taken off a new arrival's score: a lock waiter's
+-- priority (lua/include/queue_policy.lua); a kept arrival has it already.
+local function stay_queued(waiters, timeouts, member, arrival, kept, now, wait_ms, ahead_us)
   if not arrival then
-    arrival = kept ~= '' and kept or string.format('%.0f', now.us)
+    arrival = kept ~= '' and kept or string.format('%.0f', now.us - (ahead_us or 0))
     redis.call('ZADD', waiters, arrival, member)
   end
   redis.call('ZADD', timeouts, now.ms + wait_ms, member)

@@ -24,6 +24,12 @@
 --                       acquired) and "note"; "w:" .. waiters member -> that wait's note.
 --                       Each field goes with what it describes, and the hash lasts as long
 --                       as the longest of them (see note_hold)
+-- @key policy           (hash) queue policies (lua/include/queue_policy.lua): "newest" ->
+--                       "<arrival us> <member>", the newest queued --supersede waiter;
+--                       "hold" -> the exec hold taken with --supersede; "cancel" -> "<hold
+--                       id> <owner>", that hold cancelled by a --cancel-running waiter;
+--                       "s:<wait id>" -> the owner whose --supersede request superseded it
+-- @key superseded       (zset wait id -> server ms until which its "s:" record is kept)
 -- A waiters member is "<lease_ms>:<kind>:<wait_id>:<owner>", kind "lock" or "exec"
 -- (exclusive) or "slock" or "sexec" (shared); its grant channel is the lock channel ..
 -- ':' .. wait_id.
@@ -86,6 +92,16 @@ local function check_rights(channel)
   need('ZREM', rexp, 'm')
   need('DEL', rexp)
   need('PEXPIRE', rexp, '1')
+  need('HSET', K.policy, 'f', '1')
+  need('HDEL', K.policy, 'f')
+  need('HGET', K.policy, 'f')
+  need('PEXPIRE', K.policy, '1')
+  need('PTTL', K.policy)
+  need('ZADD', K.superseded, '1', 'm')
+  need('ZREM', K.superseded, 'm')
+  need('ZRANGEBYSCORE', K.superseded, '0', '1')
+  need('PEXPIRE', K.superseded, '1')
+  need('PTTL', K.superseded)
   need('SPUBLISH', channel, 'x')
   need('SPUBLISH', channel .. ':0', 'x')
   need('TIME')
@@ -113,7 +129,7 @@ end
 -- expiries, checked on their own): those up to the request record first.
 local LOCK_KEY_TYPES = {{K.lock, 'hash'}, {K.fence, 'string'}, {K.waiters, 'zset'}, {K.timeouts, 'zset'},
   {K.grant, 'string'}, {K.exec, 'string'}, {K.request, 'string'}, {K.readers, 'hash'},
-  {K.reader_grants, 'hash'}, {K.notes, 'hash'}}
+  {K.reader_grants, 'hash'}, {K.notes, 'hash'}, {K.policy, 'hash'}, {K.superseded, 'zset'}}
 
 -- An error reply when the fencing token is not a number; nil when it is, or is absent.
 local function malformed_fence()

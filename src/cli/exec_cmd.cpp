@@ -64,6 +64,7 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
                     prim::MultiLock& locks) {
   auto inherited = inherited_holds();
   locks.set_ancestry(inherited);
+  locks.set_queue_policy(req.policy);
   auto outcome = locks.acquire(
       req.owner, req.lease, req.wait_until,
       [&](const std::string& name) { return supervision.wait_hooks(wait_hooks(console, name)); },
@@ -80,6 +81,10 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
                    (refused ? "lock '" + refused->name + "'" : locks_named(req.names)) + none_held +
                    "; the command did not run");
     return 128 + signo;
+  }
+  if (refused && !refused->busy.superseded_by.empty()) {
+    console.notice(describe_superseded(refused->name, refused->busy) + "; not running the command");
+    return kExitSuperseded;
   }
   if (refused) {
     console.notice(describe_busy(refused->name, refused->busy, req.wait) + none_held +
@@ -138,7 +143,8 @@ RLOCK_OWNER, RLOCK_FENCE, RLOCK_LEASE_MS and RLOCK_HOLDS, but not RLOCK_PASSWORD
 RLOCK_URL/REDIS_URL holding a password (a job that runs rlock uses --password-file, or
 exec --keep-secrets). A request inside the job that only the release of the job's own hold
 could grant (rlock exec --shared L -- rlock exec --wait inf L) would wait for itself: it is
-refused at once, exit 65. A NAME that starts with '-' goes after a -- of its own:
+refused at once, exit 65. --supersede: a newer --supersede waiter makes this queued one
+exit 79 (--cancel-running: also stops the running --supersede job). A NAME that starts with '-' goes after a -- of its own:
 rlock exec -- -NAME -- CMD.
 
 Several NAMEs: CMD runs holding all of them, or not at all. They are taken one at a time

@@ -114,6 +114,7 @@ int run_lock(const LockRequest& req, const Console& console, const Settings& set
   prim::MultiLock locks(topology, *layout, req.names);
   locks.set_ancestry(inherited_holds());
   locks.set_note(req.note);
+  locks.set_queue_policy(req.policy);
   auto outcome = locks.acquire(req.owner, req.lease, req.wait_until, hooks_for,
                                prim::HoldKind::kLock, req.mode);
   const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
@@ -123,6 +124,13 @@ int run_lock(const LockRequest& req, const Console& console, const Settings& set
                       prim::HoldKind::kLock);
     console.notice(interrupted_line(req, signo));
     return 128 + signo;
+  }
+  if (refused && !refused->busy.superseded_by.empty()) {
+    console.notice(describe_superseded(refused->name, refused->busy));
+    console.result({{"name", refused->name},
+                    {"acquired", false},
+                    {"superseded_by", refused->busy.superseded_by}});
+    return kExitSuperseded;
   }
   if (refused) return report_busy(req, console, *refused);
   const auto& taken = std::get<prim::MultiLock::Acquired>(outcome).taken;
@@ -141,6 +149,8 @@ Runner define_lock_command(CLI::App& app, std::vector<std::string>& /*command_af
 is held by someone else prints {"name","acquired":false,"holders","holders_total","ttl_ms"}
 and exits 75 (or -E); "holders" lists the writer and at most 100 readers. With
 --sync-replicas N the result also has "replicas_acked" (how many acknowledged the hold).
+A --supersede wait that a newer --supersede request replaced prints
+{"name","acquired":false,"superseded_by"} and exits 79.
 The same owner again re-enters (count + 1); a re-entry never shortens the lease in force.
 Several NAMEs: all of them or none (taken in sorted order, see rlock help exec); prints
 {"acquired":true,"locks":[...]} with one object per name as above, in the order given, or

@@ -19,6 +19,23 @@ int parse_exit_code(const std::string& text) {
   return static_cast<int>(parse_whole_flag(text, "-E/--conflict-exit-code", 0, 255));
 }
 
+// --supersede, --cancel-running and --priority order one lock's queue (without --wait
+// there is no queue entry, but an exec hold taken with --supersede may be cancelled).
+prim::QueuePolicy resolve_policy(const LockFlags& f) {
+  prim::QueuePolicy p;
+  if (!f.priority.empty())
+    p.priority =
+        static_cast<int>(parse_whole_flag(f.priority, "--priority", 0, prim::kMaxPriority));
+  if (f.cancel_running && !f.supersede)
+    throw UsageError("--cancel-running needs --supersede (it cancels a --supersede job)");
+  p.supersede = f.supersede;
+  p.cancel_running = f.cancel_running;
+  const char* given = f.supersede ? "--supersede" : !f.priority.empty() ? "--priority" : nullptr;
+  if (given && f.names.size() > 1)
+    throw UsageError(std::string(given) + " orders one lock's queue: give one NAME");
+  return p;
+}
+
 }  // namespace
 
 void add_lock_flags(CLI::App& sub, LockFlags& f, Names names) {
@@ -49,6 +66,14 @@ void add_lock_flags(CLI::App& sub, LockFlags& f, Names names) {
   }
   if (table_has(sub, "--conflict-exit-code"))
     add_conflict_exit_code_flag(sub, f.conflict_exit_code);
+  if (table_has(sub, "--supersede")) {
+    add_table_flag(sub, "--supersede", f.supersede);
+    add_table_flag(sub, "--cancel-running", f.cancel_running);
+    add_table_option_function(sub, "--priority", [&f](const std::string& v) {
+      parse_whole_flag(v, "--priority", 0, prim::kMaxPriority);
+      f.priority = v;
+    });
+  }
 }
 
 void add_conflict_exit_code_flag(CLI::App& sub, int& code) {
@@ -72,6 +97,7 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
     throw UsageError("--note is for exclusive holds; a shared (--shared) hold keeps none");
   r.note = f.note;
   r.conflict_exit_code = f.conflict_exit_code;
+  r.policy = resolve_policy(f);
   r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
   validate_owner(r.owner);
@@ -151,6 +177,11 @@ std::string quoted_names(const std::vector<std::string>& names) {
 
 std::string locks_named(const std::vector<std::string>& names) {
   return (names.size() > 1 ? "locks " : "lock ") + quoted_names(names);
+}
+
+std::string describe_superseded(const std::string& name, const prim::Busy& busy) {
+  return "superseded: a newer --supersede request for lock '" + name + "' by owner '" +
+         busy.superseded_by + "' took this one's turn; it left the queue";
 }
 
 std::string describe_busy(const std::string& name, const prim::Busy& busy, Millis waited) {

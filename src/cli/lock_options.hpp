@@ -24,6 +24,9 @@ struct LockFlags {
   bool shared = false;  // -s: a read hold (any number at once, no writer)
   std::string note;     // --note, checked as it is read ("": none)
   int conflict_exit_code = kExitNotNow;
+  bool supersede = false;       // --supersede
+  bool cancel_running = false;  // --cancel-running
+  std::string priority;         // --priority N, as given ("" = not given)
 };
 
 // Parsed and checked.
@@ -38,12 +41,14 @@ struct LockRequest {
   std::string note;  // --note ("": none)
   int conflict_exit_code = kExitNotNow;
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
+  prim::QueuePolicy policy;    // --supersede, --cancel-running, --priority
 };
 
 // Whether a subcommand takes one NAME or several (lock and exec: all of them or none).
 enum class Names { kOne, kSeveral };
 // Declares NAME, --owner, --lease, -w, -n, -E and, where the flag table gives them to the
-// subcommand (a lock's holds, not a semaphore's permits), -s and -x.
+// subcommand (a lock's holds, not a semaphore's permits), -s, -x and the queue policies
+// (--supersede, --cancel-running, --priority).
 void add_lock_flags(CLI::App& sub, LockFlags& flags, Names names = Names::kOne);
 
 // Declares -E/--conflict-exit-code N (0-255, decimal), storing into `code`.
@@ -67,6 +72,9 @@ prim::WaitHooks wait_hooks(const Console& console, const std::string& name);
 // this request waited for it (`waited` > 0).
 std::string describe_busy(const std::string& name, const prim::Busy& busy,
                           Millis waited = Millis(0));
+
+// The line for a wait superseded by a newer --supersede request (exit kExitSuperseded).
+std::string describe_superseded(const std::string& name, const prim::Busy& busy);
 
 // Checks the names of a command that takes several: each valid, none given twice, at most
 // kMaxAncestors (16) of them. Throws UsageError naming the first bad one.

@@ -341,7 +341,7 @@ int settle(Run& run, Watchdog& watchdog, Guardian& guardian, const SuperviseOpti
   if (run.lost()) {
     watchdog.give_back_rest();
     guardian.finish();
-    return kExitLockLost;
+    return watchdog.cancelled() ? kExitSuperseded : kExitLockLost;
   }
   auto held_for = std::chrono::duration_cast<Millis>(SteadyClock::now() - options.acquired_at);
   std::string why;

@@ -45,6 +45,8 @@ class Watchdog {
   // the renewal's send time gives a fresh deadline. True when the hold is confirmed with
   // the job's start still before the stop point; otherwise lost_reason() says why not.
   bool confirm();
+  // After a loss: whether the hold was cancelled by a newer request (--cancel-running).
+  bool cancelled() const { return hold_->cancelled(); }
   // Why the hold was lost, for the one-line message.
   const std::string& lost_reason() const { return lost_reason_; }
   // Why the last renewal failed ("" once one succeeds).

@@ -121,7 +121,7 @@ class LockType final : public ObjectType {
            "\n    "
            R"("note","acquired_at"}],"holders_total","ttl_ms","fence","waiters":[{"owner","kind",)"
            "\n    "
-           R"("wait_id","waited_ms","waiting_since","note"}],"waiters_total","grant"})";
+           R"("wait_id","waited_ms","waiting_since","priority","note"}],"waiters_total","grant"})";
   }
   std::string key_pattern(const prim::KeyLayout& layout, std::string_view glob) const override {
     return layout.lock_key_pattern(glob);
@@ -217,7 +217,7 @@ class LockType final : public ObjectType {
     j["grant"] = grant;
     if (!error.empty()) j["error"] = error;
     return Decoded{std::move(j),
-                   cells(holders, holders_total, error, ttl_ms, fence, waiters_total)};
+                   cells(holders, holders_total, error, ttl_ms, fence, waiters, waiters_total)};
   }
 
  private:
@@ -256,23 +256,29 @@ class LockType final : public ObjectType {
   }
 
   // The waiters ZRANGE ... WITHSCORES listed, each with how long and since when it has
-  // waited, and its note.
+  // waited, its priority and its note. A score is the arrival (server us) less priority *
+  // kPriorityStep (lua/include/queue_policy.lua): for any wait shorter than a step, the
+  // whole steps between the score and now are its priority.
   static Json waiters_json(const redis::Reply& list, const BatchClock& clock,
                            const std::map<std::string, std::string>& notes) {
+    constexpr long long kPriorityStep = 10'000'000'000'000;
     Json waiters = Json::array();
     for (size_t i = 0; i + 1 < list.size(); i += 2) {
       const std::string member = list.at(i).str();
       Json w = member_json(member);
       w["waited_ms"] = nullptr;
       w["waiting_since"] = nullptr;
+      w["priority"] = nullptr;
       try {
-        // Arrival in server microseconds; waited = TIME of this batch - arrival.
-        double arrival_us = std::stod(list.at(i + 1).str());
+        double score = std::stod(list.at(i + 1).str());
         // Out of range (another program's score): no age, rather than an undefined cast.
-        if (std::fabs(arrival_us) < 9e18) {
-          const auto arrival = static_cast<long long>(arrival_us);
-          if (arrival >= 0) w["waiting_since"] = format_timestamp_ms(arrival / 1000);
-          if (clock.now_us) w["waited_ms"] = std::max(0LL, (*clock.now_us - arrival) / 1000);
+        if (clock.now_us && std::fabs(score) < 9e18) {
+          const long long age = std::max(0LL, *clock.now_us - static_cast<long long>(score));
+          const long long priority = std::min<long long>(age / kPriorityStep, prim::kMaxPriority);
+          const long long waited_us = age - priority * kPriorityStep;
+          w["waited_ms"] = waited_us / 1000;
+          w["waiting_since"] = format_timestamp_ms((*clock.now_us - waited_us) / 1000);
+          w["priority"] = priority;
         }
       } catch (const std::exception&) {
       }
@@ -296,7 +302,8 @@ class LockType final : public ObjectType {
   }
 
   static TableCells cells(const Json& holders, long long holders_total, const std::string& error,
-                          long long ttl_ms, const Json& fence, long long waiters_total) {
+                          long long ttl_ms, const Json& fence, const Json& waiters,
+                          long long waiters_total) {
     std::string who;
     for (const auto& h : holders) {
       if (!who.empty()) who += ",";
@@ -311,7 +318,20 @@ class LockType final : public ObjectType {
       who += ",... (" + std::to_string(holders_total) + " holders)";
     if (!error.empty()) who = "(" + error + ")";
     return {who, ttl_cell(ttl_ms), fence.is_null() ? "-" : std::to_string(fence.get<long long>()),
-            std::to_string(waiters_total)};
+            std::to_string(waiters_total) + priorities(waiters)};
+  }
+
+  // " (priorities 5,0)" for the listed waiters when any has one; "" when none has.
+  static std::string priorities(const Json& waiters) {
+    std::string list;
+    bool any = false;
+    for (const auto& w : waiters) {
+      const Json& p = w["priority"];
+      const long long n = p.is_number() ? p.get<long long>() : 0;
+      any = any || n > 0;
+      list += (list.empty() ? "" : ",") + std::to_string(n);
+    }
+    return any ? " (priorities " + list + ")" : "";
   }
 };
 

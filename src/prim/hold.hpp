@@ -39,6 +39,10 @@ class Hold {
   // their locks for a lease). Default: nothing, a lost hold is gone. Never throws.
   virtual void give_back_rest() noexcept {}
 
+  // After renew() said kLost: whether the hold was cancelled by a newer request
+  // (--cancel-running) rather than lost. Default: never.
+  virtual bool cancelled() const { return false; }
+
   // Why the hold was lost, for one line on stderr.
   virtual std::string lost_reason() const = 0;
 

@@ -108,6 +108,13 @@ std::string KeyLayout::reader_expiries_key(std::string_view name) const {
 }
 
 std::string KeyLayout::notes_key(std::string_view name) const { return lock_key(name) + ":notes"; }
+std::string KeyLayout::policy_key(std::string_view name) const {
+  return lock_key(name) + ":policy";
+}
+
+std::string KeyLayout::superseded_key(std::string_view name) const {
+  return lock_key(name) + ":superseded";
+}
 
 std::string KeyLayout::request_key(std::string_view name, std::string_view id) const {
   return lock_key(name) + ":req:" + std::string(id);

@@ -30,6 +30,10 @@ class KeyLayout {
   // What a lock's holds and waits say of themselves (hash): the exclusive hold's "owner",
   // "at" (server ms it was acquired) and "note", and "w:<waiters member>" -> that wait's note.
   virtual std::string notes_key(std::string_view name) const;
+  // Queue policies (--supersede, --cancel-running): a hash; and the superseded waits' records
+  // by the time they are kept until (a zset). See lua/include/lock_common.lua.
+  virtual std::string policy_key(std::string_view name) const;
+  virtual std::string superseded_key(std::string_view name) const;
   // Outcome of request `id` (acquired / given up), for idempotent retries and clean-up.
   virtual std::string request_key(std::string_view name, std::string_view id) const;
   virtual std::string lock_channel(std::string_view name) const;  // releases, expiry changes

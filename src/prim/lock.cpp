@@ -21,6 +21,13 @@ constexpr Millis kSplitRetry{50};
 // Holders a waiting line names; it is one line of a terminal.
 constexpr size_t kSummaryOwners = 3;
 
+// lock_acquire's queue_policy: "<priority>:<flags>" ("s" supersede, "c" cancel-running).
+std::string policy_arg(const QueuePolicy& p) {
+  if (p.priority == 0 && !p.supersede) return "";
+  return std::to_string(p.priority) + ":" + (p.supersede ? "s" : "") +
+         (p.supersede && p.cancel_running ? "c" : "");
+}
+
 const char* kind_name(HoldKind k, LockMode m) {
   if (m == LockMode::kShared) return k == HoldKind::kExec ? "sexec" : "slock";
   return k == HoldKind::kExec ? "exec" : "lock";
@@ -56,7 +63,8 @@ class LockWait : public Waitable {
         id_(random_hex(8)),
         request_key_(lock.layout_.request_key(lock.name_, id_)),
         member_(std::to_string(lease.count()) + ":" + kind_ + ":" + id_ + ":" + owner_),
-        ancestry_(ancestry_arg(lock.ancestry_)) {}
+        ancestry_(ancestry_arg(lock.ancestry_)),
+        policy_(policy_arg(lock.policy_)) {}
 
   Step attempt(Mode mode, Millis wait_left) override {
     Deadline sent = SteadyClock::now();
@@ -83,6 +91,7 @@ class LockWait : public Waitable {
             .set(C::kArgSeenFence, seen_fence)
             .set(C::kArgForeignChannel, lock_.foreign_channel_)
             .set(C::kArgNote, lock_.note_)
+            .set(C::kArgQueuePolicy, policy_)
             .list();
     const auto resend = resent_args(args, C::kArgMode, mode);
     unusable_.reset();
@@ -119,17 +128,29 @@ class LockWait : public Waitable {
       return {true, Millis(0), {}, {}, -1};
     }
     unconfirmed_since_.reset();
+    return not_held(reply, status, mode);
+  }
+
+ private:
+  // A reply that took nothing: busy, given up by its own clean-up (-1) or superseded (-3).
+  Step not_held(const redis::Reply& reply, long long status, Mode mode) {
     Busy b;
     if (status == -1) {  // given up by its own clean-up: nothing was taken
       result_ = b;
       return {false, Millis(-1), {}, {}, -1};
+    }
+    if (status == -3) {  // superseded: the wait ends, having taken nothing
+      b.superseded_by = reply.at(1).str();
+      result_ = b;
+      Step ended{false, Millis(-1), {}, "superseded by " + b.superseded_by, -1};
+      ended.ended = true;
+      return ended;
     }
     Step step = busy(reply, b);
     if (mode == Mode::kTry || mode == Mode::kLast) step.ahead = -1;
     return step;
   }
 
- private:
   // A granted reply {1, count, fence, pttl, fresh} as the hold it is.
   Held held(const redis::Reply& reply, Deadline sent, const redis::Acks& acks) {
     // The wait gives back what this request took (give_up) on the way out.
@@ -260,49 +281,12 @@ class LockWait : public Waitable {
   std::string member_;
   std::string arrival_;  // our place in the queue, kept across reconnections
   std::string ancestry_;
+  std::string policy_;  // lock_acquire's queue_policy
   // The highest token a busy reply gave: a server that has it has the holds seen until then.
   long long seen_fence_ = 0;
   std::optional<Deadline> unconfirmed_since_;
   std::optional<std::string> unusable_;
   Acquisition result_ = Busy{};
-};
-
-// A lock hold under exec's supervision.
-class LockHold : public Hold {
- public:
-  LockHold(Lock& lock, std::string owner, Millis lease, const Held& held)
-      : Hold(lease, held.fence, held.deadline),
-        lock_(lock),
-        owner_(std::move(owner)),
-        hold_id_(held.hold_id),
-        mode_(held.mode) {}
-
-  Renewed renew() override {
-    Deadline sent = SteadyClock::now();
-    if (lock_.renew(owner_, lease_, hold_id_, mode_).count() > 0) {
-      deadline_ = sent + lease_ - lock_.topology_.drift(lease_);
-      return Renewed::kHeld;
-    }
-    reason_ = "the lock is no longer held by " + owner_ + " (expired, deleted or forced)";
-    return Renewed::kLost;
-  }
-
-  Released release(Millis keep) override {
-    auto r = lock_.release(owner_, keep, hold_id_, mode_);
-    if (r.outcome == Release::Outcome::kReleased) return Released::kReleased;
-    reason_ = "it was no longer held by " + owner_ + " (held by " +
-              std::to_string(r.holders.size()) + " other owner(s))";
-    return Released::kNotHeld;
-  }
-
-  std::string lost_reason() const override { return reason_; }
-
- private:
-  Lock& lock_;
-  std::string owner_;
-  std::string hold_id_;
-  LockMode mode_;
-  std::string reason_;
 };
 
 Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
@@ -319,6 +303,8 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       reader_grants_key_(layout.reader_grants_key(name_)),
       reader_expiries_key_(layout.reader_expiries_key(name_)),
       notes_key_(layout.notes_key(name_)),
+      policy_key_(layout.policy_key(name_)),
+      superseded_key_(layout.superseded_key(name_)),
       sem_key_(layout.sem_key(name_)),
       channel_(layout.lock_channel(name_)),
       foreign_channel_(layout.foreign_lock_channel(name_)) {
@@ -348,7 +334,9 @@ std::vector<std::string_view> Lock::keys(const std::string& request_key,
       .set(C::kKeyReaderGrants, reader_grants_key_)
       .set(C::kKeySem, sem_key_)
       .set(C::kKeyReaderExpiries, reader_expiries_key_)
-      .set(C::kKeyNotes, notes_key_);
+      .set(C::kKeyNotes, notes_key_)
+      .set(C::kKeyPolicy, policy_key_)
+      .set(C::kKeySuperseded, superseded_key_);
   if constexpr (requires { C::kKeyReply; }) {
     if (!reply_key.empty()) k.set(C::kKeyReply, reply_key);
   }
@@ -383,6 +371,7 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
   if (outcome == WaitOutcome::kTimedOut && wait.unusable())
     throw UnavailableError(*wait.unusable());
   Acquisition a = wait.result();
+  if (outcome == WaitOutcome::kEnded) return a;  // superseded
   if (outcome == WaitOutcome::kInterrupted) {
     Busy b = std::holds_alternative<Busy>(a) ? std::get<Busy>(a) : Busy{};
     b.interrupted = true;
@@ -523,6 +512,7 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
           .set(C::kKeyReaders, readers_key_)
           .set(C::kKeyReaderExpiries, reader_expiries_key_)
           .set(C::kKeyNotes, notes_key_)
+          .set(C::kKeyPolicy, policy_key_)
           .list(),
       redis::args_of<C>()
           .set(C::kArgOwner, field)
@@ -531,21 +521,12 @@ Millis Lock::renew(const std::string& owner, Millis lease, const std::string& ho
           .set(C::kArgReader, reader)
           .list(),
       redis::Retry::kIdempotent, "lock '" + name_ + "'");
-  Millis left(std::max<long long>(synced.reply.integer(), 0));
+  Millis left(std::max<long long>(synced.reply.integer(), -1));
   if (left.count() > 0) {
     require_acks(synced.acks,
                  "the renewal does not count (the hold may be lost at its old deadline)");
   }
   return left;
-}
-
-std::unique_ptr<Hold> Lock::hold(const std::string& owner, Millis lease, const Held& held,
-                                 HoldKind kind) {
-  if (kind == HoldKind::kExec) return std::make_unique<LockHold>(*this, owner, lease, held);
-  // A `lock` hold is its owner's, renewed and released by owner alone.
-  Held owners = held;
-  owners.hold_id.clear();
-  return std::make_unique<LockHold>(*this, owner, lease, owners);
 }
 
 }  // namespace rlock::prim

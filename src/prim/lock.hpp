@@ -53,7 +53,23 @@ struct Busy {
   Millis ttl{0};                 // holders' remaining lease; -1 = no expiry
   bool same_owner_exec = false;  // held by another `rlock exec` of this very owner
   bool interrupted = false;      // the wait was ended by a signal
+  // The wait was superseded by a newer --supersede request of this owner (QueuePolicy): it
+  // left the queue and takes nothing. Empty: it was not.
+  std::string superseded_by;
 };
+
+// How a wait queues (rlock --supersede, --cancel-running, --priority). Plain waits: all off.
+struct QueuePolicy {
+  // Higher first; arrival order within a level. 0 (plain waiters) to kMaxPriority.
+  int priority = 0;
+  // A newer supersede wait takes the older queued supersede wait out of the queue (it ends,
+  // Busy::superseded_by); plain waiters keep their places.
+  bool supersede = false;
+  // With supersede: the running exec hold taken with supersede is cancelled too (its
+  // renewal says so; it is released once its job is dead).
+  bool cancel_running = false;
+};
+inline constexpr int kMaxPriority = 99;
 
 using Acquisition = std::variant<Held, Busy>;
 
@@ -109,7 +125,9 @@ class Lock {
   std::vector<Holder> force_release();
 
   // Extends the lease iff `owner` (and, for an exec hold, `hold_id`) still holds it; never
-  // shortens it. Returns the lock's remaining lease, or 0 when the hold is gone. A renewal
+  // shortens it. Returns the lock's remaining lease, or 0 when the hold is gone, or -1 when
+  // a --cancel-running request cancelled it (not extended; held until released or its
+  // lease ends). A renewal
   // that --sync-replicas replicas did not acknowledge throws ReplicationError: it must not
   // count (a failover to a replica that missed it expires the hold at the old deadline).
   Millis renew(const std::string& owner, Millis lease, const std::string& hold_id = "",
@@ -128,6 +146,8 @@ class Lock {
   // kept with its hold and, while it waits, with its queue entry; "" for none. A re-entry
   // keeps the note of the first hold.
   void set_note(std::string note) { note_ = std::move(note); }
+  // The queue policy of every wait from now on.
+  void set_queue_policy(const QueuePolicy& policy) { policy_ = policy; }
 
   const std::string& name() const { return name_; }
 
@@ -149,12 +169,13 @@ class Lock {
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, fence_key_, waiters_key_, timeouts_key_, grant_key_, exec_key_, readers_key_,
-      reader_grants_key_, reader_expiries_key_, notes_key_;
+      reader_grants_key_, reader_expiries_key_, notes_key_, policy_key_, superseded_key_;
   std::string sem_key_;  // a semaphore of the same name: the lock scripts refuse to act on it
   std::string channel_;
   std::string foreign_channel_;  // KeyLayout::foreign_lock_channel: "" for none
   std::vector<AncestorHold> ancestry_;
   std::string note_;
+  QueuePolicy policy_;
 };
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.

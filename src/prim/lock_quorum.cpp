@@ -278,6 +278,13 @@ Reply GrantRule::not_held(QuorumVote& v) const {
   // by the request's id (see prim::wait_for).
   if (t.error && (t.yes == 0 || t.errors_counting > n - need))
     throw ReplyError(redis::error_line(t));
+  // A wait superseded on any member ({-3, owner}: a newer --supersede request queued there)
+  // ends: its record there makes it take nothing on that member ever after.
+  size_t superseded = v.first([](const Answer& a) {
+    return !a.yes && a.main->type == REDIS_REPLY_ARRAY && a.main->elements == 2 &&
+           int_at(a.main, 0) == -3;
+  });
+  if (superseded < n) return Reply(v.take(superseded));
   size_t busy = v.first([](const Answer& a) {
     return !a.yes && a.main->type == REDIS_REPLY_ARRAY && a.main->elements >= 7;
   });
@@ -320,10 +327,15 @@ class RenewRule : public redis::QuorumRule {
     }
     // Lost once the members that still may hold it are fewer than a majority.
     if (left.size() + (v.size - v.tally.counting) < need) {
-      size_t no = v.first([](const Answer& a) { return a.main->type == REDIS_REPLY_INTEGER; });
+      // A member that says the hold was cancelled (-1, --cancel-running) names why.
+      size_t no = v.first([](const Answer& a) {
+        return a.main->type == REDIS_REPLY_INTEGER && a.main->integer == -1;
+      });
+      if (no == v.size)
+        no = v.first([](const Answer& a) { return a.main->type == REDIS_REPLY_INTEGER; });
       if (no < v.size) {
         ReplyPtr r = v.take(no);
-        r->integer = 0;
+        r->integer = std::min<long long>(r->integer, 0);
         return Reply(std::move(r));
       }
       throw ReplyError(redis::error_line(v.tally));

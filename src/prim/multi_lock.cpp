@@ -52,6 +52,10 @@ void MultiLock::set_note(const std::string& note) {
   for (auto& l : locks_) l->set_note(note);
 }
 
+void MultiLock::set_queue_policy(const QueuePolicy& policy) {
+  for (auto& l : locks_) l->set_queue_policy(policy);
+}
+
 MultiLock::Outcome MultiLock::acquire(const std::string& owner, Millis lease, Deadline until,
                                       const HooksFor& hooks, HoldKind kind, LockMode mode) {
   while (true) {

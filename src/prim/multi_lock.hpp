@@ -62,6 +62,8 @@ class MultiLock {
   void set_ancestry(const std::vector<AncestorHold>& holds);
   // See Lock::set_note; for every lock.
   void set_note(const std::string& note);
+  // See Lock::set_queue_policy; for every lock.
+  void set_queue_policy(const QueuePolicy& policy);
 
   // The names in the order given.
   const std::vector<std::string>& names() const { return names_; }

@@ -91,6 +91,12 @@ std::string RedissonLayout::timeouts_key(std::string_view name) const {
 std::string RedissonLayout::grant_key(std::string_view name) const {
   return own_key(name, "grant");
 }
+std::string RedissonLayout::policy_key(std::string_view name) const {
+  return own_key(name, "policy");
+}
+std::string RedissonLayout::superseded_key(std::string_view name) const {
+  return own_key(name, "superseded");
+}
 std::string RedissonLayout::exec_key(std::string_view name) const { return own_key(name, "exec"); }
 std::string RedissonLayout::readers_key(std::string_view name) const {
   return own_key(name, "readers");

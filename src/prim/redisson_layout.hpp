@@ -29,6 +29,8 @@ class RedissonLayout : public KeyLayout {
   std::string waiters_key(std::string_view name) const override;
   std::string timeouts_key(std::string_view name) const override;
   std::string grant_key(std::string_view name) const override;
+  std::string policy_key(std::string_view name) const override;
+  std::string superseded_key(std::string_view name) const override;
   std::string exec_key(std::string_view name) const override;
   std::string readers_key(std::string_view name) const override;
   std::string reader_grants_key(std::string_view name) const override;

@@ -51,6 +51,7 @@ class Loop {
     sub_.emplace(topology_.subscribe(w_.channels(), w_.classic_channels()));
     step = attempt(Waitable::Mode::kWait, millis_until(until_));
     while (!step.acquired) {
+      if (step.ended) return finish_ended();
       if (SteadyClock::now() >= until_) {
         return finish(SteadyClock::now() < claim_only_until_ ? Waitable::Mode::kClaim
                                                              : Waitable::Mode::kLast);
@@ -190,7 +191,17 @@ class Loop {
   }
 
   WaitOutcome finish(Waitable::Mode mode) {
-    return attempt(mode, Millis(0)).acquired ? acquired() : WaitOutcome::kTimedOut;
+    const Waitable::Step last = attempt(mode, Millis(0));
+    if (last.acquired) return acquired();
+    return last.ended ? finish_ended() : WaitOutcome::kTimedOut;
+  }
+
+  // The wait is over by the server's word: nothing more is asked, and nothing is left.
+  WaitOutcome finish_ended() {
+    w_.give_up();
+    if (sub_) topology_.retire(std::move(*sub_));
+    sub_.reset();
+    return WaitOutcome::kEnded;
   }
 
   // The subscription is closed later (Topology::retire), off the way to the job's start.

@@ -31,6 +31,8 @@ class Waitable {
     // and when a queue's next item is due (-1: none, or not a queue).
     bool ttl_is_lease = true;
     Millis due_in{-1};
+    // The wait ends here, acquired or not (a lock wait superseded by a newer one).
+    bool ended = false;
   };
   virtual ~Waitable() = default;
 
@@ -94,7 +96,8 @@ struct WaitHooks {
   std::function<bool()> on_tick;
 };
 
-enum class WaitOutcome { kAcquired, kTimedOut, kInterrupted };
+// kEnded: an attempt said the wait is over (Waitable::Step::ended); the request was given up.
+enum class WaitOutcome { kAcquired, kTimedOut, kInterrupted, kEnded };
 
 // Attempts, and until `until` queues and sleeps on pub/sub: a release hands the object to
 // the longest-waiting live waiter on its grant channel, and the waiter claims it with an

@@ -13,6 +13,7 @@ inline constexpr int kExitUnavailable = 69;  // connect/auth refused, timeout
 inline constexpr int kExitNotNow = 75;       // busy, wait ran out, not the holder
 inline constexpr int kExitLockLost = 76;     // exec: the lock was lost while the child ran
 inline constexpr int kExitNoPerm = 77;       // the server's ACL refused a command, key or channel
+inline constexpr int kExitSuperseded = 79;   // a newer --supersede request replaced this one
 inline constexpr int kExitInternal = 70;     // a bug in rlock
 inline constexpr int kExitIoError = 74;      // a write to stdout failed (EX_IOERR)
 

@@ -147,6 +147,75 @@ is a reservation.)roff"},
 .B 010
 is ten) instead of 75 when the lock was not acquired.)roff",
      .default_value = "75"},
+    {.commands = "lock,exec",
+     .names = "--supersede",
+     .value = "",
+     .help = "a newer --supersede wait makes this queued one give up (exit 79)",
+     .man = R"roff(Newest wins, as GitLab's
+.B resource_group
+.B newest_first
+and GitHub Actions'
+.BR concurrency :
+when a newer
+.B \-\-supersede
+request of the same lock queues, this one, if it is still queued, leaves the
+queue at once (told on its own channel, never by polling) and exits with status
+79, naming the newer request's owner on standard error.
+The server keeps a record of it until its wait would have ended (at most a day),
+so a waiter that was stopped and resumed meanwhile takes nothing, even a free
+lock.
+Plain waiters are not affected and keep their places: a
+.B \-\-supersede
+waiter has its arrival place among them, and a newer one takes the place of
+its own arrival, behind the plain waiters that came before it.
+A request already granted or holding the lock is not superseded (see
+.BR \-\-cancel\-running ).
+Without
+.B \-\-wait
+nothing queues, but an
+.B exec
+so taken can be cancelled by a newer
+.BR \-\-cancel\-running .
+One NAME only.)roff"},
+    {.commands = "lock,exec",
+     .names = "--cancel-running",
+     .value = "",
+     .help = "with --supersede: also stop the running --supersede exec job",
+     .man = R"roff(With
+.BR \-\-supersede ,
+as GitHub Actions'
+.BR cancel\-in\-progress :
+the running
+.B exec
+whose hold was taken with
+.B \-\-supersede
+is cancelled too.
+It learns it at its next renewal (every lease/3) and treats it as a lost lock:
+its job gets the
+.B \-\-on\-lost
+signal, KILL after
+.BR \-\-kill\-after ,
+and once the job is dead it releases the lock, which goes to the next waiter;
+that exec exits 79.
+No waiter gets the lock before that job is dead: the hold stays until its holder
+releases it or its lease ends.
+Without
+.B \-\-supersede
+it is a usage error.)roff"},
+    {.commands = "lock,exec",
+     .names = "--priority",
+     .value = "N",
+     .help = "wait ahead of waiters of lower priority (0 to 99; plain waits 0)",
+     .man = R"roff(Queue ahead of every waiter of a lower priority, as Jenkins Lockable
+Resources' queue priority: higher first, arrival order within one priority.
+.I N
+is 0 (plain waiters) to 99; anything else is a usage error.
+A waiter that already has the lock granted keeps it; priority orders only who is
+next.
+.B inspect
+shows each waiter's priority.
+One NAME only.)roff",
+     .default_value = "0"},
     {.commands = "unlock",
      .names = "name",
      .value = "NAME",
