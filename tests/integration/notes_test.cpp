@@ -6,6 +6,9 @@
 #include <ctime>
 
 #include "harness.hpp"
+#include "inspect/lock_describe.hpp"
+#include "lib_util.hpp"
+#include "prim/key_layout.hpp"
 
 namespace rlock::test {
 namespace {
@@ -153,6 +156,16 @@ TEST_CASE("notes: a waiter's note leaves with its wait, a hold's with its lease"
   // Nothing to wait on but the lease running out on the server.
   CHECK(poll_until([&] { return notes_gone(redis, "E"); }, 10s));
   for (const auto* m : redis.members()) CHECK(m->cmd_int({"EXISTS", lock_key("E")}) == 0);
+
+  // A hold kept by --min-hold keeps its record as long as it stays, and no longer than that.
+  REQUIRE(rlock(redis,
+                {"exec", "K", "--lease", "60s", "--min-hold", "1s", "--note", "kept", "--", "true"})
+              .status == 0);
+  for (const auto* m : redis.members()) {
+    CHECK(hash_of(*m, notes_key("K"))["note"] == "kept");
+    CHECK(m->cmd_int({"PTTL", notes_key("K")}) <= 1000);
+  }
+  CHECK(poll_until([&] { return notes_gone(redis, "K"); }, 10s));
 }
 
 TEST_CASE("notes: unlock --force prints the note of the reservation it removed") {
@@ -184,6 +197,26 @@ TEST_CASE("notes: exec --note is the job's hold's note while it runs") {
     CHECK(lock["holders"][0]["note"] == "nightly run");
   }
   CHECK(notes_gone(redis, "J"));
+}
+
+TEST_CASE("notes: inspect::describe_lock reads one lock as inspect shows it, note included") {
+  RedisServer redis;
+  redis::Topology topology = topology_for(redis);
+  prim::KeyLayout layout;
+  CHECK_FALSE(inspect::describe_lock(topology, layout, "D").has_value());
+  REQUIRE(rlock(redis, {"lock", "D", "--owner", "leader-1", "--note", "10.0.0.7:8080"}).status ==
+          0);
+  auto described = inspect::describe_lock(topology, layout, "D");
+  REQUIRE(described.has_value());
+  INFO("described: " << described->dump());
+  CHECK((*described)["name"] == "D");
+  REQUIRE((*described)["holders"].size() == 1);
+  CHECK((*described)["holders"][0]["owner"] == "leader-1");
+  CHECK((*described)["holders"][0]["note"] == "10.0.0.7:8080");
+  CHECK(unix_ms_of((*described)["holders"][0]["acquired_at"]) > 0);
+  CHECK((*described)["fence"].get<long long>() > 0);
+  REQUIRE(rlock(redis, {"unlock", "D", "--owner", "leader-1"}).status == 0);
+  CHECK_FALSE(inspect::describe_lock(topology, layout, "D").has_value());
 }
 
 // Whether the semaphore `name`'s notes key is gone from every member.
