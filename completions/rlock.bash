@@ -202,7 +202,7 @@ _rlock()
             opts=''
             ;;
         'sem acquire')
-            opts='--owner --lease -w --wait -n --no-wait -E --conflict-exit-code --permits --count --resize'
+            opts='--owner --note --lease -w --wait -n --no-wait -E --conflict-exit-code --permits --count --resize'
             ;;
         'sem release')
             opts='--permit --force'
@@ -214,7 +214,7 @@ _rlock()
             opts='--limit --after'
             ;;
         'sem exec')
-            opts='--owner --on-lost --kill-after --min-hold --keep-secrets --lease -w --wait -n --no-wait -E --conflict-exit-code --permits --count --resize'
+            opts='--owner --note --on-lost --kill-after --min-hold --keep-secrets --lease -w --wait -n --no-wait -E --conflict-exit-code --permits --count --resize'
             ;;
         'inspect')
             opts='--type --watch --interval'

@@ -175,6 +175,7 @@ complete -c rlock -n '__rlock_help_wants sem' -a 'acquire release renew status e
 
 # sem acquire.
 complete -c rlock -n '__rlock_at sem acquire' -l owner -x -d 'owner id (default: RLOCK_OWNER or host:pid:random)'
+complete -c rlock -n '__rlock_at sem acquire' -l note -x -d 'say why it is held (shown by inspect; unlock --force prints it)'
 complete -c rlock -n '__rlock_at sem acquire' -l lease -x -d 'lease of each permit (default 30s)'
 complete -c rlock -n '__rlock_at sem acquire' -s w -l wait -x -a 'inf 10s 1m 5m 1h' -d 'wait up to DUR for the permits, inf: forever (default: don\'t wait)'
 complete -c rlock -n '__rlock_at sem acquire' -s n -l no-wait -d 'fail at once if too few permits are free (the default)'
@@ -197,6 +198,7 @@ complete -c rlock -n '__rlock_at sem status' -l after -x -d 'list the page after
 
 # sem exec.
 complete -c rlock -n '__rlock_at sem exec; and not __rlock_after_dashdash' -l owner -x -d 'owner id (default: RLOCK_OWNER or host:pid:random)'
+complete -c rlock -n '__rlock_at sem exec; and not __rlock_after_dashdash' -l note -x -d 'say why it is held (shown by inspect; unlock --force prints it)'
 complete -c rlock -n '__rlock_at sem exec; and not __rlock_after_dashdash' -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'signal for the job if the hold is lost (default TERM)'
 complete -c rlock -n '__rlock_at sem exec; and not __rlock_after_dashdash' -l kill-after -x -d 'then SIGKILL after DUR (default 10s, shortened to fit --lease)'
 complete -c rlock -n '__rlock_at sem exec; and not __rlock_after_dashdash' -l min-hold -x -d 'keep the hold until DUR after acquisition'

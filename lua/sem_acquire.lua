@@ -15,6 +15,7 @@
 -- @arg arrival     arrival (us) to keep, or ""
 -- @arg ancestry    the holds of the rlock processes the caller runs under, "<hold id>
 --                  <owner>" a line (RLOCK_HOLDS)
+-- @arg note        what the permits (and the wait, while queued) say of themselves, or ""
 -- Reply: {1, lease_ms, id1, id2, ...} taken (also for a retry of a request that took them);
 --        {0, next_expiry_ms, arrival_us, in_use, capacity, ahead} busy (in_use: permits
 --        taken or granted and not claimed yet; ahead: the requests queued before this one, 0
@@ -79,29 +80,33 @@ end
 -- Granted earlier (and still reserved): claim it.
 if redis.call('ZSCORE', K.grants, member) then
   redis.call('ZREM', K.grants, member)
-  return taken(take(rid, count, owner, lease, now.ms))
+  return taken(take(rid, count, owner, lease, now.ms, A.note))
 end
 
 local queued = redis.call('ZSCORE', K.waiters, member)
 local claim_only = mode == 'claim' and not queued
 if not claim_only and not queued and first_live(channel) == nil and count <= free_permits() then
-  return taken(take(rid, count, owner, lease, now.ms))
+  return taken(take(rid, count, owner, lease, now.ms, A.note))
 end
 
 local arrival = 0
 if mode ~= 'try' then
   arrival = stay_queued(K.waiters, K.timeouts, member, queued, A.arrival, now, wait_ms)
+  if A.note ~= '' then
+    redis.call('HSET', K.notes, 'w:' .. member, A.note)
+    extend(K.notes, wait_ms + QUEUE_MARGIN)
+  end
 end
 if not claim_only then
   pass_on(channel, claim_ms, now.ms, member)
   if redis.call('ZSCORE', K.grants, member) then
     redis.call('ZREM', K.grants, member)
-    return taken(take(rid, count, owner, lease, now.ms))
+    return taken(take(rid, count, owner, lease, now.ms, A.note))
   end
   -- A try is in no queue: what the waiters were just given (permits freed by a grow, a
   -- lease or a claim window that ran out) left the rest to it, unless a waiter still waits.
   if mode == 'try' and first_live(channel) == nil and count <= free_permits() then
-    return taken(take(rid, count, owner, lease, now.ms))
+    return taken(take(rid, count, owner, lease, now.ms, A.note))
   end
 end
 -- Busy. A request that could only be granted once permits of the processes it runs under

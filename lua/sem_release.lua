@@ -39,13 +39,17 @@ local function free(ids, reply)
       redis.call('ZADD', K.permits, 'XX', now.ms + keep, id)
       extend(K.permits, keep)
       extend(K.holders, keep)
+      extend(K.notes, keep)
       n = n + 1
     elseif redis.call('ZREM', K.permits, id) == 1 then
       n = n + 1
     else
       reply[#reply + 1] = id
     end
-    if keep == 0 then redis.call('HDEL', K.holders, id) end
+    if keep == 0 then
+      redis.call('HDEL', K.holders, id)
+      redis.call('HDEL', K.notes, 'p:' .. id)
+    end
   end
   return n
 end
@@ -57,6 +61,7 @@ if mode == 'force' then
   for _, id in ipairs(all) do
     reply[#reply + 1] = id
     reply[#reply + 1] = redis.call('HGET', K.holders, id) or ''
+    redis.call('HDEL', K.notes, 'p:' .. id)
   end
   redis.call('DEL', K.permits, K.holders)
   reply[1] = #all

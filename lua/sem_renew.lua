@@ -24,4 +24,5 @@ for _, id in ipairs(A.ids) do
 end
 extend(K.permits, lease)
 extend(K.holders, lease)
+extend(K.notes, lease)
 return {1, lease}

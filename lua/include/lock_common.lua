@@ -86,6 +86,7 @@ local function check_rights(channel)
   need('HSET', K.notes, 'f', '1')
   need('HDEL', K.notes, 'f')
   need('HGET', K.notes, 'f')
+  need('HLEN', K.notes)
   need('PTTL', K.notes)
   need('PEXPIRE', K.notes, '1')
   need('ZADD', rexp, '1', 'm')
@@ -379,7 +380,12 @@ local function release_level(owner, count, keep, channel, claim_ms)
   if count == 1 and keep > 0 then
     redis.call('HSET', K.lock, owner, 0)
     redis.call('PEXPIRE', K.lock, keep)
-    extend(K.notes, keep)
+    -- The record goes with the kept hold: no longer than it, unless waits' notes are there.
+    if redis.call('HLEN', K.notes) <= 3 then
+      redis.call('PEXPIRE', K.notes, keep)
+    else
+      extend(K.notes, keep)
+    end
     -- Nothing is handed over when the keep runs out: the head looks again then, and the
     -- waiter behind it too, in case the head is stopped (it then grants the head).
     tell_changed(first_live(channel), channel, keep)

@@ -12,6 +12,9 @@
 -- @key lock          the lock hash of the same name (a name is one object: it must not be
 --                    a lock)
 -- @key lock_readers  the shared holds of a lock of the same name (nor a lock held shared)
+-- @key notes         (hash "p:" .. permit id -> "<server ms it was taken> <note>", "w:" ..
+--                    member -> that wait's note): each field goes with its permit or wait,
+--                    and the hash lasts as long as the longest of them
 -- A waiters/grants member is "<count>:<wait_id>:<owner>"; its grant channel is the
 -- semaphore channel .. ':' .. wait_id. Permits of request wait_id are "<wait_id>.<i>".
 -- Free permits = capacity - permits in use - permits reserved by unclaimed grants; after
@@ -26,14 +29,15 @@ local function check_sem_rights(channel)
     {'PEXPIRE', K.holders, '1'}, {'ZADD', K.waiters, '1', 'm'}, {'ZREM', K.waiters, 'm'},
     {'PEXPIRE', K.waiters, '1'}, {'ZADD', K.timeouts, '1', 'm'}, {'ZREM', K.timeouts, 'm'},
     {'PEXPIRE', K.timeouts, '1'}, {'ZADD', K.grants, '1', 'm'}, {'ZREM', K.grants, 'm'},
-    {'PEXPIRE', K.grants, '1'}, {'SET', K.request, '1'},
+    {'PEXPIRE', K.grants, '1'}, {'SET', K.request, '1'}, {'HSET', K.notes, 'f', '1'}, {'HDEL', K.notes, 'f'},
+    {'PEXPIRE', K.notes, '1'},
     {'SPUBLISH', channel, 'x'}, {'SPUBLISH', channel .. ':0', 'x'},
   }
   return first_denied(needs) or first_denied({
     {'TIME'}, {'PUBSUB', 'SHARDNUMSUB', channel}, {'TYPE', K.permits}, {'EXISTS', K.lock}, {'EXISTS', K.lock_readers}, {'GET', K.request},
     {'HGET', K.config, 'f'}, {'PTTL', K.permits}, {'ZCARD', K.permits}, {'ZRANGE', K.waiters, '0', '0'},
     {'ZRANGEBYSCORE', K.permits, '0', '1'}, {'ZSCORE', K.permits, 'm'}, {'HMGET', K.config, 'f'},
-    {'ZCOUNT', K.permits, '0', '1'},
+    {'ZCOUNT', K.permits, '0', '1'}, {'PTTL', K.notes},
   })
 end
 
@@ -43,7 +47,7 @@ local function check_sem_keys(channel)
   local denied = check_sem_rights(channel)
   if denied then return denied end
   local err = first_bad_type({{K.permits, 'zset'}, {K.config, 'hash'}, {K.holders, 'hash'},
-    {K.waiters, 'zset'}, {K.timeouts, 'zset'}, {K.grants, 'zset'}, {K.request, 'string'}})
+    {K.waiters, 'zset'}, {K.timeouts, 'zset'}, {K.grants, 'zset'}, {K.request, 'string'}, {K.notes, 'hash'}})
   if err then return err end
   for _, k in ipairs({K.lock, K.lock_readers}) do
     if redis.call('EXISTS', k) == 1 then return redis.error_reply('BADTYPE lock ' .. k) end
@@ -66,7 +70,7 @@ end
 -- The wait id of a waiters member "<count>:<wait id>:<owner>".
 local function wait_id_of(member) return string.match(member, '^%d+:(%x+):') end
 
-local queue = waiter_queue(K.waiters, K.timeouts, wait_id_of)
+local queue = waiter_queue(K.waiters, K.timeouts, wait_id_of, K.notes)
 local leave_queue, first_live, second_live, tell_changed =
   queue.leave, queue.first_live, queue.second_live, queue.tell_changed
 
@@ -77,6 +81,7 @@ local function reclaim(now_ms)
   for _, id in ipairs(expired) do
     redis.call('ZREM', K.permits, id)
     redis.call('HDEL', K.holders, id)
+    redis.call('HDEL', K.notes, 'p:' .. id)
   end
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', K.grants, '-inf', '(' .. now_ms)) do
     redis.call('ZREM', K.grants, m)
@@ -154,17 +159,21 @@ local function next_expiry(now_ms)
   return best
 end
 
--- Gives `count` fresh permits "<rid>.<i>" to `owner` for lease_ms; returns their ids.
-local function take(rid, count, owner, lease_ms, now_ms)
+-- Gives `count` fresh permits "<rid>.<i>" to `owner` for lease_ms, each noting when it was
+-- taken and `note` ("" for none); returns their ids.
+local function take(rid, count, owner, lease_ms, now_ms, note)
   local ids = {}
+  local noted = string.format('%.0f', now_ms) .. ' ' .. note
   for i = 1, count do
     local id = rid .. '.' .. i
     redis.call('ZADD', K.permits, now_ms + lease_ms, id)
     redis.call('HSET', K.holders, id, owner)
+    redis.call('HSET', K.notes, 'p:' .. id, noted)
     ids[i] = id
   end
   extend(K.permits, lease_ms)
   extend(K.holders, lease_ms)
+  extend(K.notes, lease_ms)
   redis.call('SET', K.request, table.concat(ids, ' '), 'PX', REQUEST_TTL)
   return ids
 end

@@ -128,6 +128,7 @@ int run_acquire(const SemFlags& f, const Settings& settings) {
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
   sem.set_ancestry(inherited_holds());
+  sem.set_note(t.lock.note);
   prim::WaitHooks hooks = permit_wait_hooks(console, t.lock.name);
   if (stops) hooks = stops->attach(std::move(hooks));
   auto a = sem.acquire(t.permits, t.lock.wait_until, hooks);
@@ -168,6 +169,7 @@ int acquire_and_run(const std::vector<std::string>& command, const Take& t, cons
                     Supervision& supervision, redis::Topology& topology, prim::Semaphore& sem) {
   auto inherited = inherited_holds();
   sem.set_ancestry(inherited);
+  sem.set_note(t.lock.note);
   auto a = sem.acquire(t.permits, t.lock.wait_until,
                        supervision.wait_hooks(permit_wait_hooks(console, t.lock.name)));
   if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant

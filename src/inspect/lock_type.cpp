@@ -77,17 +77,6 @@ Json reader_holders(const redis::ReplyView& fields, const BatchClock& clock, boo
   return out;
 }
 
-// The notes hash (KeyLayout::notes_key) as read by HSCAN: field -> value. Not a hash, or
-// unreadable: empty (the notes are shown as null; they decide nothing).
-std::map<std::string, std::string> notes_of(const redis::Reply& r) {
-  std::map<std::string, std::string> out;
-  if (!r.is_array() || r.size() != 2 || !r.at(1).is_array()) return out;
-  redis::ReplyView fields = r.at(1);
-  for (size_t i = 0; i + 1 < fields.size(); i += 2)
-    out[fields.at(i).str()] = fields.at(i + 1).str();
-  return out;
-}
-
 Json text_or_null(const std::map<std::string, std::string>& notes, const std::string& field) {
   auto it = notes.find(field);
   if (it == notes.end() || it->second.empty()) return nullptr;
@@ -194,7 +183,7 @@ class LockType final : public ObjectType {
     } catch (const DataError&) {
       error = error.empty() ? "fencing token is not a number" : error;
     }
-    const auto notes = notes_of(r[10]);
+    const auto notes = hscan_fields(r[10]);
     add_hold_notes(holders, notes);
     if (r[3].is_array()) waiters = waiters_json(r[3], clock, notes);
     if (r[4].is_integer()) waiters_total = r[4].integer();

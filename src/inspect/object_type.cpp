@@ -47,6 +47,15 @@ std::optional<std::string> refusal(const redis::Reply* replies, size_t n) {
   return std::nullopt;
 }
 
+std::map<std::string, std::string> hscan_fields(const redis::ReplyView& reply) {
+  std::map<std::string, std::string> out;
+  if (!reply.is_array() || reply.size() != 2 || !reply.at(1).is_array()) return out;
+  const redis::ReplyView fields = reply.at(1);
+  for (size_t i = 0; i + 1 < fields.size(); i += 2)
+    out[fields.at(i).str()] = fields.at(i + 1).str();
+  return out;
+}
+
 std::string ttl_cell(long long ttl_ms) {
   return ttl_ms < 0 ? "-" : format_duration(Millis(ttl_ms));
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -79,6 +80,9 @@ std::vector<const ObjectType*> select_types(std::string_view list);
 // Shared by decoders. The error text for a key that is not readable with this ACL user,
 // when any of `n` replies is a NOPERM refusal.
 std::optional<std::string> refusal(const redis::Reply* replies, size_t n);
+// The fields and values of an HSCAN reply (a notes hash: what holds say of themselves);
+// empty for any other reply (not a hash, refused): notes decide nothing.
+std::map<std::string, std::string> hscan_fields(const redis::ReplyView& reply);
 // "-" for no expiry (ttl_ms < 0), else "25s", "4m".
 std::string ttl_cell(long long ttl_ms);
 // Most entries of a list an object shows in full (waiters, latch ids); the total is shown

@@ -2,6 +2,7 @@
 // their holders, its capacity and its queue (lua/include/sem_common.lua). A semaphore with
 // no permit in use has no permits key and is not listed, as a free lock is not.
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "inspect/types.hpp"
@@ -9,6 +10,7 @@
 #include "redis/script.hpp"
 #include "redis/script_args.hpp"
 #include "util/error.hpp"
+#include "util/timestamp.hpp"
 #include "util/whole_number.hpp"
 
 namespace rlock::inspect {
@@ -31,9 +33,11 @@ class SemType final : public ObjectType {
  public:
   std::string_view type() const override { return "sem"; }
   std::string_view json_shape() const override {
-    return R"({"type":"sem","name","key","capacity","permits":[{"id","owner","lease_ms"}],)"
+    return R"({"type":"sem","name","key","capacity","permits":[{"id","owner","lease_ms","note",)"
            "\n    "
-           R"("permits_total","waiters":[{"owner","count","wait_id","waited_ms"}],"waiters_total"})";
+           R"("acquired_at"}],"permits_total","waiters":[{"owner","count","wait_id","waited_ms",)"
+           "\n    "
+           R"("waiting_since","note"}],"waiters_total"})";
   }
   std::string key_pattern(const prim::KeyLayout& layout, std::string_view glob) const override {
     return layout.sem_key_pattern(glob);
@@ -58,9 +62,11 @@ class SemType final : public ObjectType {
                        .set(C::kArgLimit, limit)
                        .strings())
       eval.push_back(std::move(a));
-    return {std::move(eval)};
+    return {
+        std::move(eval),
+        {"HSCAN", layout.sem_notes_key(o.name), "0", "COUNT", std::to_string(2 * kMaxListed + 1)}};
   }
-  size_t read_count() const override { return 1; }
+  size_t read_count() const override { return 2; }
 
   std::optional<Decoded> decode(const Found& o, const redis::Reply* r,
                                 const BatchClock& clock) const override {
@@ -79,6 +85,7 @@ class SemType final : public ObjectType {
         if (!decode_page(r[0], clock, capacity, permits, permits_total, waiters, waiters_total,
                          ttl_ms))
           return std::nullopt;  // every permit released or expired since SCAN saw it
+        add_notes(hscan_fields(r[1]), permits, waiters);
       } catch (const DataError&) {
         permits = Json::array();
         waiters = Json::array();
@@ -100,6 +107,31 @@ class SemType final : public ObjectType {
   }
 
  private:
+  // Each permit's "note" and "acquired_at" (its record "<server ms> <note>"), each
+  // waiter's "note" (null where none was given or the record is missing).
+  static void add_notes(const std::map<std::string, std::string>& notes, Json& permits,
+                        Json& waiters) {
+    for (auto& p : permits) {
+      p["note"] = nullptr;
+      p["acquired_at"] = nullptr;
+      auto it = notes.find("p:" + p["id"].get<std::string>());
+      if (it == notes.end()) continue;
+      const std::string& v = it->second;
+      const size_t space = v.find(' ');
+      long long at = 0;
+      if (parse_stored_whole(std::string_view(v).substr(0, space), at))
+        p["acquired_at"] = format_timestamp_ms(at);
+      if (space != std::string::npos && space + 1 < v.size()) p["note"] = v.substr(space + 1);
+    }
+    for (auto& w : waiters) {
+      if (!w["count"].is_number()) continue;
+      // The waiters member "<count>:<wait_id>:<owner>" again.
+      auto it = notes.find("w:" + std::to_string(w["count"].get<long long>()) + ":" +
+                           w["wait_id"].get<std::string>() + ":" + w["owner"].get<std::string>());
+      w["note"] = it == notes.end() || it->second.empty() ? Json(nullptr) : Json(it->second);
+    }
+  }
+
   // The reply of sem_status.lua (see there); false when no permit is in use. Throws
   // DataError on a number no rlock stores.
   static bool decode_page(const redis::ReplyView& r, const BatchClock& clock, Json& capacity,
@@ -135,6 +167,8 @@ class SemType final : public ObjectType {
       Json w = waiter_json(r.at(i).str());
       const long long arrival_us = whole(r.at(i + 1));
       w["waited_ms"] = aged ? Json(std::max(0LL, now_ms - arrival_us / 1000)) : Json(nullptr);
+      w["waiting_since"] = format_timestamp_ms(arrival_us / 1000);
+      w["note"] = nullptr;
       waiters.push_back(std::move(w));
     }
     return true;

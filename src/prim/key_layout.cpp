@@ -152,6 +152,9 @@ std::string KeyLayout::sem_timeouts_key(std::string_view name) const {
 std::string KeyLayout::sem_grants_key(std::string_view name) const {
   return sem_key(name) + ":grants";
 }
+std::string KeyLayout::sem_notes_key(std::string_view name) const {
+  return sem_key(name) + ":notes";
+}
 std::string KeyLayout::sem_request_key(std::string_view name, std::string_view id) const {
   return sem_key(name) + ":req:" + std::string(id);
 }

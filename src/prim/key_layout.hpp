@@ -57,6 +57,9 @@ class KeyLayout {
   virtual std::string sem_waiters_key(std::string_view name) const;
   virtual std::string sem_timeouts_key(std::string_view name) const;
   virtual std::string sem_grants_key(std::string_view name) const;
+  // What its permits and waits say of themselves (hash): "p:<permit id>" -> "<server ms it
+  // was taken> <note>", "w:<waiters member>" -> that wait's note.
+  virtual std::string sem_notes_key(std::string_view name) const;
   virtual std::string sem_request_key(std::string_view name, std::string_view id) const;
   virtual std::string sem_channel(std::string_view name) const;  // releases, expiry changes
   // Where permits are granted to the wait `wait_id`: sem_channel + ":" + wait_id.

@@ -108,6 +108,7 @@ class PermitWait : public Waitable {
                            .set(C::kArgClaimMs, claim)
                            .set(C::kArgArrival, arrival_)
                            .set(C::kArgAncestry, ancestry)
+                           .set(C::kArgNote, sem_.note_)
                            .strings(),
                        sem_.name_, redis::Retry::kIdempotent, &acks, mode);
     long long status = reply.at(0).integer();
@@ -225,6 +226,7 @@ Semaphore::Semaphore(redis::Topology& topology, const KeyLayout& layout, std::st
       grants_key_(layout.sem_grants_key(name_)),
       lock_key_(layout.lock_key(name_)),
       lock_readers_key_(layout.readers_key(name_)),
+      notes_key_(layout.sem_notes_key(name_)),
       channel_(layout.sem_channel(name_)) {}
 
 template <class Contract>
@@ -240,7 +242,8 @@ std::vector<std::string_view> Semaphore::keys(const std::string& request_key,
       .set(C::kKeyGrants, grants_key_)
       .set(C::kKeyRequest, request_key)
       .set(C::kKeyLock, lock_key_)
-      .set(C::kKeyLockReaders, lock_readers_key_);
+      .set(C::kKeyLockReaders, lock_readers_key_)
+      .set(C::kKeyNotes, notes_key_);
   if constexpr (requires { C::kKeyReply; }) {
     if (!reply_key.empty()) k.set(C::kKeyReply, reply_key);
   }

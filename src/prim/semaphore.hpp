@@ -129,6 +129,10 @@ class Semaphore {
   // DataError at once, whatever its wait, and changes nothing.
   void set_ancestry(std::vector<AncestorHold> holds) { ancestry_ = std::move(holds); }
 
+  // What every acquisition from now on says of itself (--note, checked by validate_note):
+  // kept with each permit it takes, and with its queue entry while it waits; "" for none.
+  void set_note(std::string note) { note_ = std::move(note); }
+
   const std::string& name() const { return name_; }
 
  private:
@@ -150,8 +154,9 @@ class Semaphore {
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, config_key_, holders_key_, waiters_key_, timeouts_key_, grants_key_, lock_key_,
-      lock_readers_key_, channel_;
+      lock_readers_key_, notes_key_, channel_;
   std::vector<AncestorHold> ancestry_;
+  std::string note_;
 };
 
 }  // namespace rlock::prim

@@ -6,6 +6,10 @@
 #include <ctime>
 
 #include "harness.hpp"
+#include "inspect/scan_stream.hpp"
+#include "inspect/types.hpp"
+#include "lib_util.hpp"
+#include "prim/key_layout.hpp"
 
 namespace rlock::test {
 namespace {
@@ -153,6 +157,16 @@ TEST_CASE("notes: a waiter's note leaves with its wait, a hold's with its lease"
   // Nothing to wait on but the lease running out on the server.
   CHECK(poll_until([&] { return notes_gone(redis, "E"); }, 10s));
   for (const auto* m : redis.members()) CHECK(m->cmd_int({"EXISTS", lock_key("E")}) == 0);
+
+  // A hold kept by --min-hold keeps its record as long as it stays, and no longer than that.
+  REQUIRE(rlock(redis,
+                {"exec", "K", "--lease", "60s", "--min-hold", "1s", "--note", "kept", "--", "true"})
+              .status == 0);
+  for (const auto* m : redis.members()) {
+    CHECK(hash_of(*m, notes_key("K"))["note"] == "kept");
+    CHECK(m->cmd_int({"PTTL", notes_key("K")}) <= 1000);
+  }
+  CHECK(poll_until([&] { return notes_gone(redis, "K"); }, 10s));
 }
 
 TEST_CASE("notes: unlock --force prints the note of the reservation it removed") {
@@ -184,6 +198,108 @@ TEST_CASE("notes: exec --note is the job's hold's note while it runs") {
     CHECK(lock["holders"][0]["note"] == "nightly run");
   }
   CHECK(notes_gone(redis, "J"));
+}
+
+// One lock read as inspect shows it (on a quorum: a member's object a majority agrees
+// on), as elect --observe reads it; nullopt when nobody holds it.
+std::optional<json> read_lock(redis::Topology& topology, const prim::KeyLayout& layout,
+                              const std::string& name) {
+  std::optional<json> out;
+  inspect::read_object(topology, layout, inspect::lock_type(), {name, layout.lock_key(name)},
+                       [&](const std::vector<inspect::Shown>& batch) {
+                         for (const auto& s : batch) {
+                           if (!out && s.decoded.json.value("majority", true))
+                             out = json::parse(s.decoded.json.dump());
+                         }
+                       });
+  return out;
+}
+
+TEST_CASE("notes: inspect::read_object reads one lock as inspect shows it, note included") {
+  RedisServer redis;
+  redis::Topology topology = topology_for(redis);
+  prim::KeyLayout layout;
+  CHECK_FALSE(read_lock(topology, layout, "D").has_value());
+  REQUIRE(rlock(redis, {"lock", "D", "--owner", "leader-1", "--note", "10.0.0.7:8080"}).status ==
+          0);
+  auto described = read_lock(topology, layout, "D");
+  REQUIRE(described.has_value());
+  INFO("described: " << described->dump());
+  CHECK((*described)["name"] == "D");
+  REQUIRE((*described)["holders"].size() == 1);
+  CHECK((*described)["holders"][0]["owner"] == "leader-1");
+  CHECK((*described)["holders"][0]["note"] == "10.0.0.7:8080");
+  CHECK(unix_ms_of((*described)["holders"][0]["acquired_at"]) > 0);
+  CHECK((*described)["fence"].get<long long>() > 0);
+  REQUIRE(rlock(redis, {"unlock", "D", "--owner", "leader-1"}).status == 0);
+  CHECK_FALSE(read_lock(topology, layout, "D").has_value());
+}
+
+// Whether the semaphore `name`'s notes key is gone from every member.
+bool sem_notes_gone(const RedisServer& redis, const std::string& name) {
+  for (const auto* m : redis.members()) {
+    if (m->cmd_int({"EXISTS", "rlock:sem:{" + name + "}:notes"}) != 0) return false;
+  }
+  return true;
+}
+
+TEST_CASE(
+    "notes: sem acquire --note: each permit keeps its note and acquired_at, a waiter "
+    "its note and waiting_since; they go with the permit and the wait") {
+  RedisServer redis;
+  const long long before = server_ms(redis);
+  auto r = rlock(redis, {"sem", "acquire", "S", "--permits", "1", "--owner", "a", "--lease", "60s",
+                         "--note", kFrozen});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  const std::string id = parse_json(r.out).at("permits").at(0).get<std::string>();
+  const long long acquired = server_ms(redis);
+  auto waiter = spawn_rlock(redis, {"sem", "acquire", "S", "--permits", "1", "--owner", "w",
+                                    "--wait", "60s", "--note", kHotfix});
+  REQUIRE(poll_until(
+      [&] {
+        for (const auto* m : redis.members()) {
+          if (m->cmd_int({"ZCARD", "rlock:sem:{S}:waiters"}) != 1) return false;
+        }
+        return true;
+      },
+      10s));
+  const long long queued = server_ms(redis);
+  for (const auto& sem : inspected(redis, "S")) {
+    INFO("inspect: " << sem);
+    REQUIRE(sem["permits"].size() == 1);
+    CHECK(sem["permits"][0]["note"] == kFrozen);
+    const long long at = unix_ms_of(sem["permits"][0]["acquired_at"]);
+    CHECK(at >= before - 1000);
+    CHECK(at <= acquired + 1000);
+    REQUIRE(sem["waiters"].size() == 1);
+    CHECK(sem["waiters"][0]["note"] == kHotfix);
+    const long long since = unix_ms_of(sem["waiters"][0]["waiting_since"]);
+    CHECK(since >= acquired - 1000);
+    CHECK(since <= queued + 1000);
+  }
+  // The permit passes to the waiter with the waiter's own note.
+  REQUIRE(rlock(redis, {"sem", "release", "S", "--permit", id}).status == 0);
+  REQUIRE(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  const std::string next = parse_json(waiter.out()).at("permits").at(0).get<std::string>();
+  for (const auto& sem : inspected(redis, "S")) {
+    REQUIRE(sem["permits"].size() == 1);
+    CHECK(sem["permits"][0]["note"] == kHotfix);
+    CHECK(sem["waiters"] == json::array());
+  }
+  REQUIRE(rlock(redis, {"sem", "release", "S", "--permit", next}).status == 0);
+  CHECK(sem_notes_gone(redis, "S"));
+
+  // sem exec's permit, while its job runs; a bad note is refused as for a lock.
+  r = rlock(redis, {"sem", "exec", "S", "--permits", "1", "--note", "batch", "--", rlock_binary(),
+                    "--url", redis.topology_url(), "inspect", "S"});
+  REQUIRE(r.status == 0);
+  for (const auto& sem : parse_json(r.out)) CHECK(sem["permits"][0]["note"] == "batch");
+  CHECK(sem_notes_gone(redis, "S"));
+  r = rlock(redis, {"sem", "acquire", "S", "--permits", "1", "--note", "bad\x1b[2J"});
+  CHECK(r.status == 64);
+  CHECK(line_count(r.err) == 1);
+  CHECK(sem_notes_gone(redis, "S"));
 }
 
 TEST_CASE("notes: an empty, over-long or non-text note is a usage error and writes nothing") {

@@ -110,3 +110,17 @@ TEST_CASE("names and owners must be valid UTF-8") {
   }
   CHECK_NOTHROW(rlock::validate_owner("hôst:12:ab\xf0\x9f\x94\x92"));
 }
+
+TEST_CASE("notes: 1 to 200 bytes of UTF-8 without C0, DEL or C1 controls") {
+  CHECK_NOTHROW(rlock::validate_note("frozen for the release, ask #ops"));
+  CHECK_NOTHROW(rlock::validate_note(std::string(200, 'x')));
+  CHECK_NOTHROW(
+      rlock::validate_note("caf\xc3\xa9 \xf0\x9f\x94\x92 \xc2\xa0"));  // U+00A0 is no control
+  for (const std::string& bad :
+       {std::string(), std::string(201, 'x'), std::string("a\nb"), std::string("\x1b[2J"),
+        std::string("del\x7f"), std::string("nel\xc2\x85"), std::string("csi\xc2\x9b"),
+        std::string("\xff"), std::string("a\0b", 3)}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(rlock::validate_note(bad), rlock::UsageError);
+  }
+}

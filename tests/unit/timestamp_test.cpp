@@ -7,6 +7,7 @@
 #include "util/error.hpp"
 
 using rlock::base64;
+using rlock::format_timestamp_ms;
 using rlock::parse_timestamp;
 
 TEST_CASE("--at times: RFC 3339 with Z or an offset, Unix seconds with a fraction") {
@@ -51,4 +52,15 @@ TEST_CASE("base64 of bytes, with padding") {
   CHECK(base64("foo") == "Zm9v");
   CHECK(base64("foobar") == "Zm9vYmFy");
   CHECK(base64(std::string("\xff\x00\x80", 3)) == "/wCA");
+}
+
+TEST_CASE("Unix ms as RFC 3339 UTC with milliseconds, as parse_timestamp reads it back") {
+  CHECK(format_timestamp_ms(0) == "1970-01-01T00:00:00.000Z");
+  CHECK(format_timestamp_ms(1795341600250) == "2026-11-22T10:00:00.250Z");
+  CHECK(format_timestamp_ms(951782400999) == "2000-02-29T00:00:00.999Z");
+  CHECK(format_timestamp_ms(253402300799999) == "9999-12-31T23:59:59.999Z");
+  for (long long ms : {1LL, 86399999LL, 1796237326416LL, 4102444800000LL}) {
+    CAPTURE(ms);
+    CHECK(parse_timestamp(format_timestamp_ms(ms), "t") == ms);
+  }
 }

@@ -113,7 +113,7 @@ together are a usage error.)roff"},
 This is the default; with
 .B \-s
 it is a usage error.)roff"},
-    {.commands = "lock,exec,elect",
+    {.commands = "lock,exec,elect,sem acquire,sem exec",
      .names = "--note",
      .value = "TEXT",
      .help = "say why it is held (shown by inspect; unlock --force prints it)",
@@ -127,7 +127,9 @@ and each waiter's
 .BR waiting_since ,
 and printed by
 .B unlock \-\-force
-with the hold it removed.
+with the hold it removed (for
+.BR sem ,
+each permit keeps the note and the time it was taken).
 At most 200 bytes of UTF-8 without control characters; an empty, longer or
 invalid note is a usage error.
 A re-entry by the same owner keeps the first hold's note and time.
