@@ -48,6 +48,10 @@ void MultiLock::set_ancestry(const std::vector<AncestorHold>& holds) {
   for (auto& l : locks_) l->set_ancestry(holds);
 }
 
+void MultiLock::set_run(const std::string& run_id) {
+  for (auto& l : locks_) l->set_run(run_id);
+}
+
 MultiLock::Outcome MultiLock::acquire(const std::string& owner, Millis lease, Deadline until,
                                       const HooksFor& hooks, HoldKind kind, LockMode mode) {
   while (true) {

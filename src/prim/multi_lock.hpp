@@ -61,6 +61,9 @@ class MultiLock {
   // See Lock::set_ancestry; for every lock.
   void set_ancestry(const std::vector<AncestorHold>& holds);
 
+  // See Lock::set_run; for every lock.
+  void set_run(const std::string& run_id);
+
   // The names in the order given.
   const std::vector<std::string>& names() const { return names_; }
 

@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 
 #include "util/error.hpp"
 
@@ -130,6 +132,17 @@ std::string base64(std::string_view bytes) {
     out += '=';
   }
   return out;
+}
+
+std::string format_timestamp_ms(long long unix_ms) {
+  const long long ms = ((unix_ms % 1000) + 1000) % 1000;
+  const std::time_t secs = static_cast<std::time_t>((unix_ms - ms) / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
 }
 
 }  // namespace rlock

@@ -11,6 +11,9 @@ namespace rlock {
 // `what` on anything else (no offset, out-of-range fields, before 1970, after 9999).
 long long parse_timestamp(std::string_view text, std::string_view what);
 
+// Unix milliseconds as RFC 3339 UTC with milliseconds: `2026-11-22T10:00:00.250Z`.
+std::string format_timestamp_ms(long long unix_ms);
+
 // Base64 (RFC 4648, with padding) of `bytes`: how bytes that are not text print in JSON.
 std::string base64(std::string_view bytes);
 
