@@ -121,8 +121,8 @@ int run_in_slot(const OncePer& once, const std::vector<std::string>& command,
   auto claim =
       history.claim(run.id, once.every, once.offset, layout.owner_field(req.owner), host_name());
   if (!claim.claimed) {
-    console.notice(describe_taken_slot(req.name, once.every, claim.slot_start_ms, claim.slot_end_ms,
-                                       claim.taken_by) +
+    console.notice(describe_taken_slot(req.name, once.every_text, claim.slot_start_ms,
+                                       claim.slot_end_ms, claim.taken_by) +
                    "; not running the command");
     return req.conflict_exit_code;
   }

@@ -42,6 +42,7 @@ std::optional<OncePer> resolve_once_per(const OncePerFlags& f, const LockRequest
   }
   OncePer o;
   o.every = parse_duration(*f.every, "--once-per");
+  o.every_text = *f.every;
   if (o.every.count() <= 0) throw UsageError("--once-per must be longer than 0");
   if (kDay.count() % o.every.count() != 0 && o.every.count() % kDay.count() != 0) {
     throw UsageError("--once-per " + *f.every +
@@ -73,14 +74,14 @@ void refuse_once_per_on_quorum(const redis::Topology& topology) {
   }
 }
 
-std::string describe_taken_slot(const std::string& name, Millis every, long long slot_start_ms,
-                                long long slot_end_ms, const std::string& record) {
+std::string describe_taken_slot(const std::string& name, const std::string& every,
+                                long long slot_start_ms, long long slot_end_ms,
+                                const std::string& record) {
   nlohmann::json j = nlohmann::json::parse(record, nullptr, false);
   if (!j.is_object()) j = nlohmann::json::object();
   return "slot " + format_timestamp_ms(slot_start_ms) + ".." + format_timestamp_ms(slot_end_ms) +
-         " of '" + name + "' (--once-per " + format_duration(every) +
-         ") was already claimed by host " + text_field(j, "host") + " (owner " +
-         text_field(j, "owner") + ", " + run_status(j) + ")";
+         " of '" + name + "' (--once-per " + every + ") was already claimed by host " +
+         text_field(j, "host") + " (owner " + text_field(j, "owner") + ", " + run_status(j) + ")";
 }
 
 std::string host_name() {

@@ -27,6 +27,7 @@ void add_once_per_flags(CLI::App& sub, OncePerFlags& flags);
 struct OncePer {
   Millis every{0};
   Millis offset{0};
+  std::string every_text;  // as given, for messages
 };
 
 // The slots asked for (nullopt: no --once-per). Throws UsageError for a length that does not
@@ -41,8 +42,9 @@ void refuse_once_per_on_quorum(const redis::Topology& topology);
 
 // One line for a slot already claimed: "slot <start>..<end> of 'NAME' (--once-per DUR) was
 // already claimed by host H (owner O, <status>)"; `record` is the claim's JSON record.
-std::string describe_taken_slot(const std::string& name, Millis every, long long slot_start_ms,
-                                long long slot_end_ms, const std::string& record);
+std::string describe_taken_slot(const std::string& name, const std::string& every,
+                                long long slot_start_ms, long long slot_end_ms,
+                                const std::string& record);
 
 // This host's name, for the run's record.
 std::string host_name();

@@ -139,7 +139,7 @@ std::string format_timestamp_ms(long long unix_ms) {
   const std::time_t secs = static_cast<std::time_t>((unix_ms - ms) / 1000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  char buf[40];
+  char buf[96];  // room for any int fields: GCC checks the worst case
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
   return buf;
