@@ -5,8 +5,8 @@
 # (MONITOR, the lines a client sent, not those its scripts ran). Every --once-per run
 # claims a slot of its own: the untimed --prepare deletes the name's run history first.
 log "O: exec --once-per beside exec"
-PREP[o_once]="redis-cli -h 127.0.0.1 -p $REDIS_PORT DEL rlock:runs:{bench-o-once}"
-PREP[o_plain]="redis-cli -h 127.0.0.1 -p $REDIS_PORT DEL rlock:runs:{bench-o-plain}"
+PREP["o_once"]="redis-cli -h 127.0.0.1 -p $REDIS_PORT DEL rlock:runs:{bench-o-once}"
+PREP["o_plain"]="redis-cli -h 127.0.0.1 -p $REDIS_PORT DEL rlock:runs:{bench-o-plain}"
 bench_interleaved o_plain "$RL exec bench-o-plain -- true" \
     o_once "$RL exec --once-per 1d bench-o-once -- true"
 

@@ -56,6 +56,7 @@ cat >"$tmp/bin/nightly-report" <<'EOF'
 echo "report by $RLOCK_OWNER" >>"$RAN"
 EOF
 for job in nightly-summary hourly-sync; do
+  # shellcheck disable=SC2016  # the stand-in expands them
   printf '#!/bin/sh\necho "%s by $RLOCK_OWNER" >>"$RAN"\n' "$job" >"$tmp/bin/$job"
   chmod +x "$tmp/bin/$job"
 done
