@@ -1,6 +1,7 @@
 -- Ends a run of the history (exec --once-per) that no lock release ended: "skipped" (the
 -- lock was busy when its slot was claimed), "lost" (the hold was lost while the job ran) or
--- "exited" (the job ended and its release went unanswered).
+-- "exited" (the job ended and its release went unanswered), or takes its claim back,
+-- "unclaimed" (no job started: an error or a signal came first; see unclaim).
 -- Only a "running" record changes: a repeat changes nothing.
 -- @key runs     the run history (see run_history.lua)
 -- @arg run_end  "<run id> <status> [<exit code>]"

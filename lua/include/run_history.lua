@@ -10,7 +10,7 @@ local RUNS_KEPT = 100
 -- it; nil otherwise.
 local function check_runs(runs)
   local denied = first_denied({{'LPUSH', runs, 'r'}, {'LSET', runs, '0', 'r'}, {'LTRIM', runs, '0', '1'},
-    {'LINDEX', runs, '0'},
+    {'LINDEX', runs, '0'}, {'LPOP', runs},
     {'LRANGE', runs, '0', '1'}, {'TYPE', runs}, {'TIME'}})
   if denied then return denied end
   return bad_type(runs, 'list')
@@ -40,6 +40,18 @@ local function end_run(runs, id, status, exit_code)
   end
 end
 
+-- Takes the claim of the run `id` back (its job never started: an error, a signal): its
+-- record goes while it is still the newest and "running", so the slot is free again; one
+-- that a later claim covered is ended as "skipped" instead.
+local function unclaim(runs, id)
+  local head = run_record(redis.call('LINDEX', runs, 0) or '')
+  if head and head.id == id and head.status == 'running' then
+    redis.call('LPOP', runs)
+    return
+  end
+  end_run(runs, id, 'skipped', nil)
+end
+
 -- `run_end`, "<run id> <status> [<exit code>]" (nil or "" for none), applied to `runs`:
 -- status "exited" stays so when `released`, else it is "lost" (the hold was gone at the
 -- release).
@@ -47,5 +59,6 @@ local function apply_run_end(runs, run_end, released)
   local id, status, code = string.match(run_end or '', '^(%S+) (%a+) ?(%-?%d*)$')
   if not id or not runs then return end
   if status == 'exited' and not released then status = 'lost' end
+  if status == 'unclaimed' then return unclaim(runs, id) end
   end_run(runs, id, status, tonumber(code))
 end

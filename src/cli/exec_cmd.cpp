@@ -89,7 +89,11 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
   const std::string none_held =
       req.names.size() > 1 ? "; none of " + locks_named(req.names) + " is held" : "";
   const int signo = supervision.stop_signal();  // while connecting, waiting, or at the grant
-  if (run && (refused || signo)) run->trace.not_started = true;
+  if (run && signo) {
+    run->trace.interrupted = true;
+  } else if (run && refused) {
+    run->trace.not_started = true;
+  }
   if (signo) {
     if (!refused)
       locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
@@ -132,8 +136,8 @@ int run_in_slot(const OncePer& once, const std::vector<std::string>& command,
     code = supervision.until_in_time(req.wait_until, [&] {
       return acquire_and_run(command, req, console, supervision, topology, locks, &run);
     });
-  } catch (...) {
-    history.finish(run.id, "skipped", -1);
+  } catch (...) {  // no job started: the slot is given back (nothing changed, if nothing else)
+    history.finish(run.id, "unclaimed", -1);
     throw;
   }
   const std::string end = prim::unrecorded_end(run.trace);

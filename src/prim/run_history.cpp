@@ -86,6 +86,7 @@ void RunHold::job_not_started() {
 }
 
 std::string unrecorded_end(const RunTrace& trace) {
+  if (trace.interrupted) return "unclaimed";
   if (trace.not_started) return "skipped";
   if (!trace.job_ended) return "lost";
   return trace.released ? "" : "exited";

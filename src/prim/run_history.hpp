@@ -34,9 +34,10 @@ class RunHistory {
   Claim claim(const std::string& run_id, Millis every, Millis offset, const std::string& owner,
               const std::string& host);
 
-  // Ends the run `run_id` as "skipped" or "lost" (with the job's `exit_code`, -1 for none);
-  // only a "running" record changes. Never throws: an end not written shows the run as
-  // "lost" once its owner no longer holds the lock (inspect).
+  // Ends the run `run_id` as "skipped", "lost" or "exited" (with the job's `exit_code`, -1
+  // for none), or with "unclaimed" takes its claim back (no job started: the slot is free
+  // again while no later claim covered it); only a "running" record changes. Never throws: an end
+  // not written shows the run as "lost" once its owner no longer holds the lock (inspect).
   void finish(const std::string& run_id, const std::string& status, int exit_code) noexcept;
 
   const std::string& key() const { return key_; }
@@ -52,7 +53,8 @@ class RunHistory {
 struct RunTrace {
   bool job_ended = false;    // the job ran and ended (its release records the end)
   int exit_code = -1;        // job_ended's
-  bool not_started = false;  // the hold came too late: no job ran
+  bool not_started = false;  // the hold came too late, or the lock was busy: no job ran
+  bool interrupted = false;  // a signal came before the job started
   bool released = false;     // a release was answered (it recorded the end)
 };
 
@@ -76,7 +78,8 @@ class RunHold final : public Hold {
 
 // The end a run's record still needs once its job's supervision is over, as
 // RunHistory::finish takes it ("" when the release recorded it): "skipped" (no job ran),
-// "lost" (the hold was lost first), "exited" (the job ended, its release went unanswered).
+// "lost" (the hold was lost first), "exited" (the job ended, its release went unanswered),
+// "unclaimed" (a signal came before the job started).
 std::string unrecorded_end(const RunTrace& trace);
 
 // `run_end` of lua/include/run_history.lua: "<run id> <status> [<exit code>]".

@@ -292,6 +292,13 @@ TEST_CASE(
   CHECK(several.status == 64);
   CHECK(snapshot(redis) == before);
   CHECK_FALSE(std::filesystem::exists(marker));
+  // An error before the job starts (a key of another type where the lock goes: 65) gives
+  // the slot back: no record is left, and the slot runs once the key is gone.
+  redis.cmd({"SET", lock_key("typed"), "x"});
+  CHECK(rlock(redis, exec_args({"--once-per", "1d"}, "typed", {"true"})).status == 65);
+  CHECK(redis.cmd_int({"EXISTS", runs_key("typed")}) == 0);
+  redis.cmd({"DEL", lock_key("typed")});
+  CHECK(rlock(redis, exec_args({"--once-per", "1d"}, "typed", {"true"})).status == 0);
   // 2d and 1d are whole days; 30m divides one.
   CHECK(rlock(redis, exec_args({"--once-per", "2d"}, "days", {"true"})).status == 0);
   CHECK(rlock(redis, exec_args({"--once-per", "30m"}, "halves", {"true"})).status == 0);
