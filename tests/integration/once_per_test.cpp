@@ -290,6 +290,15 @@ TEST_CASE(
   }
   auto several = rlock(redis, {"exec", "--once-per", "1h", "a", "b", "--", "true"});
   CHECK(several.status == 64);
+  // A quorum's members each keep their own list: refused before anything is sent.
+  std::string members;
+  for (int i = 0; i < 3; ++i)
+    members += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(redis.port() + i);
+  auto quorum = rlock_raw(
+      {"--url", "redis-quorum://" + members, "exec", "--once-per", "1h", "job", "--", "true"});
+  INFO("stderr: " << quorum.err);
+  CHECK(quorum.status == 64);
+  CHECK(quorum.err.find("not available on a quorum") != std::string::npos);
   CHECK(snapshot(redis) == before);
   CHECK_FALSE(std::filesystem::exists(marker));
   // An error before the job starts (a key of another type where the lock goes: 65) gives
