@@ -110,6 +110,9 @@ When the lock is still held (the previous slot's job still runs), the slot's
 run is skipped: recorded as
 .B skipped
 and exit 75.
+An error before the command starts (an ACL refusal, a key of another type) or a
+signal gives the slot back, so that another exec in it may run (unless Redis
+cannot be told: the slot then stays taken).
 Each run is recorded (host, owner, slot, start, end, exit status,
 .B lost
 or
