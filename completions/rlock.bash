@@ -75,7 +75,7 @@ _rlock()
     local subcommands='lock unlock exec elect sem inspect latch limit delay-push delay-pop doctor help'
     local global_opts='-h --help --version --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-insecure --format -v --verbose -q --quiet'
     # Every option that takes a value, global or per command.
-    local arg_opts=' --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note -E --conflict-exit-code --priority --on-lost --kill-after --min-hold -c --command --permits --count --permit --limit --after --type --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries '
+    local arg_opts=' --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --count --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries '
 
     # Find the command ("sem acquire"), the positionals after it, and `--` (exec).
     local i word path='' npos=0 dashdash=0 last_positional=''
@@ -123,7 +123,7 @@ _rlock()
             _rlock_files
             return
             ;;
-        --prefix | --connect-timeout | --timeout | --sync-replicas | --sync-timeout | --owner | --lease | --note | -E | --conflict-exit-code | --priority | --kill-after | --min-hold | -c | --command | --permits | --count | --permit | --limit | --after | --expire | --by | --id | --rate | --burst | --cost | --client | --client-rate | --delay | --at | --max-payload | --visibility | --max-deliveries)
+        --prefix | --connect-timeout | --timeout | --sync-replicas | --sync-timeout | --owner | --lease | --note | -E | --conflict-exit-code | --priority | --kill-after | --min-hold | --slot-offset | -c | --command | --permits | --count | --permit | --limit | --after | --history | --expire | --by | --id | --rate | --burst | --cost | --client | --client-rate | --delay | --at | --max-payload | --visibility | --max-deliveries)
             :  # a free-form value: nothing sensible to offer
             return
             ;;
@@ -147,9 +147,13 @@ _rlock()
             COMPREPLY=($(compgen -W 'TERM INT HUP QUIT KILL USR1 USR2' -- "$cur"))
             return
             ;;
+        --once-per)
+            COMPREPLY=($(compgen -W '1m 5m 15m 1h 1d' -- "$cur"))
+            return
+            ;;
         --type)
             local done_words=${cur%"${cur##*,}"}
-            COMPREPLY=($(compgen -P "$done_words" -W 'lock sem latch limiter queue' -- "${cur##*,}"))
+            COMPREPLY=($(compgen -P "$done_words" -W 'lock sem latch limiter queue runs' -- "${cur##*,}"))
             return
             ;;
         --interval)
@@ -192,7 +196,7 @@ _rlock()
             lock_names=0 lock_names_many=1
             ;;
         'exec')
-            opts='--owner -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive --note -E --conflict-exit-code --supersede --cancel-running --priority --lease --on-lost --kill-after --min-hold --keep-secrets -c --command'
+            opts='--owner -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive --note -E --conflict-exit-code --supersede --cancel-running --priority --lease --on-lost --kill-after --min-hold --keep-secrets --once-per --slot-offset -c --command'
             ;;
         'elect')
             opts='--owner --note --lease --on-lost --kill-after --keep-secrets -c --command --observe'
@@ -217,7 +221,7 @@ _rlock()
             opts='--owner --note --on-lost --kill-after --min-hold --keep-secrets --lease -w --wait -n --no-wait -E --conflict-exit-code --permits --count --resize'
             ;;
         'inspect')
-            opts='--type --watch --interval'
+            opts='--type --history --watch --interval'
             lock_names=0
             ;;
         'latch')

@@ -12,7 +12,7 @@ function __rlock_positionals
             continue
         end
         switch $t
-            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note -E --conflict-exit-code --priority --on-lost --kill-after --min-hold -c --command --permits --count --permit --limit --after --type --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
+            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --count --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
                 set skip 1
             case '-*'
             case '*'
@@ -151,6 +151,8 @@ complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l on-los
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l kill-after -x -d 'then SIGKILL after DUR (default 10s, shortened to fit --lease)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l min-hold -x -d 'keep the hold until DUR after acquisition'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l keep-secrets -d 'let the job inherit RLOCK_PASSWORD and a password-bearing RLOCK_URL/REDIS_URL'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l once-per -x -a '1m 5m 15m 1h 1d' -d 'run at most once per DUR slot of the server\'s clock, across all hosts'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l slot-offset -x -d '--once-per: slots start DUR after each multiple of the slot length (default 0)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s c -l command -x -d 'run CMD with $SHELL -c (default /bin/sh) instead of -- CMD ARGS (flock -c)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -a -- -d 'End of rlock options; the command follows'
 
@@ -213,7 +215,8 @@ complete -c rlock -n '__rlock_at sem exec; and not __rlock_after_dashdash' -l re
 complete -c rlock -n '__rlock_at sem exec; and not __rlock_after_dashdash' -a -- -d 'End of rlock options; the command follows'
 
 # inspect.
-complete -c rlock -n '__rlock_at inspect' -l type -x -a 'lock sem latch limiter queue' -d 'only these types, comma-separated: lock,sem,latch,limiter,queue (default: all)'
+complete -c rlock -n '__rlock_at inspect' -l type -x -a 'lock sem latch limiter queue runs' -d 'only these types, comma-separated: lock,sem,latch,limiter,queue,runs (default: all)'
+complete -c rlock -n '__rlock_at inspect' -l history -x -d 'show the last N runs of each exec --once-per name (1-100, default 10) (default 10)'
 complete -c rlock -n '__rlock_at inspect' -l watch -d 'list again on every change until q or ^C: a live table on a terminal, JSON lines otherwise'
 complete -c rlock -n '__rlock_at inspect' -l interval -x -a '500ms 1s 5s 30s' -d '--watch: list again at least every DUR (at least 100ms, default 1s)'
 complete -c rlock -n '__rlock_wants_positional 1 one inspect' -a '(__rlock_lock_names)' -d 'Held lock'

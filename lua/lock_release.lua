@@ -15,6 +15,9 @@
 -- @arg kind             the hold's kind: "lock" or "exec" (exclusive), "slock" or "sexec"
 --                       (shared)
 -- @arg reply_ttl        ms the reply record is kept
+-- @arg [run_end]        the end of an exec --once-per run to record in KEYS runs: "<run id>
+--                       exited <exit code>" ("lost" instead when the hold is gone); "" or
+--                       left out for none
 -- Reply: {1, remaining_count} released (0: released, handed over or kept);
 --        {0, owner1, count1, ...} the owner does not hold it (empty after 0: it is free);
 --        {-2, owner1, count1, ...} refused: the last level belongs to a running exec;
@@ -24,12 +27,12 @@
 -- @include common.lua
 -- @include waiter_queue.lua
 -- @include lock_common.lua
+-- @include run_history.lua
 -- @key reply  this request's reply record (see once in common.lua): a repeat of the same
 --             request (a retry after a lost reply) gets the first run's reply and changes
 --             nothing
-return once(K.reply, A.reply_ttl, function()
-local err = check_lock_keys(A.channel)
-if err then return err end
+-- @key [runs] the run history that ARGV run_end ends a run of (see run_history.lua)
+local function release()
 local owner, channel, rid, claim_ms = A.owner, A.channel, A.hold_id, A.claim_ms
 local keep = tonumber(A.keep_ms)
 local count = tonumber(redis.call('HGET', K.lock, owner) or '-1')
@@ -59,4 +62,12 @@ if rid ~= '' then
   remember('0')
 end
 return {1, release_level(owner, count, keep, channel, claim_ms)}
+end
+
+return once(K.reply, A.reply_ttl, function()
+  local err = check_lock_keys(A.channel) or (K.runs and check_runs(K.runs))
+  if err then return err end
+  local reply = release()
+  if type(reply) == 'table' and not reply.err then apply_run_end(K.runs, A.run_end, reply[1] == 1) end
+  return reply
 end, function(r) return r[1] == 1 end)

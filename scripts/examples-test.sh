@@ -6,7 +6,8 @@
 # - the crontab's schedule and the CI and Kubernetes YAML files parse and have the keys
 #   their runners require (scripts/examples-recipe.py, which also extracts the commands);
 # - the commands they run do what the recipes say: the nightly report (crontab, systemd
-#   timer, CronJob) runs once when two hosts start it; two CI deploys (GitHub, GitLab)
+#   timer, CronJob) runs once when two hosts start it, and so do the --once-per CronJob and
+#   timer, each run recorded; two CI deploys (GitHub, GitLab)
 #   run one after the other, the second queued behind the first; the queue consumer
 #   service handles an item, and on the TERM of `systemctl stop` hands TERM to the running
 #   handler, gives its item back and exits 0.
@@ -54,6 +55,11 @@ cat >"$tmp/bin/nightly-report" <<'EOF'
 #!/bin/sh
 echo "report by $RLOCK_OWNER" >>"$RAN"
 EOF
+for job in nightly-summary hourly-sync; do
+  # shellcheck disable=SC2016  # the stand-in expands them
+  printf '#!/bin/sh\necho "%s by $RLOCK_OWNER" >>"$RAN"\n' "$job" >"$tmp/bin/$job"
+  chmod +x "$tmp/bin/$job"
+done
 cat >"$tmp/checkout/deploy.sh" <<'EOF'
 #!/bin/sh
 # The first deploy says it started and ends when the test says so (a line on $GATE).
@@ -85,7 +91,8 @@ root="$tmp/root"
 mkdir -p "$root/etc/systemd/system" "$root/usr/lib/systemd" "$root/usr/bin" "$root/usr/local/bin"
 cp -a /usr/lib/systemd/system "$root/usr/lib/systemd/"
 cp examples/systemd/* "$root/etc/systemd/system/"
-for p in /usr/bin/rlock /usr/local/bin/nightly-report /usr/local/bin/handle-job; do
+for p in /usr/bin/rlock /usr/local/bin/nightly-report /usr/local/bin/handle-job \
+         /usr/local/bin/nightly-summary /usr/local/bin/hourly-sync; do
   printf '#!/bin/sh\n' >"$root$p" && chmod +x "$root$p"
 done
 units=$(cd examples/systemd && ls)
@@ -112,6 +119,22 @@ for spec in "crontab examples/crontab" "systemd examples/systemd/nightly-report.
   # shellcheck disable=SC2086
   script=$(recipe $spec | localize)
   once_per_night "$spec" "$script"
+done
+
+# Three hosts (or clusters) start a --once-per recipe in one slot: one runs it, the others
+# exit 0 at once, and its run is recorded.
+for spec in "kubernetes examples/kubernetes/cronjob-once-per.yaml nightly-summary" \
+            "systemd examples/systemd/hourly-sync.service hourly-sync"; do
+  echo "== ${spec% *}: runs once in its slot"
+  # shellcheck disable=SC2086
+  script=$(recipe ${spec% *} | localize)
+  : >"$RAN"
+  for host in a b c; do
+    POD_NAME="$host" RLOCK_OWNER="$host" bash -ec "$script" || fail "$spec: exit $? on host $host"
+  done
+  [ "$(ran | wc -l)" = 1 ] || fail "$spec: ran $(ran | wc -l) times: $(ran)"
+  rlock inspect --type runs "${spec##* }" | grep -q '"status":"exited","exit_code":0' ||
+    fail "$spec: the run is not recorded: $(rlock inspect --type runs "${spec##* }")"
 done
 
 # Two pipelines deploy at once: the second queues behind the first (exec --wait) and

@@ -11,13 +11,23 @@
 #include "cli/exec_run.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/once_per.hpp"
 #include "cli/supervised.hpp"
 #include "prim/multi_lock.hpp"
+#include "prim/run_history.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
+#include "util/owner.hpp"
 
 namespace rlock::cli {
 namespace {
+
+// An exec --once-per run: the slot's record, whose end the release writes (or `trace` tells).
+struct SlotRun {
+  prim::RunHistory& history;
+  std::string id;
+  prim::RunTrace trace;
+};
 
 // flock -c runs CMD with $SHELL -c (/bin/sh when SHELL is unset or empty); so does exec -c.
 std::vector<std::string> shell_argv(const std::string& command) {
@@ -61,7 +71,7 @@ JobHold job_hold(const LockRequest& req, const std::vector<prim::MultiLock::Take
 // n=1) and, once they are held, the command run under them.
 int acquire_and_run(const std::vector<std::string>& command, const LockRequest& req,
                     const Console& console, Supervision& supervision, redis::Topology& topology,
-                    prim::MultiLock& locks) {
+                    prim::MultiLock& locks, SlotRun* run) {
   auto inherited = inherited_holds();
   locks.set_ancestry(inherited);
   locks.set_queue_policy(req.policy);
@@ -73,7 +83,13 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
   // With several names, the line must tell that the busy or interrupted one left none held.
   const std::string none_held =
       req.names.size() > 1 ? "; none of " + locks_named(req.names) + " is held" : "";
-  if (int signo = supervision.stop_signal()) {  // while connecting, waiting, or at the grant
+  const int signo = supervision.stop_signal();  // while connecting, waiting, or at the grant
+  if (run && signo) {
+    run->trace.interrupted = true;
+  } else if (run && refused) {
+    run->trace.not_started = true;
+  }
+  if (signo) {
     if (!refused)
       locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
                       prim::HoldKind::kExec);
@@ -88,12 +104,44 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
   }
   if (refused) {
     console.notice(describe_busy(refused->name, refused->busy, req.wait) + none_held +
-                   "; not running the command");
+                   (run ? "; this slot's run is skipped" : "") + "; not running the command");
     return req.conflict_exit_code;
   }
   auto& all = std::get<prim::MultiLock::Acquired>(outcome);
+  if (run) all.hold = std::make_unique<prim::RunHold>(std::move(all.hold), run->trace);
   return supervision.run_held(command, job_hold(req, all.taken, inherited), std::move(all.hold),
                               topology);
+}
+
+// acquire_and_run() in a slot claimed first: a slot another host claimed is busy at once;
+// the run's end is recorded by its release, or here when no release did.
+int run_in_slot(const OncePer& once, const std::vector<std::string>& command,
+                const LockRequest& req, const Console& console, Supervision& supervision,
+                redis::Topology& topology, prim::MultiLock& locks, const prim::KeyLayout& layout) {
+  refuse_once_per_on_quorum(topology);
+  prim::RunHistory history(topology, layout, req.name);
+  SlotRun run{history, random_hex(8), {}};
+  auto claim =
+      history.claim(run.id, once.every, once.offset, layout.owner_field(req.owner), host_name());
+  if (!claim.claimed) {
+    console.notice(describe_taken_slot(req.name, once.every_text, claim.slot_start_ms,
+                                       claim.slot_end_ms, claim.taken_by) +
+                   "; not running the command");
+    return req.conflict_exit_code;
+  }
+  locks.set_run(run.id);
+  int code = 0;
+  try {
+    code = supervision.until_in_time(req.wait_until, [&] {
+      return acquire_and_run(command, req, console, supervision, topology, locks, &run);
+    });
+  } catch (...) {  // no job started: the slot is given back (nothing changed, if nothing else)
+    history.finish(run.id, "unclaimed", -1);
+    throw;
+  }
+  const std::string end = prim::unrecorded_end(run.trace);
+  if (!end.empty()) history.finish(run.id, end, end == "exited" ? run.trace.exit_code : -1);
+  return code;
 }
 
 }  // namespace
@@ -110,6 +158,7 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   }
   Console console(settings);
   LockRequest req = resolve_lock_request(f.lock, settings);
+  const std::optional<OncePer> once = resolve_once_per(f.once_per, req, settings);
   if (req.mode == prim::LockMode::kShared && f.supervise.min_hold != "0") {
     throw UsageError(
         "--min-hold keeps a lock busy for everyone after the command; it has no meaning with "
@@ -121,8 +170,9 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   supervision.prepare_during_next_script(topology);
   prim::MultiLock locks(topology, *layout, req.names);
   locks.set_note(req.note);
+  if (once) return run_in_slot(*once, command, req, console, supervision, topology, locks, *layout);
   return supervision.until_in_time(req.wait_until, [&] {
-    return acquire_and_run(command, req, console, supervision, topology, locks);
+    return acquire_and_run(command, req, console, supervision, topology, locks, nullptr);
   });
 }
 
@@ -132,6 +182,7 @@ Runner define_exec_command(CLI::App& app, std::vector<std::string>& command) {
   add_lock_flags(*sub, flags->lock, Names::kSeveral);
   add_supervise_flags(*sub, flags->supervise);
   add_table_option(*sub, "--command", flags->shell_command);
+  add_once_per_flags(*sub, flags->once_per);
   sub->footer(R"(Runs CMD (no shell; -c 'CMD' runs it with $SHELL -c, as flock -c) in its own
 process group while holding NAME, renewing the lease
 every lease/3, and exits with CMD's status (128+N if killed by signal N, 127 not found,
@@ -158,6 +209,7 @@ Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running
   rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
   rlock exec --min-hold 50s tick -- ./every-minute.sh     # once per minute across hosts
+  rlock exec --once-per 1d --slot-offset 2h nightly -- ./report.sh  # once a day from 02:00 UTC
   rlock exec -s --wait 5m reports-db -- ./read-report.sh  # readers together, writers alone
   rlock exec --wait 30m staging-db deploy-slot -- ./deploy.sh  # both, or wait for both
   rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/lock_options.hpp"
+#include "cli/once_per.hpp"
 #include "cli/settings.hpp"
 #include "cli/supervised.hpp"
 
@@ -15,6 +16,7 @@ struct ExecFlags {
   LockFlags lock;
   SuperviseFlags supervise;
   std::optional<std::string> shell_command;  // -c CMD, as flock -c
+  OncePerFlags once_per;                     // exec only: elect has none
 };
 
 // Waits for the locks as the flags say and runs `command` under them (see `rlock help

@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -7,11 +8,14 @@
 #include "cli/console.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/inspect_watch.hpp"
+#include "cli/whole_flag.hpp"
 #include "inspect/object_type.hpp"
 #include "inspect/prometheus.hpp"
 #include "inspect/scan_stream.hpp"
 #include "inspect/table.hpp"
+#include "inspect/types.hpp"
 #include "inspect/watch.hpp"
+#include "prim/run_history.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 
@@ -72,7 +76,8 @@ Prometheus text format (0.0.4) for node_exporter's textfile collector: gauges
 rlock_lock_{held,holders,waiters,lease_remaining_seconds,oldest_waiter_age_seconds},
 rlock_semaphore_{permits_in_use,capacity,waiters}, rlock_latch_count,
 rlock_queue_items{state="delayed|due|leased|dead"}, rlock_queue_next_due_timestamp_seconds,
-rlock_limiter_{tokens,burst}, rlock_object_unreadable, labelled by name, printed once the
+rlock_limiter_{tokens,burst}, rlock_last_run_exit_status (-1: lost),
+rlock_last_run_end_timestamp_seconds, rlock_object_unreadable, labelled by name, printed once the
 whole listing was read. Uses SCAN, never KEYS.
 
 --watch lists again, sorted by name, until q, ^C, INT, TERM, HUP or QUIT (exit 0). On a
@@ -93,7 +98,13 @@ Examples:
   rlock inspect --watch 'deploy*'
   rlock inspect --watch --interval 5s --type lock > locks.jsonl
   rlock inspect --format prometheus > rlock.prom.tmp && mv rlock.prom.tmp rlock.prom
-  rlock inspect --type lock | jq '.[] | select(.waiters_total > 0)')";
+  rlock inspect --type lock | jq '.[] | select(.waiters_total > 0)'
+  rlock inspect --type runs --history 3 nightly --format table)";
+}
+
+// --history N, checked before any connection.
+int history_of(const std::string& text) {
+  return static_cast<int>(parse_whole_flag(text, "--history", 1, prim::RunHistory::kKept));
 }
 
 // One listing in the chosen format.
@@ -135,13 +146,20 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
   auto types = std::make_shared<std::string>();
   auto watch = std::make_shared<bool>(false);
   auto interval = std::make_shared<std::optional<std::string>>();
+  auto history = std::make_shared<std::string>("10");
+  // The runs type showing --history runs, in place of the default one in the selection.
+  auto runs = std::make_shared<std::unique_ptr<inspect::ObjectType>>();
   add_table_option(app, "pattern", *pattern);
   add_table_option(app, "--type", *types);
   add_table_flag(app, "--watch", *watch);
   add_table_option(app, "--interval", *interval);
+  add_table_option(app, "--history", *history);
   app.footer(inspect_footer());
-  return {[pattern, types, watch, interval](const Settings& settings) {
+  return {[pattern, types, watch, interval, history, runs](const Settings& settings) {
     auto selected = inspect::select_types(*types);  // a bad --type before any connection
+    *runs = inspect::make_runs_type(history_of(*history));
+    std::replace(selected.begin(), selected.end(), &inspect::runs_type(),
+                 static_cast<const inspect::ObjectType*>(runs->get()));
     auto layout = make_layout(settings);
     if (layout->locks_only()) {
       if (types->empty()) selected = inspect::select_types("lock");

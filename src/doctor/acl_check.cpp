@@ -65,6 +65,11 @@ std::vector<std::pair<std::string, std::vector<std::string>>> rights(const std::
       {"rpush", {"RPUSH", key, "v"}},
       {"lpop", {"LPOP", key}},
       {"zcount", {"ZCOUNT", key, "0", "1"}},
+      {"lpush", {"LPUSH", key, "v"}},
+      {"lset", {"LSET", key, "0", "v"}},
+      {"ltrim", {"LTRIM", key, "0", "1"}},
+      {"lindex", {"LINDEX", key, "0"}},
+      {"lrange", {"LRANGE", key, "0", "1"}},
   };
   if (cluster) {
     out.push_back({"cluster|shards", {"CLUSTER", "SHARDS"}});

@@ -8,8 +8,8 @@ namespace rlock::inspect {
 
 const std::vector<const ObjectType*>& object_types() {
   // Add a type here (and its factory in types.hpp): scan, --type, JSON and table follow.
-  static const std::vector<const ObjectType*> types = {&lock_type(), &sem_type(), &latch_type(),
-                                                       &limiter_type(), &queue_type()};
+  static const std::vector<const ObjectType*> types = {
+      &lock_type(), &sem_type(), &latch_type(), &limiter_type(), &queue_type(), &runs_type()};
   return types;
 }
 

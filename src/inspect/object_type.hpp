@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "prim/key_layout.hpp"
@@ -36,8 +37,11 @@ struct TableCells {
 
 // What inspect shows of one object.
 struct Decoded {
+  Decoded(Json j, TableCells c, std::vector<std::string> details = {})
+      : json(std::move(j)), cells(std::move(c)), detail_lines(std::move(details)) {}
   Json json;  // {"type", "name", "key", ...type's fields..., "error"?}
   TableCells cells;
+  std::vector<std::string> detail_lines;  // printed under the table row as they are (runs)
 };
 
 // One object type of `rlock inspect`: the only place that knows how the type is stored and

@@ -26,6 +26,8 @@ enum Family : size_t {
   kQueueNextDue,
   kLimiterTokens,
   kLimiterBurst,
+  kLastRunStatus,
+  kLastRunEnd,
   kUnreadable,
   kFamilies,
 };
@@ -56,6 +58,12 @@ constexpr std::array<FamilyInfo, kFamilies> kFamilyInfo = {{
      "server's clock."},
     {"rlock_limiter_tokens", "Calls of cost 1 the rate limiter's overall bucket lets through now."},
     {"rlock_limiter_burst", "The rate limiter's burst: its tokens when full."},
+    {"rlock_last_run_exit_status",
+     "Exit status of the newest exec --once-per run of the name that ended (-1: lost, its hold "
+     "ended before the job; skipped and running runs are passed over)."},
+    {"rlock_last_run_end_timestamp_seconds",
+     "When that run ended, in Unix seconds of the server's clock (absent for a lost run "
+     "whose end was never recorded)."},
     {"rlock_object_unreadable",
      "An object inspect found but could not read as its type (another program's data, an "
      "ACL refusal); it has no other samples."},
@@ -135,6 +143,8 @@ void PrometheusWriter::batch(const std::vector<Shown>& shown) {
       queue(j, name);
     } else if (type == "limiter") {
       limiter(j, name);
+    } else if (type == "runs") {
+      runs(j, name);
     }
   }
 }
@@ -172,6 +182,19 @@ void PrometheusWriter::queue(const Json& j, const std::string& name) {
 void PrometheusWriter::limiter(const Json& j, const std::string& name) {
   if (has_number(j, "tokens")) sample(kLimiterTokens, name, whole(number(j, "tokens")));
   if (has_number(j, "burst")) sample(kLimiterBurst, name, whole(number(j, "burst")));
+}
+
+void PrometheusWriter::runs(const Json& j, const std::string& name) {
+  for (const auto& run : j["runs"]) {
+    const std::string status = run["status"].is_string() ? run["status"].get<std::string>() : "";
+    if (status != "exited" && status != "lost") continue;
+    sample(kLastRunStatus, name,
+           status == "exited" && has_number(run, "exit_code") ? whole(number(run, "exit_code"))
+                                                              : "-1");
+    if (has_number(run, "ended_ms"))
+      sample(kLastRunEnd, name, prometheus_seconds(number(run, "ended_ms")));
+    return;
+  }
 }
 
 void PrometheusWriter::finish(const std::function<void(const std::string&)>& out) {

@@ -32,6 +32,7 @@ class PrometheusWriter {
   void sem(const Json& j, const std::string& name);
   void queue(const Json& j, const std::string& name);
   void limiter(const Json& j, const std::string& name);
+  void runs(const Json& j, const std::string& name);
 
   std::vector<Spool> spools_;  // one per family, in the order of the family table
 };

@@ -42,7 +42,9 @@ std::string table_row(std::string_view type, std::string_view name, const Decode
     row.push_back(one_line(member->get<std::string>()) +
                   (decoded.json.value("majority", false) ? " majority" : " minority"));
   }
-  return line(row);
+  std::string out = line(row);
+  for (const auto& detail : decoded.detail_lines) out += one_line(detail) + "\n";
+  return out;
 }
 
 }  // namespace rlock::inspect

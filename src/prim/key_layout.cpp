@@ -209,6 +209,16 @@ std::string KeyLayout::queue_channel(std::string_view name) const {
   return prefix_ + "chan:" + tag(name) + ":queue";
 }
 
+std::string KeyLayout::runs_key(std::string_view name) const {
+  return prefix_ + "runs:" + tag(name);
+}
+std::string KeyLayout::runs_key_pattern(std::string_view name_glob) const {
+  return key_pattern("runs", name_glob);
+}
+std::optional<std::string> KeyLayout::runs_name(std::string_view key) const {
+  return name_in("runs", key);
+}
+
 std::string KeyLayout::key_pattern(std::string_view word, std::string_view name_glob) const {
   // Literal braces and '%' of the glob match their encoded form in the key.
   std::string glob;

@@ -88,6 +88,12 @@ class KeyLayout {
   virtual std::string queue_finished_key(std::string_view name) const;  // retried finishes
   virtual std::string queue_channel(std::string_view name) const;  // an earlier item was pushed
 
+  // The run history of exec --once-per on `name` (list, newest first, bounded; no TTL: it
+  // outlives the lock), and its SCAN pattern and name, as for the other types.
+  virtual std::string runs_key(std::string_view name) const;
+  virtual std::string runs_key_pattern(std::string_view name_glob) const;
+  virtual std::optional<std::string> runs_name(std::string_view key) const;
+
   // SCAN MATCH pattern for the lock hashes and readers hashes whose names match
   // `name_glob` (Redis glob).
   virtual std::string lock_key_pattern(std::string_view name_glob) const;

@@ -4,6 +4,7 @@
 
 #include "prim/lock_quorum.hpp"
 #include "prim/object_script.hpp"
+#include "prim/run_history.hpp"
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
@@ -307,7 +308,8 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       superseded_key_(layout.superseded_key(name_)),
       sem_key_(layout.sem_key(name_)),
       channel_(layout.lock_channel(name_)),
-      foreign_channel_(layout.foreign_lock_channel(name_)) {
+      foreign_channel_(layout.foreign_lock_channel(name_)),
+      runs_key_(layout.runs_key(name_)) {
   layout.check_name(name_);
   use_lock_quorum_rules();
 }
@@ -320,7 +322,8 @@ void Lock::set_ancestry(std::vector<AncestorHold> holds) {
 
 template <class Contract>
 std::vector<std::string_view> Lock::keys(const std::string& request_key,
-                                         const std::string& reply_key) const {
+                                         const std::string& reply_key,
+                                         const std::string& runs_key) const {
   using C = Contract;
   redis::ScriptArgs k = redis::keys_of<C>();
   k.set(C::kKeyLock, key_)
@@ -339,6 +342,9 @@ std::vector<std::string_view> Lock::keys(const std::string& request_key,
       .set(C::kKeySuperseded, superseded_key_);
   if constexpr (requires { C::kKeyReply; }) {
     if (!reply_key.empty()) k.set(C::kKeyReply, reply_key);
+  }
+  if constexpr (requires { C::kKeyRuns; }) {
+    if (!runs_key.empty()) k.set(C::kKeyRuns, runs_key);
   }
   return k.list();
 }
@@ -409,7 +415,7 @@ DataError Lock::waits_for_itself(const std::string& what, const std::string& id)
 }
 
 Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id,
-                      LockMode mode) {
+                      LockMode mode, const std::string& run_end) {
   if (mode == LockMode::kShared) refuse_shared();
   // A plain unlock counts down: its own reply record makes a repeat after a lost reply
   // report the first run's count instead of counting down again.
@@ -419,10 +425,12 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
   using C = redis::contract::lock_release;
   const std::string field = layout_.owner_field(owner), keep_ms = millis_arg(keep),
                     claim = millis_arg(kClaimWindow), ttl = reply_record_ttl_arg(topology_);
+  redis::ScriptArgs args = redis::args_of<C>();
+  if (!run_end.empty()) args.set(C::kArgRunEnd, run_end);
   auto reply = run_object_script(
-      topology_, redis::scripts::lock_release, keys<C>(request_key, reply_key),
-      redis::args_of<C>()
-          .set(C::kArgOwner, field)
+      topology_, redis::scripts::lock_release,
+      keys<C>(request_key, reply_key, run_end.empty() ? std::string() : runs_key_),
+      args.set(C::kArgOwner, field)
           .set(C::kArgChannel, channel_)
           .set(C::kArgKeepMs, keep_ms)
           .set(C::kArgHoldId, hold_id)

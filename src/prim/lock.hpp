@@ -111,8 +111,11 @@ class Lock {
 
   // Releases one level held by `owner`; an exec hold is named by its `hold_id`. At level 0
   // the lock goes to the head waiter, or with `keep` > 0 stays held (count 0) that long.
+  // `run_end` (see prim/run_history.hpp): the end of an exec --once-per run that the
+  // release records in the name's run history in the same script ("" for none).
   Release release(const std::string& owner, Millis keep = Millis(0),
-                  const std::string& hold_id = "", LockMode mode = LockMode::kExclusive);
+                  const std::string& hold_id = "", LockMode mode = LockMode::kExclusive,
+                  const std::string& run_end = "");
 
   // Gives back the hold `held` that an acquisition of `kind` took (one level of a `lock`
   // hold), when what it was taken with failed: on the command connection within what is
@@ -148,6 +151,10 @@ class Lock {
   void set_note(std::string note) { note_ = std::move(note); }
   // The queue policy of every wait from now on.
   void set_queue_policy(const QueuePolicy& policy) { policy_ = policy; }
+  // The exec --once-per run `run_id` (prim::RunHistory) that the holds this lock hands out
+  // from now on run: their release records its end (the job's exit status, or "lost").
+  void set_run(std::string run_id) { run_id_ = std::move(run_id); }
+  const std::string& run_id() const { return run_id_; }
 
   const std::string& name() const { return name_; }
 
@@ -160,10 +167,12 @@ class Lock {
   DataError waits_for_itself(const std::string& what, const std::string& id) const;
   friend class LockHold;
   // KEYS of the lock script `Contract` (lua/include/lock_common.lua's, then a reply record
-  // `reply_key` (see KeyLayout::reply_key) where it takes one).
+  // `reply_key` (see KeyLayout::reply_key) and the run history `runs_key` where it takes
+  // them).
   template <class Contract>
   std::vector<std::string_view> keys(const std::string& request_key,
-                                     const std::string& reply_key = {}) const;
+                                     const std::string& reply_key = {},
+                                     const std::string& runs_key = {}) const;
 
   redis::Topology& topology_;
   const KeyLayout& layout_;
@@ -176,6 +185,8 @@ class Lock {
   std::vector<AncestorHold> ancestry_;
   std::string note_;
   QueuePolicy policy_;
+  std::string runs_key_;  // the run history (KeyLayout::runs_key)
+  std::string run_id_;    // set_run: "" for none
 };
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.

@@ -1,4 +1,5 @@
 #include "prim/lock.hpp"
+#include "prim/run_history.hpp"
 
 namespace rlock::prim {
 
@@ -38,8 +39,14 @@ class LockHold : public Hold {
 
   bool cancelled() const override { return cancelled_; }
 
+  void job_ended(int exit_code) override { exit_code_ = exit_code; }
+
   Released release(Millis keep) override {
-    auto r = lock_.release(owner_, keep, hold_id_, mode_);
+    // A run's end is that of the job: a hold given back with no job ended records none.
+    const std::string run_end = lock_.run_id_.empty() || exit_code_ < 0
+                                    ? std::string()
+                                    : run_end_arg(lock_.run_id_, "exited", exit_code_);
+    auto r = lock_.release(owner_, keep, hold_id_, mode_, run_end);
     if (r.outcome == Release::Outcome::kReleased) return Released::kReleased;
     reason_ = "it was no longer held by " + owner_ + " (held by " +
               std::to_string(r.holders.size()) + " other owner(s))";
@@ -55,6 +62,7 @@ class LockHold : public Hold {
   LockMode mode_;
   std::string reason_;
   bool cancelled_ = false;
+  int exit_code_ = -1;  // job_ended's; -1 until then
 };
 
 std::unique_ptr<Hold> Lock::hold(const std::string& owner, Millis lease, const Held& held,

@@ -56,6 +56,10 @@ void MultiLock::set_queue_policy(const QueuePolicy& policy) {
   for (auto& l : locks_) l->set_queue_policy(policy);
 }
 
+void MultiLock::set_run(const std::string& run_id) {
+  for (auto& l : locks_) l->set_run(run_id);
+}
+
 MultiLock::Outcome MultiLock::acquire(const std::string& owner, Millis lease, Deadline until,
                                       const HooksFor& hooks, HoldKind kind, LockMode mode) {
   while (true) {

@@ -65,6 +65,9 @@ class MultiLock {
   // See Lock::set_queue_policy; for every lock.
   void set_queue_policy(const QueuePolicy& policy);
 
+  // See Lock::set_run; for every lock.
+  void set_run(const std::string& run_id);
+
   // The names in the order given.
   const std::vector<std::string>& names() const { return names_; }
 

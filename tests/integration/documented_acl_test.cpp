@@ -142,6 +142,7 @@ const std::vector<AclCall> kAclCalls = {
     {{"unlock", "held", "--owner", "h"}, 0},  // passes the lock on through a dead waiter
     {{"exec", "ex", "--", "true"}, 0},
     {{"exec", "--shared", "ex", "--", "true"}, 0},
+    {{"exec", "--once-per", "1d", "op", "--", "true"}, 0},
     {{"lock", "--shared", "rs", "--owner", "r"}, 0},
     {{"unlock", "--force", "free"}, 0},
     {{"sem", "exec", "s", "--permits", "3", "--", "true"}, 0},

@@ -221,6 +221,10 @@ void use_the_rest(const RedisServer& redis) {
   auto full = run({"sh", "-c", "\"$RL\" --url \"$URL\" delay-pop Q > /dev/full"},
                   {{"RL", rlock_binary()}, {"URL", redis.topology_url()}});
   CHECK(full.status == 74);
+  // A slot claimed and its run ended by the release; a slot skipped while the lock is held.
+  must(redis, {"exec", "--once-per", "1d", "O", "--", "true"});
+  must(redis, {"lock", "P", "--owner", "p"});
+  must(redis, {"exec", "--once-per", "1d", "P", "--", "true"}, 75);
   must(redis, {"inspect"});
 }
 

@@ -90,6 +90,63 @@ and a password-bearing
 .B RLOCK_URL
 or
 .BR REDIS_URL .)roff"},
+    {.commands = "exec",
+     .names = "--once-per",
+     .value = "DUR",
+     .help = "run at most once per DUR slot of the server's clock, across all hosts",
+     .man = R"roff(Run the command at most once per slot of
+.I DUR
+across all hosts: slots are aligned on the Redis server's clock (multiples of
+.I DUR
+since the Unix epoch, shifted by
+.BR \-\-slot\-offset ),
+whatever the hosts' clocks say and however long the command runs.
+The first exec in a slot claims it (one more round trip than a plain exec) and
+then takes the lock as exec does; any later exec in that slot exits with the
+busy status (75, or
+.BR \-E )
+at once, naming the slot and the host that claimed it.
+When the lock is still held (the previous slot's job still runs), the slot's
+run is skipped: recorded as
+.B skipped
+and exit 75.
+An error before the command starts (an ACL refusal, a key of another type) or a
+signal gives the slot back, so that another exec in it may run (unless Redis
+cannot be told: the slot then stays taken).
+Each run is recorded (host, owner, slot, start, end, exit status,
+.B lost
+or
+.BR skipped ;
+the last 100 are kept, without expiry):
+.B rlock inspect
+shows them.
+.I DUR
+must divide a day evenly
+.RB ( 1m ,
+.BR 5m ,
+.BR 1h ,
+.BR 6h )
+or be a whole number of days; anything else, 0, several NAMEs,
+.BR \-\-wait ,
+.BR \-\-shared ,
+.B \-\-layout redisson
+and a quorum URL are usage errors (exit 64).)roff",
+     .completion = Completion::kSuggestions,
+     .choices = "1m 5m 15m 1h 1d"},
+    {.commands = "exec",
+     .names = "--slot-offset",
+     .value = "DUR",
+     .help = "--once-per: slots start DUR after each multiple of the slot length (default 0)",
+     .man = R"roff(With
+.BR \-\-once\-per :
+slots start
+.I DUR
+after each multiple of the slot length since the epoch, in UTC
+.RB ( "\-\-once\-per 1d \-\-slot\-offset 2h" :
+each day from 02:00 UTC).
+At least 0 and less than the slot length; anything else, or without
+.BR \-\-once\-per ,
+is a usage error (exit 64).)roff"},
     {.commands = "exec,elect",
      .names = "-c,--command",
      .value = "CMD",

@@ -13,16 +13,32 @@ constexpr Flag kInspectFlags[] = {
     {.commands = "inspect",
      .names = "--type",
      .value = "TYPE[,TYPE]",
-     .help = "only these types, comma-separated: lock,sem,latch,limiter,queue (default: all)",
+     .help = "only these types, comma-separated: lock,sem,latch,limiter,queue,runs (default: all)",
      .man = R"roff(Only these types:
 .BR lock ,
 .BR sem ,
 .BR latch ,
-.B limiter
+.BR limiter ,
+.BR queue ,
+.B runs
 (default: all).
 An unknown type is a usage error (exit 64).)roff",
      .completion = Completion::kCommaList,
-     .choices = "lock sem latch limiter queue"},
+     .choices = "lock sem latch limiter queue runs"},
+    {.commands = "inspect",
+     .names = "--history",
+     .value = "N",
+     .help = "show the last N runs of each exec --once-per name (1-100, default 10)",
+     .man = R"roff(Show the last
+.I N
+runs of each name that
+.B exec \-\-once\-per
+ran (objects of type
+.BR runs ,
+kept after the lock is gone), newest first.
+From 1 to 100; default 10.
+Anything else is a usage error (exit 64).)roff",
+     .default_value = "10"},
     {.commands = "inspect",
      .names = "--watch",
      .value = "",
