@@ -185,14 +185,14 @@ _rlock()
     local opts='' inner='' lock_names='' lock_names_many=''
     case $path in
         'lock')
-            opts='--owner --lease -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive -E --conflict-exit-code'
+            opts='--owner --lease -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive --one-of -E --conflict-exit-code'
             ;;
         'unlock')
             opts='--owner -s --shared --force'
             lock_names=0 lock_names_many=1
             ;;
         'exec')
-            opts='--owner -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive -E --conflict-exit-code --lease --on-lost --kill-after --min-hold --keep-secrets -c --command'
+            opts='--owner -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive --one-of -E --conflict-exit-code --lease --on-lost --kill-after --min-hold --keep-secrets -c --command'
             ;;
         'sem')
             inner='acquire release renew status exec'

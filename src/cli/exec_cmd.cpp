@@ -10,6 +10,7 @@
 #include "cli/console.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/lock_set.hpp"
 #include "cli/supervised.hpp"
 #include "prim/multi_lock.hpp"
 #include "util/duration.hpp"
@@ -39,15 +40,24 @@ std::string fences_variable(const std::vector<prim::MultiLock::Taken>& taken) {
   return out;
 }
 
-// RLOCK_NAME and RLOCK_FENCE are the first name's; -v gives each lock's fence.
+// RLOCK_NAMES: the names taken, comma-separated, as Jenkins' lockable resources give them
+// (RLOCK_FENCES has them one a line, for names with a comma).
+std::string names_variable(const std::vector<prim::MultiLock::Taken>& taken) {
+  std::string out;
+  for (const auto& t : taken) out += (out.empty() ? "" : ",") + t.name;
+  return out;
+}
+
+// RLOCK_NAME and RLOCK_FENCE are the first name's (a pool's: the member taken); -v gives
+// each lock's fence.
 JobHold job_hold(const LockRequest& req, const std::vector<prim::MultiLock::Taken>& taken,
                  const std::vector<prim::AncestorHold>& inherited) {
   JobHold job;
-  job.name = req.name;
+  job.name = taken.front().name;
   job.owner = req.owner;
   const std::string first_fence = std::to_string(taken.front().held.fence);
   if (taken.size() == 1) {
-    job.what = "lock '" + req.name + "'";
+    job.what = "lock '" + job.name + "'";
     job.terms = "fence " + first_fence + ", ";
   }
   std::vector<prim::AncestorHold> own;
@@ -58,6 +68,7 @@ JobHold job_hold(const LockRequest& req, const std::vector<prim::MultiLock::Take
     own.push_back({t.held.hold_id, req.owner});
   }
   job.env = {{"RLOCK_FENCE", first_fence}, {"RLOCK_FENCES", fences_variable(taken)}};
+  if (req.pool) job.env.push_back({"RLOCK_NAMES", names_variable(taken)});
   job.holds = holds_for_job_several(inherited, own);
   return job;
 }
@@ -66,13 +77,13 @@ JobHold job_hold(const LockRequest& req, const std::vector<prim::MultiLock::Take
 // n=1) and, once they are held, the command run under them.
 int acquire_and_run(const std::vector<std::string>& command, const LockRequest& req,
                     const Console& console, Supervision& supervision, redis::Topology& topology,
-                    prim::MultiLock& locks) {
+                    LockSet& locks) {
   auto inherited = inherited_holds();
   locks.set_ancestry(inherited);
   auto outcome = locks.acquire(
-      req.owner, req.lease, req.wait_until,
+      req,
       [&](const std::string& name) { return supervision.wait_hooks(wait_hooks(console, name)); },
-      prim::HoldKind::kExec, req.mode);
+      prim::HoldKind::kExec);
   const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
   // With several names, the line must tell that the busy or interrupted one left none held.
   const std::string none_held =
@@ -81,14 +92,14 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
     if (!refused)
       locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
                       prim::HoldKind::kExec);
+    const std::string waited_for =
+        refused && !req.pool ? "lock '" + refused->name + "'" : locks.named();
     console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for " +
-                   (refused ? "lock '" + refused->name + "'" : locks_named(req.names)) + none_held +
-                   "; the command did not run");
+                   waited_for + none_held + "; the command did not run");
     return 128 + signo;
   }
   if (refused) {
-    console.notice(describe_busy(refused->name, refused->busy, req.wait) + none_held +
-                   "; not running the command");
+    console.notice(locks.describe_refused(*refused, req.wait) + "; not running the command");
     return req.conflict_exit_code;
   }
   auto& all = std::get<prim::MultiLock::Acquired>(outcome);
@@ -117,7 +128,7 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
   supervision.prepare_during_next_script(topology);
-  prim::MultiLock locks(topology, *layout, req.names);
+  LockSet locks(topology, *layout, req);
   return supervision.until_in_time(req.wait_until, [&] {
     return acquire_and_run(command, req, console, supervision, topology, locks);
   });

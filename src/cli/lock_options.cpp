@@ -37,6 +37,7 @@ void add_lock_flags(CLI::App& sub, LockFlags& f, Names names) {
     auto* shared = add_table_flag(sub, "--shared", f.shared);
     add_table_flag(sub, "--exclusive")->excludes(shared);
   }
+  if (table_has(sub, "--one-of")) add_table_flag(sub, "--one-of", f.one_of);
   add_conflict_exit_code_flag(sub, f.conflict_exit_code);
 }
 
@@ -58,6 +59,7 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   r.wait = wait;
   r.mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
   r.conflict_exit_code = f.conflict_exit_code;
+  r.pool = f.one_of;
   r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
   validate_owner(r.owner);

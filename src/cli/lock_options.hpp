@@ -22,6 +22,7 @@ struct LockFlags {
   std::string wait;  // empty: don't wait
   bool no_wait = false;
   bool shared = false;  // -s: a read hold (any number at once, no writer)
+  bool one_of = false;  // --one-of: the names are a pool, any one of them will do
   int conflict_exit_code = kExitNotNow;
 };
 
@@ -36,6 +37,7 @@ struct LockRequest {
   prim::LockMode mode = prim::LockMode::kExclusive;
   int conflict_exit_code = kExitNotNow;
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
+  bool pool = false;           // --one-of: any one of `names` (prim::Pool)
 };
 
 // Whether a subcommand takes one NAME or several (lock and exec: all of them or none).

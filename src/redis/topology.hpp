@@ -90,9 +90,10 @@ class Topology {
   void send(const std::vector<std::vector<std::string>>& commands);
   std::vector<Reply> receive(size_t replies);
 
-  // A subscriber of its own connection, subscribed to `channels` (all of one hash tag) on
-  // the server of that hash tag: sharded pub/sub where the server has it (Redis 7).
-  // `classic` (channels of the same slot) are subscribed with SUBSCRIBE besides.
+  // A subscriber of its own connection, subscribed to `channels` on the server of their
+  // hash tag: sharded pub/sub where the server has it (Redis 7). `classic` (channels of
+  // the same slots) are subscribed with SUBSCRIBE besides. Channels of several slots of a
+  // cluster get a connection per slot, joined (Subscriber::join).
   Subscriber subscribe(const std::vector<std::string>& channels,
                        const std::vector<std::string>& classic = {});
   // A subscriber of its own connection to the channels matching `pattern` (PSUBSCRIBE) on

@@ -114,6 +114,32 @@ This is the default; with
 .B \-s
 it is a usage error.)roff"},
     {.commands = "lock,exec",
+     .names = "--one-of",
+     .value = "",
+     .help = "the NAMEs are a pool: take whichever one is free first (RLOCK_NAME says which)",
+     .man = R"roff(The
+.IR NAME s
+are a pool: take whichever one is free first, instead of all of them
+(Jenkins' lockable resources with a label).
+Waiters of a pool queue in every member's queue, so a release of any member goes
+to the longest-waiting of them, and a later direct request for one member
+queues behind them; a member held directly is busy for the pool.
+On one server waiters are served in arrival order across the members; in a
+cluster each member's queue is on its own node: arrival order holds per member,
+across members only as closely as the waiters' requests to the nodes.
+.B exec
+gives the job
+.B RLOCK_NAME
+(the member taken) and
+.B RLOCK_NAMES
+(the members taken, comma-separated) and that member's
+.BR RLOCK_FENCE ;
+.B lock
+prints the member taken as
+.BR \(dqname\(dq .
+Release it as any lock:
+.BR "rlock unlock NAME" .)roff"},
+    {.commands = "lock,exec",
      .names = "-E,--conflict-exit-code",
      .value = "N",
      .help = "exit code when the lock is not acquired",
