@@ -12,7 +12,7 @@ function __rlock_positionals
             continue
         end
         switch $t
-            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait -E --conflict-exit-code --on-lost --kill-after --min-hold -c --command --permits --count --permit --limit --after --type --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
+            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --count -E --conflict-exit-code --on-lost --kill-after --min-hold -c --command --permits --permit --limit --after --type --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
                 set skip 1
             case '-*'
             case '*'
@@ -121,6 +121,7 @@ complete -c rlock -n '__rlock_at lock' -l nonblock -d 'fail at once if the lock 
 complete -c rlock -n '__rlock_at lock' -s s -l shared -d 'a shared (read) hold: any number at once, but no exclusive holder (flock -s)'
 complete -c rlock -n '__rlock_at lock' -s x -l exclusive -d 'an exclusive hold, the default (flock -x)'
 complete -c rlock -n '__rlock_at lock' -l one-of -d 'the NAMEs are a pool: take whichever one is free first (RLOCK_NAME says which)'
+complete -c rlock -n '__rlock_at lock' -l count -x -d 'with --one-of: take K members of the pool (1 to the number of NAMEs) (default 1)'
 complete -c rlock -n '__rlock_at lock' -s E -l conflict-exit-code -x -d 'exit code when the lock is not acquired (default 75)'
 
 # unlock.
@@ -138,6 +139,7 @@ complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l nonblo
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s s -l shared -d 'a shared (read) hold: any number at once, but no exclusive holder (flock -s)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s x -l exclusive -d 'an exclusive hold, the default (flock -x)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l one-of -d 'the NAMEs are a pool: take whichever one is free first (RLOCK_NAME says which)'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l count -x -d 'with --one-of: take K members of the pool (1 to the number of NAMEs) (default 1)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s E -l conflict-exit-code -x -d 'exit code when the lock is not acquired (default 75)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l lease -x -d 'lease of the hold (default 30s)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'signal for the job if the hold is lost (default TERM)'

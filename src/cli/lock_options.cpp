@@ -37,7 +37,10 @@ void add_lock_flags(CLI::App& sub, LockFlags& f, Names names) {
     auto* shared = add_table_flag(sub, "--shared", f.shared);
     add_table_flag(sub, "--exclusive")->excludes(shared);
   }
-  if (table_has(sub, "--one-of")) add_table_flag(sub, "--one-of", f.one_of);
+  if (table_has(sub, "--one-of")) {
+    add_table_flag(sub, "--one-of", f.one_of);
+    add_table_option(sub, "--count", f.count);
+  }
   add_conflict_exit_code_flag(sub, f.conflict_exit_code);
 }
 
@@ -60,6 +63,11 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   r.mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
   r.conflict_exit_code = f.conflict_exit_code;
   r.pool = f.one_of;
+  if (!f.count.empty()) {
+    if (!f.one_of) throw UsageError("--count takes K members of a pool: it needs --one-of");
+    r.count = static_cast<size_t>(
+        parse_whole_flag(f.count, "--count", 1, static_cast<long long>(f.names.size())));
+  }
   r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
   validate_owner(r.owner);

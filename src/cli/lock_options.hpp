@@ -23,6 +23,7 @@ struct LockFlags {
   bool no_wait = false;
   bool shared = false;  // -s: a read hold (any number at once, no writer)
   bool one_of = false;  // --one-of: the names are a pool, any one of them will do
+  std::string count;    // --count K: K members of the pool (empty: not given)
   int conflict_exit_code = kExitNotNow;
 };
 
@@ -37,7 +38,8 @@ struct LockRequest {
   prim::LockMode mode = prim::LockMode::kExclusive;
   int conflict_exit_code = kExitNotNow;
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
-  bool pool = false;           // --one-of: any one of `names` (prim::Pool)
+  bool pool = false;           // --one-of: any `count` of `names` (prim::Pool)
+  size_t count = 1;
 };
 
 // Whether a subcommand takes one NAME or several (lock and exec: all of them or none).

@@ -5,9 +5,9 @@
 namespace rlock::cli {
 
 LockSet::LockSet(redis::Topology& topology, const prim::KeyLayout& layout, const LockRequest& req)
-    : names_(req.names) {
+    : names_(req.names), count_(req.count) {
   if (req.pool) {
-    pool_.emplace(topology, layout, req.names);
+    pool_.emplace(topology, layout, req.names, req.count);
   } else {
     all_.emplace(topology, layout, req.names);
   }
@@ -44,7 +44,9 @@ std::string LockSet::describe_refused(const prim::MultiLock::Refused& refused,
   const prim::Busy& busy = refused.busy;
   std::string line = (waited.count() > 0 ? "gave up after waiting " + format_duration(waited) + ": "
                                          : std::string()) +
-                     "every one of " + locks_named(names_) + " is held (by " +
+                     (count_ > 1 ? "fewer than " + std::to_string(count_) + " of " +
+                                       locks_named(names_) + " are free (held by "
+                                 : "every one of " + locks_named(names_) + " is held (by ") +
                      describe_holders(busy.holders) + ")";
   if (busy.ttl.count() >= 0) line += ", the first lease ends in " + format_duration(busy.ttl);
   return line + "; none of them is held by this request";

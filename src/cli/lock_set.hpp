@@ -31,6 +31,7 @@ class LockSet {
 
  private:
   std::vector<std::string> names_;
+  size_t count_;  // of a pool
   std::optional<prim::MultiLock> all_;
   std::optional<prim::Pool> pool_;
 };

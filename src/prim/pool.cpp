@@ -1,7 +1,11 @@
 #include "prim/pool.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <optional>
 
+#include "prim/multi_hold.hpp"
+#include "util/error.hpp"
 #include "util/owner.hpp"
 
 namespace rlock::prim {
@@ -115,40 +119,136 @@ class PoolWait : public Waitable {
 
 }  // namespace
 
-Pool::Pool(redis::Topology& topology, const KeyLayout& layout, std::vector<std::string> names)
-    : topology_(topology), names_(std::move(names)) {
+Pool::Pool(redis::Topology& topology, const KeyLayout& layout, std::vector<std::string> names,
+           size_t count)
+    : topology_(topology), names_(std::move(names)), count_(count), order_(names_.size()) {
   for (const auto& n : names_) locks_.push_back(std::make_unique<Lock>(topology, layout, n));
+  std::iota(order_.begin(), order_.end(), size_t{0});
+  // One member: the names as given, the first preferred. Several: sorted bytewise, as a
+  // MultiLock takes its names (see the class comment).
+  if (count_ > 1) {
+    std::sort(order_.begin(), order_.end(),
+              [this](size_t a, size_t b) { return names_[a] < names_[b]; });
+  }
 }
 
 void Pool::set_ancestry(const std::vector<AncestorHold>& holds) {
   for (auto& l : locks_) l->set_ancestry(holds);
 }
 
-MultiLock::Outcome Pool::acquire(const std::string& owner, Millis lease, Deadline until,
-                                 const WaitHooks& hooks, HoldKind kind, LockMode mode) {
+Pool::Stage Pool::take_one(const std::vector<size_t>& eligible, const std::string& owner,
+                           Millis lease, Deadline until, const WaitHooks& hooks, HoldKind kind,
+                           LockMode mode) {
   const std::string wait_id = random_hex(8);
+  std::vector<std::string> names;
   std::vector<std::unique_ptr<LockWaiter>> parts;
-  for (auto& l : locks_) parts.push_back(l->waiter(owner, lease, kind, mode, wait_id));
-  PoolWait wait(names_, std::move(parts));
-  WaitOutcome outcome;
+  for (size_t i : eligible) {
+    names.push_back(names_[i]);
+    parts.push_back(locks_[i]->waiter(owner, lease, kind, mode, wait_id));
+  }
+  PoolWait wait(std::move(names), std::move(parts));
+  Stage out;
   try {
-    outcome = wait_for(topology_, wait, until, hooks);
+    out.outcome = wait_for(topology_, wait, until, hooks);
   } catch (...) {
     // A refusal of one member (SELF, a bad type) leaves the others' queues too.
     wait.give_up();
     throw;
   }
-  if (outcome == WaitOutcome::kAcquired) {
-    const size_t i = *wait.taken();
-    const Held held = std::get<Held>(wait.result(i));
-    MultiLock::Acquired out;
-    out.taken.push_back({names_[i], held});
-    out.hold = locks_[i]->hold(owner, lease, held, kind);
+  if (out.outcome == WaitOutcome::kAcquired) {
+    out.index = eligible[*wait.taken()];
+    out.held = std::get<Held>(wait.result(*wait.taken()));
+  } else {
+    out.busy = wait.busy();
+    out.busy.interrupted = out.outcome == WaitOutcome::kInterrupted;
+  }
+  return out;
+}
+
+bool Pool::renew_kept(std::vector<Kept>& kept) {
+  for (auto k = kept.begin(); k != kept.end(); ++k) {
+    try {
+      if (k->hold->renew() == Hold::Renewed::kLost) {
+        kept.erase(k);  // no longer ours: not given back
+        return false;
+      }
+    } catch (const Error&) {
+      // Redis did not answer: the member is ours until its deadline, and retried next tick.
+      if (SteadyClock::now() >= k->hold->deadline()) return false;
+    }
+  }
+  return true;
+}
+
+void Pool::give_back(const std::string& owner, const std::vector<Kept>& kept,
+                     HoldKind kind) noexcept {
+  for (auto k = kept.rbegin(); k != kept.rend(); ++k)
+    locks_[k->index]->give_back(owner, k->held, kind);
+}
+
+MultiLock::Outcome Pool::acquire(const std::string& owner, Millis lease, Deadline until,
+                                 const WaitHooks& hooks, HoldKind kind, LockMode mode) {
+  const size_t n = names_.size();
+  while (true) {
+    std::vector<Kept> kept;
+    bool lost = false, waited = false;
+    std::optional<MultiLock::Refused> refused;
+    for (size_t s = 0; s < count_ && !refused; ++s) {
+      // Canonical order: after the member at position p, one of those after it that leaves
+      // enough members behind it for the rest.
+      const size_t from = kept.empty() ? 0 : position(kept.back().index) + 1;
+      std::vector<size_t> eligible(
+          order_.begin() + static_cast<std::ptrdiff_t>(from),
+          order_.begin() + static_cast<std::ptrdiff_t>(n - count_ + s + 1));
+      WaitHooks h = hooks;
+      if (!kept.empty()) {
+        h.tick_every = std::max(lease / 4, Millis(1));
+        h.on_tick = [&kept, &lost] { return !(lost = !renew_kept(kept)); };
+        h.on_wait = [&waited, shown = hooks.on_wait](const Waitable::Step& busy, Millis left) {
+          waited = true;
+          if (shown) shown(busy, left);
+        };
+      }
+      Stage got;
+      try {
+        got = take_one(eligible, owner, lease, until, h, kind, mode);
+      } catch (...) {
+        give_back(owner, kept, kind);
+        throw;
+      }
+      if (got.outcome != WaitOutcome::kAcquired) {
+        give_back(owner, kept, kind);
+        refused = MultiLock::Refused{names_[eligible.front()], got.busy};
+        break;
+      }
+      kept.push_back({got.index, got.held, locks_[got.index]->hold(owner, lease, got.held, kind)});
+    }
+    // A member kept while a later one was waited for may have been lost after its last
+    // renewal: renewed once more before anything runs on it; lost, the whole starts again.
+    if (lost || (!refused && kept.size() > 1 && waited && !renew_kept(kept))) {
+      give_back(owner, kept, kind);
+      continue;
+    }
+    if (refused) return std::move(*refused);
+    return acquired(std::move(kept));
+  }
+}
+
+MultiLock::Outcome Pool::acquired(std::vector<Kept> kept) {
+  MultiLock::Acquired out;
+  for (const auto& k : kept) out.taken.push_back({names_[k.index], k.held});
+  if (kept.size() == 1) {
+    out.hold = std::move(kept.front().hold);
     return out;
   }
-  Busy busy = wait.busy();
-  busy.interrupted = outcome == WaitOutcome::kInterrupted;
-  return MultiLock::Refused{names_.front(), busy};
+  std::vector<MultiHold::Member> holds;
+  for (auto& k : kept) holds.push_back({names_[k.index], std::move(k.hold)});
+  out.hold = std::make_unique<MultiHold>(std::move(holds), out.taken.front().held.fence);
+  return out;
+}
+
+size_t Pool::position(size_t index) const {
+  return static_cast<size_t>(std::find(order_.begin(), order_.end(), index) - order_.begin());
 }
 
 void Pool::give_back(const std::string& owner, const std::vector<MultiLock::Taken>& taken,

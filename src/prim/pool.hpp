@@ -23,15 +23,28 @@ namespace rlock::prim {
 // as closely as the waiters' queueing round trips). Granted one member, the waiter claims
 // it and leaves the other members' queues (lua/lock_abandon.lua), giving back a grant
 // received there meanwhile, which goes to that member's next waiter at once.
+//
+// K of them (count > 1) are taken one at a time in one canonical order (the names sorted
+// bytewise), each a wait as above for any member after the last one taken that leaves
+// enough members behind it; the members taken are kept, renewed, while the next is
+// waited for. A waiter only ever waits for members after all those it holds, so waiters
+// cannot wait for each other in a circle (two K=2 waiters on a 3-pool never each hold one
+// and wait for the other's). The price: a waiter that holds `b` waits for `c` even when
+// `a` is free, and keeps `b` from everyone meanwhile.
 class Pool {
  public:
-  // `names`: distinct, valid names, in the order the user gave them.
-  Pool(redis::Topology& topology, const KeyLayout& layout, std::vector<std::string> names);
+  // `names`: distinct, valid names, in the order the user gave them; 1 <= `count` <=
+  // names.size().
+  Pool(redis::Topology& topology, const KeyLayout& layout, std::vector<std::string> names,
+       size_t count = 1);
 
-  // Takes one member, waiting until `until` (see Lock::acquire). Acquired: `taken` is the
-  // member and its hold. Refused: `name` is the first member and `busy` every member's
-  // holders (ttl: the soonest expiry). Nothing stays held or queued on busy, a signal or an
-  // error. Throws what Lock::acquire throws.
+  // Takes `count` members, waiting until `until` (see Lock::acquire). Acquired: `taken` are
+  // the members (in the order taken) and `hold` keeps them all. Refused: `name` is the
+  // first member waited for last and `busy` the holders of the members waited for (ttl:
+  // the soonest expiry). Nothing stays held or queued on busy, a signal or an error; a
+  // member kept while the next is waited for and lost (forced, or run out with Redis
+  // unreachable) gives everything back and the whole starts again while `until` allows.
+  // Throws what Lock::acquire throws.
   MultiLock::Outcome acquire(const std::string& owner, Millis lease, Deadline until,
                              const WaitHooks& hooks, HoldKind kind = HoldKind::kLock,
                              LockMode mode = LockMode::kExclusive);
@@ -46,9 +59,32 @@ class Pool {
   const std::vector<std::string>& names() const { return names_; }
 
  private:
+  struct Kept {
+    size_t index;  // into names_ and locks_
+    Held held;
+    std::unique_ptr<Hold> hold;
+  };
+  struct Stage {
+    WaitOutcome outcome = WaitOutcome::kTimedOut;
+    size_t index = 0;  // acquired: the member taken
+    Held held;
+    Busy busy;  // not acquired
+  };
+  // One wait for any one of `eligible` (indices into locks_).
+  Stage take_one(const std::vector<size_t>& eligible, const std::string& owner, Millis lease,
+                 Deadline until, const WaitHooks& hooks, HoldKind kind, LockMode mode);
+  // Renews every member kept; false when one is lost (dropped from `kept`: no longer ours)
+  // or was not confirmed by its deadline.
+  static bool renew_kept(std::vector<Kept>& kept);
+  void give_back(const std::string& owner, const std::vector<Kept>& kept, HoldKind kind) noexcept;
+  MultiLock::Outcome acquired(std::vector<Kept> kept);
+  size_t position(size_t index) const;  // of locks_[index] in order_
+
   redis::Topology& topology_;
   std::vector<std::string> names_;
+  size_t count_;
   std::vector<std::unique_ptr<Lock>> locks_;  // as names_; a Hold refers to its Lock
+  std::vector<size_t> order_;                 // indices into locks_, the order they are tried
 };
 
 }  // namespace rlock::prim

@@ -213,6 +213,47 @@ TEST_CASE("pool: a pool waiter stopped while granted holds the pool up for the c
   CHECK(next.wait(deadline(10s)).has_value());
 }
 
+TEST_CASE("pool: --count 2 takes two members, in sorted order, and waiters cannot deadlock") {
+  RedisServer redis;
+  REQUIRE(rlock(redis, {"lock", "a", "--owner", "direct", "--lease", "60s"}).status == 0);
+  auto r = rlock(redis, pool_exec({"--count", "2"}, "echo \"$RLOCK_NAME|$RLOCK_NAMES\""));
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out == "b|b,c\n");
+  r = rlock(redis, {"lock", "--one-of", "--count", "2", "a", "b", "c", "--owner", "two"});
+  REQUIRE(r.status == 0);
+  auto j = parse_json(r.out);
+  CHECK(j["locks"].size() == 2);
+  CHECK(j["locks"][0]["name"] == "b");
+  CHECK(j["locks"][1]["name"] == "c");
+  r = rlock(redis, pool_exec({"--count", "2"}, "echo ran"));
+  CHECK(r.status == 75);
+  CHECK(r.err.find("fewer than 2 of locks 'a', 'b' and 'c' are free") != std::string::npos);
+  REQUIRE(rlock(redis, {"unlock", "b", "c", "--owner", "two"}).status == 0);
+
+  // Two K=2 waiters with every member busy: each only ever waits for members after those it
+  // holds, so the first completes and the second follows, never one member each for ever.
+  hold_all_but(redis, "a");
+  auto first = spawn_rlock(redis, pool_exec({"--wait", "30s", "--count", "2"}, kSayAndHold));
+  REQUIRE(poll_until([&] { return live_waiters(redis, "b") == 1; }, 10s, 2ms));
+  auto second = spawn_rlock(redis, pool_exec({"--wait", "30s", "--count", "2"}, kSayAndHold));
+  REQUIRE(poll_until([&] { return live_waiters(redis, "b") == 2; }, 10s, 2ms));
+  REQUIRE(rlock(redis, {"unlock", "c", "--owner", "direct"}).status == 0);  // nobody waits on c yet
+  REQUIRE(rlock(redis, {"unlock", "b", "--owner", "direct"}).status == 0);
+  CHECK(first.read_line(deadline(10s)) == std::optional<std::string>("b b,c"));
+  REQUIRE(rlock(redis, {"unlock", "a", "--owner", "direct"}).status == 0);
+  REQUIRE(poll_until([&] { return live_waiters(redis, "b") == 1 && held(redis, "a"); }, 10s, 2ms));
+  CHECK(second.running());
+  first.kill(SIGTERM);
+  // first releases c, then b (the last taken first): second takes whichever comes first.
+  const auto second_got = second.read_line(deadline(10s));
+  CHECK((second_got == std::optional<std::string>("a a,b") ||
+         second_got == std::optional<std::string>("a a,c")));
+  CHECK(first.wait(deadline(10s)).has_value());
+  second.kill(SIGTERM);
+  CHECK(second.wait(deadline(10s)).has_value());
+}
+
 TEST_CASE("pool: bad inputs exit 64 and write nothing") {
   RedisServer redis;
   const auto before = snapshot(redis);
@@ -221,6 +262,10 @@ TEST_CASE("pool: bad inputs exit 64 and write nothing") {
       {"lock", "--one-of"},
       {"exec", "--one-of", "a", "b", "a", "--", "true"},
       {"lock", "--one-of", "a", "a"},
+      {"exec", "--one-of", "--count", "0", "a", "b", "c", "--", "true"},
+      {"exec", "--one-of", "--count", "4", "a", "b", "c", "--", "true"},
+      {"lock", "--one-of", "--count", "x", "a", "b"},
+      {"lock", "--count", "2", "a", "b"},
   };
   for (const auto& args : cases) {
     CAPTURE(args);

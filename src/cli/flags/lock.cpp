@@ -140,6 +140,36 @@ prints the member taken as
 Release it as any lock:
 .BR "rlock unlock NAME" .)roff"},
     {.commands = "lock,exec",
+     .names = "--count",
+     .value = "K",
+     .help = "with --one-of: take K members of the pool (1 to the number of NAMEs)",
+     .man = R"roff(With
+.BR \-\-one\-of ,
+take
+.I K
+members of the pool (1 to the number of
+.IR NAME s;
+other values are a usage error).
+They are taken one at a time in sorted (bytewise) order, each the first free of
+those after the last one taken (that leave enough members after it), the ones
+taken kept and renewed while the next is waited for, so that pool waiters never
+wait for each other in a circle.
+.B RLOCK_NAME
+and
+.B RLOCK_FENCE
+are the first taken's,
+.B RLOCK_NAMES
+has them all, comma-separated, and
+.B RLOCK_FENCES
+a line
+.IB NAME = FENCE
+for each;
+.B lock
+prints
+.B {\(dqacquired\(dq:true,\(dqlocks\(dq:[...]}
+as for several names.)roff",
+     .default_value = "1"},
+    {.commands = "lock,exec",
      .names = "-E,--conflict-exit-code",
      .value = "N",
      .help = "exit code when the lock is not acquired",
