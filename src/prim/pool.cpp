@@ -23,8 +23,14 @@ Millis sooner(Millis a, Millis b) {
 // pass; the other members' requests are given up at once.
 class PoolWait : public Waitable {
  public:
-  PoolWait(std::vector<std::string> names, std::vector<std::unique_ptr<LockWaiter>> parts)
-      : names_(std::move(names)), parts_(std::move(parts)), touched_(parts_.size(), false) {}
+  // `leave_at_once`: the members not taken are left as soon as one is; otherwise by
+  // untaken()'s caller.
+  PoolWait(std::vector<std::string> names, std::vector<std::unique_ptr<LockWaiter>> parts,
+           bool leave_at_once)
+      : names_(std::move(names)),
+        parts_(std::move(parts)),
+        touched_(parts_.size(), false),
+        leave_at_once_(leave_at_once) {}
 
   Step attempt(Mode mode, Millis wait_left) override {
     Step out;
@@ -35,7 +41,7 @@ class PoolWait : public Waitable {
       Step s = parts_[i]->attempt(mode, wait_left);
       if (s.acquired) {
         taken_ = i;
-        leave_others();
+        if (leave_at_once_) leave_others();
         return s;
       }
       merge(out, s, i);
@@ -74,6 +80,14 @@ class PoolWait : public Waitable {
 
   // The member taken, once an attempt acquired.
   std::optional<size_t> taken() const { return taken_; }
+  // The requests of the members not taken that may be queued or granted, to be given up.
+  std::vector<std::unique_ptr<LockWaiter>> untaken() {
+    std::vector<std::unique_ptr<LockWaiter>> out;
+    for (size_t j = 0; j < parts_.size(); ++j) {
+      if (j != taken_ && touched_[j]) out.push_back(std::move(parts_[j]));
+    }
+    return out;
+  }
   Acquisition result(size_t i) const { return parts_[i]->result(); }
 
   // Every member's busy result as one: their holders, the soonest expiry.
@@ -114,6 +128,7 @@ class PoolWait : public Waitable {
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<LockWaiter>> parts_;
   std::vector<bool> touched_;  // attempted in a mode that may queue or be granted
+  bool leave_at_once_;
   std::optional<size_t> taken_;
 };
 
@@ -136,9 +151,17 @@ void Pool::set_ancestry(const std::vector<AncestorHold>& holds) {
   for (auto& l : locks_) l->set_ancestry(holds);
 }
 
-Pool::Stage Pool::take_one(const std::vector<size_t>& eligible, const std::string& owner,
-                           Millis lease, Deadline until, const WaitHooks& hooks, HoldKind kind,
-                           LockMode mode) {
+void Pool::Pending::leave() noexcept {
+  for (auto& p : parts) p->give_up();
+  parts.clear();
+}
+
+Pool::~Pool() { pending_->leave(); }
+
+Pool::Stage Pool::take_one(const std::vector<size_t>& eligible, bool last_stage,
+                           const std::string& owner, Millis lease, Deadline until,
+                           const WaitHooks& hooks, HoldKind kind, LockMode mode) {
+  pending_->leave();  // what an earlier acquisition left (a hold that came too late runs again)
   const std::string wait_id = random_hex(8);
   std::vector<std::string> names;
   std::vector<std::unique_ptr<LockWaiter>> parts;
@@ -146,7 +169,12 @@ Pool::Stage Pool::take_one(const std::vector<size_t>& eligible, const std::strin
     names.push_back(names_[i]);
     parts.push_back(locks_[i]->waiter(owner, lease, kind, mode, wait_id));
   }
-  PoolWait wait(std::move(names), std::move(parts));
+  // The last member's wait leaves the other queues once the job started (or when the pool
+  // ends, see Pending): off the hand-off's path. Meanwhile this waiter may be granted one
+  // of them, which it then gives back to that member's next waiter. An earlier member's
+  // wait leaves them at once: the next wait queues on some of them again.
+  const bool last = last_stage;
+  PoolWait wait(std::move(names), std::move(parts), !last);
   Stage out;
   try {
     out.outcome = wait_for(topology_, wait, until, hooks);
@@ -158,6 +186,10 @@ Pool::Stage Pool::take_one(const std::vector<size_t>& eligible, const std::strin
   if (out.outcome == WaitOutcome::kAcquired) {
     out.index = eligible[*wait.taken()];
     out.held = std::get<Held>(wait.result(*wait.taken()));
+    if (last) {
+      pending_->parts = wait.untaken();
+      topology_.after_start([pending = pending_] { pending->leave(); });
+    }
   } else {
     out.busy = wait.busy();
     out.busy.interrupted = out.outcome == WaitOutcome::kInterrupted;
@@ -211,7 +243,7 @@ MultiLock::Outcome Pool::acquire(const std::string& owner, Millis lease, Deadlin
       }
       Stage got;
       try {
-        got = take_one(eligible, owner, lease, until, h, kind, mode);
+        got = take_one(eligible, s + 1 == count_, owner, lease, until, h, kind, mode);
       } catch (...) {
         give_back(owner, kept, kind);
         throw;

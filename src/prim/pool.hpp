@@ -37,6 +37,10 @@ class Pool {
   // names.size().
   Pool(redis::Topology& topology, const KeyLayout& layout, std::vector<std::string> names,
        size_t count = 1);
+  // Leaves the queues the last acquisition left for later (see Pending), if it has not yet.
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
 
   // Takes `count` members, waiting until `until` (see Lock::acquire). Acquired: `taken` are
   // the members (in the order taken) and `hold` keeps them all. Refused: `name` is the
@@ -70,9 +74,18 @@ class Pool {
     Held held;
     Busy busy;  // not acquired
   };
-  // One wait for any one of `eligible` (indices into locks_).
-  Stage take_one(const std::vector<size_t>& eligible, const std::string& owner, Millis lease,
-                 Deadline until, const WaitHooks& hooks, HoldKind kind, LockMode mode);
+  // The requests of the members the last member's wait did not take: given up once the
+  // job started (Topology::after_start, which holds on to this) or when the Pool ends,
+  // whichever comes first.
+  struct Pending {
+    std::vector<std::unique_ptr<LockWaiter>> parts;
+    void leave() noexcept;
+  };
+  // One wait for any one of `eligible` (indices into locks_); `last_stage`: the last
+  // member to take.
+  Stage take_one(const std::vector<size_t>& eligible, bool last_stage, const std::string& owner,
+                 Millis lease, Deadline until, const WaitHooks& hooks, HoldKind kind,
+                 LockMode mode);
   // Renews every member kept; false when one is lost (dropped from `kept`: no longer ours)
   // or was not confirmed by its deadline.
   static bool renew_kept(std::vector<Kept>& kept);
@@ -85,6 +98,7 @@ class Pool {
   size_t count_;
   std::vector<std::unique_ptr<Lock>> locks_;  // as names_; a Hold refers to its Lock
   std::vector<size_t> order_;                 // indices into locks_, the order they are tried
+  std::shared_ptr<Pending> pending_ = std::make_shared<Pending>();
 };
 
 }  // namespace rlock::prim

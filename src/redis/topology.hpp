@@ -119,7 +119,12 @@ class Topology {
   // the topology): closing it wakes the server at once, just when the hold it waited for
   // is handed to a job that should start first.
   void retire(Subscriber subscriber);
+  // Runs the work handed to after_start(), then closes the retired subscribers.
   void close_retired();
+  // Work that can wait until the job the acquisition was for has started (a pool leaving
+  // the queues of the members it did not take), run by close_retired(), never by the
+  // destructor: whoever hands it over also runs it if no job starts. Must not throw.
+  void after_start(std::function<void()> work);
 
   // Bounds the command timeout of the next requests (renewals near the lease deadline).
   void limit_timeout(Millis timeout);
@@ -164,6 +169,7 @@ class Topology {
   Target target_;
   std::unique_ptr<Dispatch> dispatch_;
   std::vector<Subscriber> retired_;
+  std::vector<std::function<void()>> after_start_;
 };
 
 }  // namespace rlock::redis
