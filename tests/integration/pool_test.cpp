@@ -262,6 +262,36 @@ TEST_CASE("pool: --count 2 takes two members, in sorted order, and waiters canno
   CHECK(second.wait(deadline(10s)).has_value());
 }
 
+TEST_CASE("pool: --shared readers of a pool share a member; a writer's member is busy for them") {
+  RedisServer redis;
+  // Free: readers take the first member together.
+  auto first = spawn_rlock(redis, pool_exec({"--shared"}, kSayAndHold));
+  CHECK(first.read_line(deadline(10s)) == std::optional<std::string>("a a"));
+  auto second = spawn_rlock(redis, pool_exec({"--shared"}, kSayAndHold));
+  CHECK(second.read_line(deadline(10s)) == std::optional<std::string>("a a"));
+  // A direct writer of a queues behind the readers; a reader of the pool that comes later
+  // does not overtake that writer on a: it takes b.
+  auto writer = spawn_rlock(
+      redis, {"exec", "--wait", "30s", "a", "--", "sh", "-c", "echo writer; exec sleep 60"});
+  REQUIRE(poll_until([&] { return live_waiters(redis, "a") == 1; }, 10s, 2ms));
+  auto third = spawn_rlock(redis, pool_exec({"--shared"}, kSayAndHold));
+  CHECK(third.read_line(deadline(10s)) == std::optional<std::string>("b b"));
+  for (auto* p : {&first, &second, &third}) p->kill(SIGTERM);
+  CHECK(writer.read_line(deadline(10s)) == std::optional<std::string>("writer"));
+
+  // Every member held exclusively: a reader of the pool waits, and gets the first freed.
+  REQUIRE(rlock(redis, {"lock", "b", "--owner", "direct", "--lease", "60s"}).status == 0);
+  REQUIRE(rlock(redis, {"lock", "c", "--owner", "direct", "--lease", "60s"}).status == 0);
+  auto reader = spawn_rlock(redis, pool_exec({"--shared", "--wait", "30s"}, kSayAndHold));
+  REQUIRE(queued_everywhere(redis, 1));
+  REQUIRE(rlock(redis, {"unlock", "c", "--owner", "direct"}).status == 0);
+  CHECK(reader.read_line(deadline(10s)) == std::optional<std::string>("c c"));
+  for (auto* p : {&first, &second, &third, &writer, &reader}) {
+    p->kill(SIGTERM);
+    CHECK(p->wait(deadline(10s)).has_value());
+  }
+}
+
 TEST_CASE("pool: bad inputs exit 64 and write nothing") {
   RedisServer redis;
   const auto before = snapshot(redis);
