@@ -120,7 +120,7 @@ complete -c rlock -n '__rlock_at lock' -l nb -d 'fail at once if the lock is hel
 complete -c rlock -n '__rlock_at lock' -l nonblock -d 'fail at once if the lock is held (the default; flock -n, --nb)'
 complete -c rlock -n '__rlock_at lock' -s s -l shared -d 'a shared (read) hold: any number at once, but no exclusive holder (flock -s)'
 complete -c rlock -n '__rlock_at lock' -s x -l exclusive -d 'an exclusive hold, the default (flock -x)'
-complete -c rlock -n '__rlock_at lock' -l one-of -d 'the NAMEs are a pool: take whichever one is free first (RLOCK_NAME says which)'
+complete -c rlock -n '__rlock_at lock' -l one-of -d 'the NAMEs are a pool: take whichever is free first (RLOCK_NAME says which)'
 complete -c rlock -n '__rlock_at lock' -l count -x -d 'with --one-of: take K members of the pool (1 to the number of NAMEs) (default 1)'
 complete -c rlock -n '__rlock_at lock' -s E -l conflict-exit-code -x -d 'exit code when the lock is not acquired (default 75)'
 
@@ -138,7 +138,7 @@ complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l nb -d 
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l nonblock -d 'fail at once if the lock is held (the default; flock -n, --nb)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s s -l shared -d 'a shared (read) hold: any number at once, but no exclusive holder (flock -s)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s x -l exclusive -d 'an exclusive hold, the default (flock -x)'
-complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l one-of -d 'the NAMEs are a pool: take whichever one is free first (RLOCK_NAME says which)'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l one-of -d 'the NAMEs are a pool: take whichever is free first (RLOCK_NAME says which)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l count -x -d 'with --one-of: take K members of the pool (1 to the number of NAMEs) (default 1)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s E -l conflict-exit-code -x -d 'exit code when the lock is not acquired (default 75)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l lease -x -d 'lease of the hold (default 30s)'

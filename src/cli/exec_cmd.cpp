@@ -163,12 +163,18 @@ waiters in arrival order. Busy, a signal or an error: nothing stays held, and on
 says which lock was busy. RLOCK_NAME and RLOCK_FENCE are the first name's; RLOCK_FENCES
 has a line NAME=FENCE per name (one name too). Losing any lock stops the job (76).
 
+--one-of: the NAMEs are a pool, and CMD runs holding whichever is free first (--count K:
+K of them, taken in sorted order). Pool waiters queue on every member, served in arrival
+order; a member held directly is busy for the pool. RLOCK_NAME is the member taken,
+RLOCK_NAMES the members taken (comma-separated), RLOCK_FENCE its fence.
+
 Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running
   rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
   rlock exec --min-hold 50s tick -- ./every-minute.sh     # once per minute across hosts
   rlock exec -s --wait 5m reports-db -- ./read-report.sh  # readers together, writers alone
   rlock exec --wait 30m staging-db deploy-slot -- ./deploy.sh  # both, or wait for both
+  rlock exec --wait 1h --one-of stg-1 stg-2 stg-3 -- sh -c './test.sh "$RLOCK_NAME"'
   rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");
   return {
       [flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};

@@ -164,6 +164,9 @@ The same owner again re-enters (count + 1); a re-entry never shortens the lease 
 Several NAMEs: all of them or none (taken in sorted order, see rlock help exec); prints
 {"acquired":true,"locks":[...]} with one object per name as above, in the order given, or
 {"acquired":false,"busy":{...}} with the lock found busy (75, or -E), holding none.
+--one-of: the NAMEs are a pool; prints the member taken as above ("name"), or with
+--count K the K taken as for several names; busy, {"acquired":false,"one_of":[NAMEs],
+"holders",...} with the holders of the members waited for.
 
 Examples:
   rlock lock deploy-prod --owner ci-42 --lease 10m     # hold for 10 minutes
@@ -171,6 +174,7 @@ Examples:
   rlock lock backup --wait 30s                          # wait up to 30s for it
   rlock lock -s reports --owner reader-1                # a shared (read) hold
   rlock lock db deploy-slot --owner ci-42 --wait 5m     # both, or none
+  rlock lock --one-of stg-1 stg-2 stg-3 --owner ci-42   # any one of them
   rlock unlock deploy-prod --owner ci-42
 
 Without --owner (or RLOCK_OWNER) the owner is made up (host:pid:random) and a warning on

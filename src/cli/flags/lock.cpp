@@ -7,7 +7,7 @@ constexpr Flag kLockFlags[] = {
     {.commands = "lock",
      .names = "name",
      .value = "NAME",
-     .help = "lock name; several: all of them or none (sorted, taken in that order)"},
+     .help = "lock name; several: all of them or none (sorted); --one-of: any one"},
     {.commands = "lock,exec,sem acquire,sem exec",
      .names = "--owner",
      .value = "ID",
@@ -116,7 +116,7 @@ it is a usage error.)roff"},
     {.commands = "lock,exec",
      .names = "--one-of",
      .value = "",
-     .help = "the NAMEs are a pool: take whichever one is free first (RLOCK_NAME says which)",
+     .help = "the NAMEs are a pool: take whichever is free first (RLOCK_NAME says which)",
      .man = R"roff(The
 .IR NAME s
 are a pool: take whichever one is free first, instead of all of them
