@@ -250,6 +250,7 @@ MultiLock::Outcome Pool::acquire(const std::string& owner, Millis lease, Deadlin
       }
       if (got.outcome != WaitOutcome::kAcquired) {
         give_back(owner, kept, kind);
+        kept.clear();  // given back once: a `lock` hold's second give-back would count down
         refused = MultiLock::Refused{names_[eligible.front()], got.busy};
         break;
       }
