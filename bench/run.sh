@@ -12,7 +12,7 @@
 # 1000000), BENCH_LIMIT_DECISIONS (per run of part G's throughput rows, 50000),
 # BENCH_QUEUE_ITEMS (items of part H's bulk push, 100000), BENCH_QUEUE_SIZES (part W's
 # queue lengths, "10 100 1000"), BENCH_QUEUE_HANDOFFS (hand-offs timed per length, 50),
-# BENCH_PARTS (the parts to run, default ABCDEFGHIMOSTW; BENCH_PARTS=F runs only the
+# BENCH_PARTS (the parts to run, default ABCDEFGHIMOPSTW; BENCH_PARTS=F runs only the
 # inspect part, its summary rows included). Part G's C++ program is rlock_limit_bench next to RLOCK_BIN (or
 # RLOCK_LIMIT_BENCH), built when missing.
 #
@@ -54,8 +54,8 @@ LATCH_ROUNDS=$(knob BENCH_LATCH_ROUNDS 30 1 1000)
 INSPECT_RUNS=$(knob BENCH_INSPECT_RUNS 3 1 50)
 INSPECT_MAX=$(knob BENCH_INSPECT_MAX 1000000 100000 5000000)
 LIMIT_DECISIONS=$(knob BENCH_LIMIT_DECISIONS 50000 1000 10000000)
-PARTS=${BENCH_PARTS:-ABCDEFGHIMOSTW}
-[[ $PARTS =~ ^[A-IMOSTW]+$ ]] || die "BENCH_PARTS must be letters among ABCDEFGHIMOSTW, got '$PARTS'"
+PARTS=${BENCH_PARTS:-ABCDEFGHIMOPSTW}
+[[ $PARTS =~ ^[A-IMOPSTW]+$ ]] || die "BENCH_PARTS must be letters among ABCDEFGHIMOPSTW, got '$PARTS'"
 part() { [[ $PARTS == *"$1"* ]]; } # part X: whether part X runs
 
 # ---------------------------------------------------------------- install
@@ -205,6 +205,8 @@ set +e
 source "$ROOT/bench/lib.sh"
 # shellcheck source=bench/handoff.sh
 source "$ROOT/bench/handoff.sh"
+# shellcheck source=bench/queue_chain.sh
+source "$ROOT/bench/queue_chain.sh"
 
 # ---------------------------------------------------------------- header
 say "# rlock benchmark"

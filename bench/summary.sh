@@ -85,6 +85,11 @@ if part M; then
     verdict 'hand-off median, two names <= 1.2x one name' "${M_HO[multi]} / ${M_HO[rlock]}" 1.2 \
         "${M_HO[multi]:-?} ms vs ${M_HO[rlock]:-?} ms = $(calc '%.2fx' "${M_HO[multi]} / ${M_HO[rlock]}")"
 fi
+if part P; then
+    verdict 'pool hand-off (3 members, 20 waiters) <= 1.2x a single lock'"'"'s' \
+        "${PO_MED[pool]} / ${PO_MED[rlock]}" 1.2 \
+        "${PO_MED[pool]:-?} ms vs ${PO_MED[rlock]:-?} ms = $(calc '%.2fx' "${PO_MED[pool]} / ${PO_MED[rlock]}")"
+fi
 if part W && [[ -n ${QW_MED[10]:-} && -n ${QW_MED[1000]:-} ]]; then
     verdict 'at 1000 waiters: hand-off gap median <= 1.3x at 10' "${QW_MED[1000]} / ${QW_MED[10]}" 1.3 \
         "${QW_MED[1000]} ms vs ${QW_MED[10]} ms = $(calc '%.2fx' "${QW_MED[1000]} / ${QW_MED[10]}")"

@@ -75,7 +75,7 @@ _rlock()
     local subcommands='lock unlock exec elect sem inspect latch limit delay-push delay-pop doctor help'
     local global_opts='-h --help --version --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-insecure --format -v --verbose -q --quiet'
     # Every option that takes a value, global or per command.
-    local arg_opts=' --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --count --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries '
+    local arg_opts=' --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note --count -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries '
 
     # Find the command ("sem acquire"), the positionals after it, and `--` (exec).
     local i word path='' npos=0 dashdash=0 last_positional=''
@@ -123,7 +123,7 @@ _rlock()
             _rlock_files
             return
             ;;
-        --prefix | --connect-timeout | --timeout | --sync-replicas | --sync-timeout | --owner | --lease | --note | -E | --conflict-exit-code | --priority | --kill-after | --min-hold | --slot-offset | -c | --command | --permits | --count | --permit | --limit | --after | --history | --expire | --by | --id | --rate | --burst | --cost | --client | --client-rate | --delay | --at | --max-payload | --visibility | --max-deliveries)
+        --prefix | --connect-timeout | --timeout | --sync-replicas | --sync-timeout | --owner | --lease | --note | --count | -E | --conflict-exit-code | --priority | --kill-after | --min-hold | --slot-offset | -c | --command | --permits | --permit | --limit | --after | --history | --expire | --by | --id | --rate | --burst | --cost | --client | --client-rate | --delay | --at | --max-payload | --visibility | --max-deliveries)
             :  # a free-form value: nothing sensible to offer
             return
             ;;
@@ -189,14 +189,14 @@ _rlock()
     local opts='' inner='' lock_names='' lock_names_many=''
     case $path in
         'lock')
-            opts='--owner --lease -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive --note -E --conflict-exit-code --supersede --cancel-running --priority'
+            opts='--owner --lease -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive --note --one-of --count -E --conflict-exit-code --supersede --cancel-running --priority'
             ;;
         'unlock')
             opts='--owner -s --shared --force'
             lock_names=0 lock_names_many=1
             ;;
         'exec')
-            opts='--owner -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive --note -E --conflict-exit-code --supersede --cancel-running --priority --lease --on-lost --kill-after --min-hold --keep-secrets --once-per --slot-offset -c --command'
+            opts='--owner -w --wait -n --no-wait --nb --nonblock -s --shared -x --exclusive --note --one-of --count -E --conflict-exit-code --supersede --cancel-running --priority --lease --on-lost --kill-after --min-hold --keep-secrets --once-per --slot-offset -c --command'
             ;;
         'elect')
             opts='--owner --note --lease --on-lost --kill-after --keep-secrets -c --command --observe'

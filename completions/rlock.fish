@@ -12,7 +12,7 @@ function __rlock_positionals
             continue
         end
         switch $t
-            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --count --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
+            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note --count -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
                 set skip 1
             case '-*'
             case '*'
@@ -122,6 +122,8 @@ complete -c rlock -n '__rlock_at lock' -l nonblock -d 'fail at once if the lock 
 complete -c rlock -n '__rlock_at lock' -s s -l shared -d 'a shared (read) hold: any number at once, but no exclusive holder (flock -s)'
 complete -c rlock -n '__rlock_at lock' -s x -l exclusive -d 'an exclusive hold, the default (flock -x)'
 complete -c rlock -n '__rlock_at lock' -l note -x -d 'say why it is held (shown by inspect; unlock --force prints it)'
+complete -c rlock -n '__rlock_at lock' -l one-of -d 'the NAMEs are a pool: take whichever is free first (RLOCK_NAME says which)'
+complete -c rlock -n '__rlock_at lock' -l count -x -d 'with --one-of: take K members of the pool (1 to the number of NAMEs) (default 1)'
 complete -c rlock -n '__rlock_at lock' -s E -l conflict-exit-code -x -d 'exit code when the lock is not acquired (default 75)'
 complete -c rlock -n '__rlock_at lock' -l supersede -d 'a newer --supersede wait makes this queued one give up (exit 79)'
 complete -c rlock -n '__rlock_at lock' -l cancel-running -d 'with --supersede: also stop the running --supersede exec job'
@@ -142,6 +144,8 @@ complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l nonblo
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s s -l shared -d 'a shared (read) hold: any number at once, but no exclusive holder (flock -s)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s x -l exclusive -d 'an exclusive hold, the default (flock -x)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l note -x -d 'say why it is held (shown by inspect; unlock --force prints it)'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l one-of -d 'the NAMEs are a pool: take whichever is free first (RLOCK_NAME says which)'
+complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l count -x -d 'with --one-of: take K members of the pool (1 to the number of NAMEs) (default 1)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -s E -l conflict-exit-code -x -d 'exit code when the lock is not acquired (default 75)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l supersede -d 'a newer --supersede wait makes this queued one give up (exit 79)'
 complete -c rlock -n '__rlock_at exec; and not __rlock_after_dashdash' -l cancel-running -d 'with --supersede: also stop the running --supersede exec job'

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reads one recipe of examples/, checks the keys its runner requires, and prints the
 commands it runs as a bash script for scripts/examples-test.sh to execute against a test
-server. Usage: examples-recipe.py crontab|systemd|github|gitlab|kubernetes FILE
+server. Usage: examples-recipe.py crontab|systemd|github|gitlab|kubernetes|jenkins FILE
 
 What the test server stands in for is left out of the printed script: RLOCK_URL and the
 password come from the test's environment, not the recipe's. A field the runner fills in
@@ -150,11 +150,30 @@ def kubernetes(path):
     return lines
 
 
+def jenkins(path):
+    """A declarative Jenkinsfile: its environment block's NAME = "VALUE" lines (Jenkins'
+    ${env.X} is the agent's $X) and the shell of its sh '''...''' steps (a Groovy string
+    with no interpolation: the shell gets it as written)."""
+    text = open(path).read()
+    for needed in ("pipeline {", "agent ", "stages {", "stage(", "steps {"):
+        if needed not in text:
+            fail(f"a declarative pipeline wants '{needed}'")
+    lines = []
+    env = re.search(r"environment \{(.*?)\n\s*\}", text, re.S)
+    for name, value in re.findall(r'^\s*(\w+)\s*=\s*"([^"]*)"', env.group(1) if env else "", re.M):
+        if name not in SERVER_VARS:
+            lines.append(f'export {name}="' + re.sub(r"\$\{env\.(\w+)\}", r"${\1}", value) + '"')
+    steps = re.findall(r"sh '''(.*?)'''", text, re.S)
+    if not steps:
+        fail("no sh '''...''' step")
+    return lines + [s.strip() for s in steps]
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: examples-recipe.py crontab|systemd|github|gitlab|kubernetes FILE")
+        sys.exit("usage: examples-recipe.py crontab|systemd|github|gitlab|kubernetes|jenkins FILE")
     kinds = {"crontab": crontab, "systemd": systemd, "github": github, "gitlab": gitlab,
-             "kubernetes": kubernetes}
+             "kubernetes": kubernetes, "jenkins": jenkins}
     if sys.argv[1] not in kinds:
         sys.exit(f"examples-recipe: unknown kind {sys.argv[1]}")
     print("\n".join(kinds[sys.argv[1]](sys.argv[2])))

@@ -194,6 +194,35 @@ echo "== gitlab-ci/gitlab-ci.yml: one deploy at a time"
 script=$(recipe gitlab examples/gitlab-ci/gitlab-ci.yml | localize)
 CI_JOB_ID=1 one_deploy_at_a_time gitlab-ci gitlab "$script"
 
+# Two members of the pool held: the build tests on the third. All three held: the build
+# queues on every member and tests on the first one freed.
+echo "== jenkins/Jenkinsfile: tests on whichever staging environment is free"
+script=$(recipe jenkins examples/jenkins/Jenkinsfile | localize)
+cat >"$tmp/checkout/run-integration-tests.sh" <<'EOF2'
+#!/bin/sh
+echo "tests $RLOCK_OWNER $*" >>"$RAN"
+EOF2
+chmod +x "$tmp/checkout/run-integration-tests.sh"
+: >"$RAN"
+rlock -q lock staging-1 staging-2 --owner other-team --lease 10m
+(cd "$tmp/checkout" && JOB_NAME=web BUILD_NUMBER=7 bash -ec "$script") >"$tmp/jenkins.out" 2>&1 ||
+  fail "jenkins: the build exited $?: $(cat "$tmp/jenkins.out")"
+[ "$(ran)" = "tests jenkins-web-7 --env staging-3" ] || fail "jenkins: the tests ran as: $(ran)"
+: >"$RAN"
+rlock -q lock staging-3 --owner other-team --lease 10m
+(cd "$tmp/checkout" && JOB_NAME=web BUILD_NUMBER=8 bash -ec "$script") >"$tmp/jenkins.out" 2>&1 &
+build=$!
+for _ in $(seq 300); do  # until the build waits in every member's queue
+  rlock inspect --type lock 'staging-*' | grep -o '"waiters_total":1' | wc -l | grep -qx 3 && break
+  sleep 0.1
+done
+rlock inspect --type lock 'staging-*' | grep -o '"waiters_total":1' | wc -l | grep -qx 3 ||
+  fail "jenkins: the build did not queue on every member: $(rlock inspect 'staging-*')"
+rlock -q unlock staging-2 --owner other-team
+wait "$build" || fail "jenkins: the queued build exited $?: $(cat "$tmp/jenkins.out")"
+[ "$(ran)" = "tests jenkins-web-8 --env staging-2" ] || fail "jenkins: the queued tests ran as: $(ran)"
+rlock -q unlock staging-1 staging-3 --owner other-team
+
 echo "== systemd/jobs-consumer.service: handles items, stops cleanly on TERM"
 consumer=$(recipe systemd examples/systemd/jobs-consumer.service | localize)
 : >"$RAN"

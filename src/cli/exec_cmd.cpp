@@ -11,6 +11,7 @@
 #include "cli/exec_run.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/lock_set.hpp"
 #include "cli/once_per.hpp"
 #include "cli/supervised.hpp"
 #include "prim/multi_lock.hpp"
@@ -44,15 +45,24 @@ std::string fences_variable(const std::vector<prim::MultiLock::Taken>& taken) {
   return out;
 }
 
-// RLOCK_NAME and RLOCK_FENCE are the first name's; -v gives each lock's fence.
+// RLOCK_NAMES: the names taken, comma-separated, as Jenkins' lockable resources give them
+// (RLOCK_FENCES has them one a line, for names with a comma).
+std::string names_variable(const std::vector<prim::MultiLock::Taken>& taken) {
+  std::string out;
+  for (const auto& t : taken) out += (out.empty() ? "" : ",") + t.name;
+  return out;
+}
+
+// RLOCK_NAME and RLOCK_FENCE are the first name's (a pool's: the member taken); -v gives
+// each lock's fence.
 JobHold job_hold(const LockRequest& req, const std::vector<prim::MultiLock::Taken>& taken,
                  const std::vector<prim::AncestorHold>& inherited) {
   JobHold job;
-  job.name = req.name;
+  job.name = taken.front().name;
   job.owner = req.owner;
   const std::string first_fence = std::to_string(taken.front().held.fence);
   if (taken.size() == 1) {
-    job.what = "lock '" + req.name + "'";
+    job.what = "lock '" + job.name + "'";
     job.terms = "fence " + first_fence + ", ";
   }
   std::vector<prim::AncestorHold> own;
@@ -63,6 +73,7 @@ JobHold job_hold(const LockRequest& req, const std::vector<prim::MultiLock::Take
     own.push_back({t.held.hold_id, req.owner});
   }
   job.env = {{"RLOCK_FENCE", first_fence}, {"RLOCK_FENCES", fences_variable(taken)}};
+  if (req.pool) job.env.push_back({"RLOCK_NAMES", names_variable(taken)});
   job.holds = holds_for_job_several(inherited, own);
   return job;
 }
@@ -71,14 +82,13 @@ JobHold job_hold(const LockRequest& req, const std::vector<prim::MultiLock::Take
 // n=1) and, once they are held, the command run under them.
 int acquire_and_run(const std::vector<std::string>& command, const LockRequest& req,
                     const Console& console, Supervision& supervision, redis::Topology& topology,
-                    prim::MultiLock& locks, SlotRun* run) {
+                    LockSet& locks, SlotRun* run) {
   auto inherited = inherited_holds();
   locks.set_ancestry(inherited);
-  locks.set_queue_policy(req.policy);
   auto outcome = locks.acquire(
-      req.owner, req.lease, req.wait_until,
+      req,
       [&](const std::string& name) { return supervision.wait_hooks(wait_hooks(console, name)); },
-      prim::HoldKind::kExec, req.mode);
+      prim::HoldKind::kExec);
   const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
   // With several names, the line must tell that the busy or interrupted one left none held.
   const std::string none_held =
@@ -93,9 +103,10 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
     if (!refused)
       locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
                       prim::HoldKind::kExec);
+    const std::string waited_for =
+        refused && !req.pool ? "lock '" + refused->name + "'" : locks.named();
     console.notice("interrupted by signal " + std::to_string(signo) + " while waiting for " +
-                   (refused ? "lock '" + refused->name + "'" : locks_named(req.names)) + none_held +
-                   "; the command did not run");
+                   waited_for + none_held + "; the command did not run");
     return 128 + signo;
   }
   if (refused && !refused->busy.superseded_by.empty()) {
@@ -103,7 +114,7 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
     return kExitSuperseded;
   }
   if (refused) {
-    console.notice(describe_busy(refused->name, refused->busy, req.wait) + none_held +
+    console.notice(locks.describe_refused(*refused, req.wait) +
                    (run ? "; this slot's run is skipped" : "") + "; not running the command");
     return req.conflict_exit_code;
   }
@@ -117,7 +128,7 @@ int acquire_and_run(const std::vector<std::string>& command, const LockRequest& 
 // the run's end is recorded by its release, or here when no release did.
 int run_in_slot(const OncePer& once, const std::vector<std::string>& command,
                 const LockRequest& req, const Console& console, Supervision& supervision,
-                redis::Topology& topology, prim::MultiLock& locks, const prim::KeyLayout& layout) {
+                redis::Topology& topology, LockSet& locks, const prim::KeyLayout& layout) {
   refuse_once_per_on_quorum(topology);
   prim::RunHistory history(topology, layout, req.name);
   SlotRun run{history, random_hex(8), {}};
@@ -168,8 +179,8 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
   supervision.prepare_during_next_script(topology);
-  prim::MultiLock locks(topology, *layout, req.names);
-  locks.set_note(req.note);
+  LockSet locks(topology, *layout, req);
+  locks.configure(req);
   if (once) return run_in_slot(*once, command, req, console, supervision, topology, locks, *layout);
   return supervision.until_in_time(req.wait_until, [&] {
     return acquire_and_run(command, req, console, supervision, topology, locks, nullptr);
@@ -205,6 +216,11 @@ waiters in arrival order. Busy, a signal or an error: nothing stays held, and on
 says which lock was busy. RLOCK_NAME and RLOCK_FENCE are the first name's; RLOCK_FENCES
 has a line NAME=FENCE per name (one name too). Losing any lock stops the job (76).
 
+--one-of: the NAMEs are a pool, and CMD runs holding whichever is free first (--count K:
+K of them, taken in sorted order). Pool waiters queue on every member, served in arrival
+order; a member held directly is busy for the pool. RLOCK_NAME is the member taken,
+RLOCK_NAMES the members taken (comma-separated), RLOCK_FENCE its fence.
+
 Examples:
   rlock exec nightly-report -- ./report.sh                # crontab: skip if running
   rlock exec --wait 20m deploy-prod -- ./deploy.sh        # CI: queue behind the deploy
@@ -212,6 +228,7 @@ Examples:
   rlock exec --once-per 1d --slot-offset 2h nightly -- ./report.sh  # once a day from 02:00 UTC
   rlock exec -s --wait 5m reports-db -- ./read-report.sh  # readers together, writers alone
   rlock exec --wait 30m staging-db deploy-slot -- ./deploy.sh  # both, or wait for both
+  rlock exec --wait 1h --one-of stg-1 stg-2 stg-3 -- sh -c './test.sh "$RLOCK_NAME"'
   rlock exec db-migrate -- sh -c 'migrate --fence "$RLOCK_FENCE"')");
   return {
       [flags, &command](const Settings& settings) { return run_exec(*flags, command, settings); }};

@@ -6,6 +6,7 @@
 #include "cli/command.hpp"
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/lock_set.hpp"
 #include "cli/stop_signals.hpp"
 #include "prim/multi_lock.hpp"
 #include "util/duration.hpp"
@@ -13,23 +14,31 @@
 namespace rlock::cli {
 namespace {
 
-std::string unlock_command(const LockRequest& req) {
+// The command that releases what was taken: `names` are those taken (a pool's member).
+std::string unlock_command(const LockRequest& req, const std::vector<std::string>& names_taken) {
   std::string names;
-  for (const auto& n : req.names) names += " " + shell_quote(n);
+  for (const auto& n : names_taken) names += " " + shell_quote(n);
   return std::string("rlock unlock ") + (req.mode == prim::LockMode::kShared ? "-s" : "") +
          names.substr(req.mode == prim::LockMode::kShared ? 0 : 1) + " --owner " +
          shell_quote(req.owner);
 }
 
 // What stands when the result could not be printed: the holds, and how to give them back.
+std::vector<std::string> names_of(const std::vector<prim::MultiLock::Taken>& taken) {
+  std::vector<std::string> out;
+  for (const auto& t : taken) out.push_back(t.name);
+  return out;
+}
+
 std::string held_line(const LockRequest& req, const std::vector<prim::MultiLock::Taken>& taken) {
   const std::string shared = req.mode == prim::LockMode::kShared ? "shared, " : "";
+  const std::string unlock = unlock_command(req, names_of(taken));
   if (taken.size() == 1) {
     const prim::Held& held = taken.front().held;
-    return "lock '" + req.name + "' is held all the same (" + shared + "owner '" + req.owner +
-           "', count " + std::to_string(held.count) + ", fence " + std::to_string(held.fence) +
-           ", lease " + format_duration(held.lease) +
-           "); give it back with: " + unlock_command(req);
+    return "lock '" + taken.front().name + "' is held all the same (" + shared + "owner '" +
+           req.owner + "', count " + std::to_string(held.count) + ", fence " +
+           std::to_string(held.fence) + ", lease " + format_duration(held.lease) +
+           "); give it back with: " + unlock;
   }
   std::string each;
   for (const auto& t : taken) {
@@ -37,16 +46,17 @@ std::string held_line(const LockRequest& req, const std::vector<prim::MultiLock:
             ", fence " + std::to_string(t.held.fence) + ")";
   }
   return "locks " + each + " are held all the same (" + shared + "owner '" + req.owner +
-         "', lease " + format_duration(req.lease) +
-         "); give them back with: " + unlock_command(req);
+         "', lease " + format_duration(req.lease) + "); give them back with: " + unlock;
 }
 
 // `lock` without an owner holds for a made-up one that only this line (and stdout, which
 // -q hides) tells: said on stderr even with -q, with the command that releases it.
-std::string made_up_owner_warning(const LockRequest& req) {
-  return "no --owner or RLOCK_OWNER: holding " + locks_named(req.names) + " as owner '" +
-         req.owner + "'; release " + (req.names.size() > 1 ? "them" : "it") +
-         " with: " + unlock_command(req);
+std::string made_up_owner_warning(const LockRequest& req,
+                                  const std::vector<prim::MultiLock::Taken>& taken) {
+  const auto names = names_of(taken);
+  return "no --owner or RLOCK_OWNER: holding " + locks_named(names) + " as owner '" + req.owner +
+         "'; release " + (names.size() > 1 ? "them" : "it") +
+         " with: " + unlock_command(req, names);
 }
 
 // The object `lock` prints for one lock it holds (the whole result for a single name).
@@ -69,7 +79,7 @@ Json busy_json(const std::string& name, const prim::Busy& busy) {
 }
 
 Json held_result(const LockRequest& req, const std::vector<prim::MultiLock::Taken>& taken) {
-  if (taken.size() == 1) return held_json(req, req.name, taken.front().held);
+  if (taken.size() == 1) return held_json(req, taken.front().name, taken.front().held);
   Json each = Json::array();
   for (const auto& t : taken) each.push_back(held_json(req, t.name, t.held));
   return {{"acquired", true}, {"locks", each}};
@@ -77,8 +87,18 @@ Json held_result(const LockRequest& req, const std::vector<prim::MultiLock::Take
 
 // The line on stderr: for one name only after a wait (without one, stdout's result is the
 // whole answer); for several always, as it names the busy one of them.
-int report_busy(const LockRequest& req, const Console& console,
+int report_busy(const LockRequest& req, const Console& console, const LockSet& locks,
                 const prim::MultiLock::Refused& refused) {
+  if (req.pool) {
+    // A pool's busy result: every member's holders, the soonest lease's end.
+    if (req.wait.count() > 0 || req.names.size() > 1)
+      console.notice(locks.describe_refused(refused, req.wait));
+    Json busy = busy_json(refused.name, refused.busy);
+    busy.erase("name");
+    busy["one_of"] = req.names;
+    console.result(busy);
+    return req.conflict_exit_code;
+  }
   std::string line = describe_busy(refused.name, refused.busy, req.wait);
   if (req.names.size() == 1) {
     if (req.wait.count() > 0) console.notice(line);
@@ -90,8 +110,9 @@ int report_busy(const LockRequest& req, const Console& console,
   return req.conflict_exit_code;
 }
 
-std::string interrupted_line(const LockRequest& req, int signo) {
+std::string interrupted_line(const LockRequest& req, const LockSet& locks, int signo) {
   std::string line = "interrupted by signal " + std::to_string(signo);
+  if (req.pool) return line + " while waiting for " + locks.named() + "; none of them is held";
   if (req.names.size() == 1)
     return line + " while waiting for lock '" + req.name + "'; it is not held";
   return line + "; none of " + locks_named(req.names) + " is held";
@@ -111,18 +132,16 @@ int run_lock(const LockRequest& req, const Console& console, const Settings& set
   };
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
-  prim::MultiLock locks(topology, *layout, req.names);
+  LockSet locks(topology, *layout, req);
   locks.set_ancestry(inherited_holds());
-  locks.set_note(req.note);
-  locks.set_queue_policy(req.policy);
-  auto outcome = locks.acquire(req.owner, req.lease, req.wait_until, hooks_for,
-                               prim::HoldKind::kLock, req.mode);
+  locks.configure(req);
+  auto outcome = locks.acquire(req, hooks_for, prim::HoldKind::kLock);
   const auto* refused = std::get_if<prim::MultiLock::Refused>(&outcome);
   if (int signo = stops ? stops->stop_signal() : 0) {  // while connecting, waiting, or at the grant
     if (!refused)
       locks.give_back(req.owner, std::get<prim::MultiLock::Acquired>(outcome).taken,
                       prim::HoldKind::kLock);
-    console.notice(interrupted_line(req, signo));
+    console.notice(interrupted_line(req, locks, signo));
     return 128 + signo;
   }
   if (refused && !refused->busy.superseded_by.empty()) {
@@ -132,9 +151,9 @@ int run_lock(const LockRequest& req, const Console& console, const Settings& set
                     {"superseded_by", refused->busy.superseded_by}});
     return kExitSuperseded;
   }
-  if (refused) return report_busy(req, console, *refused);
+  if (refused) return report_busy(req, console, locks, *refused);
   const auto& taken = std::get<prim::MultiLock::Acquired>(outcome).taken;
-  if (req.owner_made_up) console.warning(made_up_owner_warning(req));
+  if (req.owner_made_up) console.warning(made_up_owner_warning(req, taken));
   console.result(held_result(req, taken), held_line(req, taken));
   return 0;
 }
@@ -155,6 +174,9 @@ The same owner again re-enters (count + 1); a re-entry never shortens the lease 
 Several NAMEs: all of them or none (taken in sorted order, see rlock help exec); prints
 {"acquired":true,"locks":[...]} with one object per name as above, in the order given, or
 {"acquired":false,"busy":{...}} with the lock found busy (75, or -E), holding none.
+--one-of: the NAMEs are a pool; prints the member taken as above ("name"), or with
+--count K the K taken as for several names; busy, {"acquired":false,"one_of":[NAMEs],
+"holders",...} with the holders of the members waited for.
 
 Examples:
   rlock lock deploy-prod --owner ci-42 --lease 10m     # hold for 10 minutes
@@ -162,6 +184,7 @@ Examples:
   rlock lock backup --wait 30s                          # wait up to 30s for it
   rlock lock -s reports --owner reader-1                # a shared (read) hold
   rlock lock db deploy-slot --owner ci-42 --wait 5m     # both, or none
+  rlock lock --one-of stg-1 stg-2 stg-3 --owner ci-42   # any one of them
   rlock unlock deploy-prod --owner ci-42
 
 Without --owner (or RLOCK_OWNER) the owner is made up (host:pid:random) and a warning on

@@ -31,8 +31,8 @@ prim::QueuePolicy resolve_policy(const LockFlags& f) {
   p.supersede = f.supersede;
   p.cancel_running = f.cancel_running;
   const char* given = f.supersede ? "--supersede" : !f.priority.empty() ? "--priority" : nullptr;
-  if (given && f.names.size() > 1)
-    throw UsageError(std::string(given) + " orders one lock's queue: give one NAME");
+  if (given && (f.names.size() > 1 || f.one_of))
+    throw UsageError(std::string(given) + " orders one lock's queue: give one NAME, no --one-of");
   return p;
 }
 
@@ -63,6 +63,10 @@ void add_lock_flags(CLI::App& sub, LockFlags& f, Names names) {
       validate_note(v);
       f.note = v;
     });
+  }
+  if (table_has(sub, "--one-of")) {
+    add_table_flag(sub, "--one-of", f.one_of);
+    add_table_option(sub, "--count", f.count);
   }
   if (table_has(sub, "--conflict-exit-code"))
     add_conflict_exit_code_flag(sub, f.conflict_exit_code);
@@ -98,6 +102,12 @@ LockRequest resolve_lock_request(const LockFlags& f, const Settings& s) {
   r.note = f.note;
   r.conflict_exit_code = f.conflict_exit_code;
   r.policy = resolve_policy(f);
+  r.pool = f.one_of;
+  if (!f.count.empty()) {
+    if (!f.one_of) throw UsageError("--count takes K members of a pool: it needs --one-of");
+    r.count = static_cast<size_t>(
+        parse_whole_flag(f.count, "--count", 1, static_cast<long long>(f.names.size())));
+  }
   r.owner_made_up = f.owner.empty() && !s.owner;
   r.owner = !f.owner.empty() ? f.owner : s.owner.value_or(default_owner());
   validate_owner(r.owner);

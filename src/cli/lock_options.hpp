@@ -23,6 +23,8 @@ struct LockFlags {
   bool no_wait = false;
   bool shared = false;  // -s: a read hold (any number at once, no writer)
   std::string note;     // --note, checked as it is read ("": none)
+  bool one_of = false;  // --one-of: the names are a pool, any one of them will do
+  std::string count;    // --count K: K members of the pool (empty: not given)
   int conflict_exit_code = kExitNotNow;
   bool supersede = false;       // --supersede
   bool cancel_running = false;  // --cancel-running
@@ -42,6 +44,8 @@ struct LockRequest {
   int conflict_exit_code = kExitNotNow;
   bool owner_made_up = false;  // no --owner, RLOCK_OWNER nor config owner: host:pid:random
   prim::QueuePolicy policy;    // --supersede, --cancel-running, --priority
+  bool pool = false;           // --one-of: any `count` of `names` (prim::Pool)
+  size_t count = 1;
 };
 
 // Whether a subcommand takes one NAME or several (lock and exec: all of them or none).

@@ -53,15 +53,16 @@ std::vector<Holder> decode_holders(const redis::ReplyView& r, size_t first,
 
 // One acquisition request: its id is the same in every attempt, so that a repeated attempt
 // is idempotent and the clean-up can name what it took.
-class LockWait : public Waitable {
+class LockWait : public LockWaiter {
  public:
-  LockWait(Lock& lock, std::string owner, Millis lease, HoldKind kind, LockMode mode)
+  LockWait(Lock& lock, std::string owner, Millis lease, HoldKind kind, LockMode mode,
+           std::string id = random_hex(8))
       : lock_(lock),
         owner_(lock.layout_.owner_field(owner)),
         lease_(lease),
         kind_(kind_name(kind, mode)),
         mode_(mode),
-        id_(random_hex(8)),
+        id_(std::move(id)),
         request_key_(lock.layout_.request_key(lock.name_, id_)),
         member_(std::to_string(lease.count()) + ":" + kind_ + ":" + id_ + ":" + owner_),
         ancestry_(ancestry_arg(lock.ancestry_)),
@@ -252,7 +253,7 @@ class LockWait : public Waitable {
     clean_up_request<redis::contract::lock_abandon>(redis::scripts::lock_abandon);
   }
 
-  Acquisition result() const { return result_; }
+  Acquisition result() const override { return result_; }
 
  private:
   // Runs the clean-up `Contract` (lock_abandon or lock_return) of this request.
@@ -347,6 +348,12 @@ std::vector<std::string_view> Lock::keys(const std::string& request_key,
     if (!runs_key.empty()) k.set(C::kKeyRuns, runs_key);
   }
   return k.list();
+}
+
+std::unique_ptr<LockWaiter> Lock::waiter(const std::string& owner, Millis lease, HoldKind kind,
+                                         LockMode mode, const std::string& wait_id) {
+  if (mode == LockMode::kShared) refuse_shared();
+  return std::make_unique<LockWait>(*this, owner, lease, kind, mode, wait_id);
 }
 
 Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind kind,

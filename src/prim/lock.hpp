@@ -88,6 +88,14 @@ struct Release {
 // a stopped or cut-off waiter delays the queue by at most this much.
 inline constexpr Millis kClaimWindow{2000};
 
+// One acquisition request of a Lock as a Waitable of its own, for a wait that is made of
+// several (prim::Pool): what Lock::acquire waits with. result() is what its last attempt
+// found: Held once an attempt acquired.
+class LockWaiter : public Waitable {
+ public:
+  virtual Acquisition result() const = 0;
+};
+
 // A reentrant lock with a lease, owned per owner id (Redisson's RLock layout: one hash
 // owner -> count), a fencing token that never goes backwards, and a strict FIFO queue of
 // waiters that a release hands the lock to. Every operation is one script.
@@ -108,6 +116,12 @@ class Lock {
   Acquisition acquire(const std::string& owner, Millis lease, Deadline until,
                       const WaitHooks& hooks = {}, HoldKind kind = HoldKind::kLock,
                       LockMode mode = LockMode::kExclusive);
+
+  // A request of `owner` for this lock whose wait id (grant channel, request record) is
+  // `wait_id`, for a wait that attempts several locks (prim::Pool). Lock::acquire's
+  // refusals (SELF, UPGRADE) come out of its attempts as redis::ReplyError.
+  std::unique_ptr<LockWaiter> waiter(const std::string& owner, Millis lease, HoldKind kind,
+                                     LockMode mode, const std::string& wait_id);
 
   // Releases one level held by `owner`; an exec hold is named by its `hold_id`. At level 0
   // the lock goes to the head waiter, or with `keep` > 0 stays held (count 0) that long.

@@ -47,7 +47,7 @@ class Loop {
     if (step.acquired) return WaitOutcome::kAcquired;
     if (SteadyClock::now() >= until_) return WaitOutcome::kTimedOut;
     // Subscribe before queueing, so that no grant or release can be missed.
-    longest_ttl_ = step.holder_ttl;
+    longest_ttl_ = std::max(step.holder_ttl, step.last_ttl);
     sub_.emplace(topology_.subscribe(w_.channels(), w_.classic_channels()));
     step = attempt(Waitable::Mode::kWait, millis_until(until_));
     while (!step.acquired) {
@@ -56,7 +56,7 @@ class Loop {
         return finish(SteadyClock::now() < claim_only_until_ ? Waitable::Mode::kClaim
                                                              : Waitable::Mode::kLast);
       }
-      longest_ttl_ = std::max(longest_ttl_, step.holder_ttl);
+      longest_ttl_ = std::max({longest_ttl_, step.holder_ttl, step.last_ttl});
       wake_ = until_;
       if (step.holder_ttl.count() >= 0)
         wake_ = std::min(until_, SteadyClock::now() + step.holder_ttl + kExpirySlack);
@@ -93,18 +93,13 @@ class Loop {
           if (!hooks_.should_stop || hooks_.should_stop()) return false;
           continue;
         case Subscriber::Wake::kMessage:
-          if (auto ms = announced_expiry(event.payload); ms && announced_on(event.channel)) {
+          if (auto ms = announced_expiry(event.payload); ms && w_.announces_on(event.channel)) {
             wake_ = std::min(wake_, SteadyClock::now() + *ms + kExpirySlack);
             continue;
           }
           return true;
       }
     }
-  }
-
-  bool announced_on(const std::string& channel) const {
-    const auto own = w_.channels();
-    return channel == own[0] || (own.size() > 1 && channel == own[1]);
   }
 
   // After a reconnect, for the longest holders' expiry seen: only claim grants (see wait_for).

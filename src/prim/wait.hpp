@@ -33,13 +33,24 @@ class Waitable {
     Millis due_in{-1};
     // The wait ends here, acquired or not (a lock wait superseded by a newer one).
     bool ended = false;
+    // Busy, of a wait for any of several objects (a pool): the holders' expiry that frees
+    // the last of them, where holder_ttl is the first's; -1 = as holder_ttl.
+    Millis last_ttl{-1};
   };
   virtual ~Waitable() = default;
 
   // One attempt (one script, one round trip). Throws what the topology throws.
   virtual Step attempt(Mode mode, Millis wait_left) = 0;
-  // [0] the object's release channel, [1] this wait's own grant channel.
+  // [0] the object's release channel, [1] this wait's own grant channel (a wait for any of
+  // several objects: those two of each, in turn). Channels of several hash tags are
+  // subscribed to on each tag's server (Topology::subscribe).
   virtual std::vector<std::string> channels() const = 0;
+  // Whether a "changed <ms>" on `channel` tells this wait when what it waits for frees
+  // (it shortens the sleep, no attempt): its own channels, [0] and [1] of channels().
+  virtual bool announces_on(const std::string& channel) const {
+    const auto own = channels();
+    return channel == own[0] || (own.size() > 1 && channel == own[1]);
+  }
   // Channels another client publishes on with classic PUBLISH (Redisson's lock channel),
   // listened to as well: any message there is a wake-up too.
   virtual std::vector<std::string> classic_channels() const { return {}; }

@@ -1,9 +1,11 @@
 #include "redis/routed_dispatch.hpp"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "redis/errors.hpp"
+#include "redis/slot.hpp"
 #include "redis/topology.hpp"
 #include "util/error.hpp"
 
@@ -271,6 +273,21 @@ Subscriber RoutedDispatch::rechecked(Subscriber sub, const Endpoint& server) {
 
 Subscriber RoutedDispatch::subscribe(const std::vector<std::string>& channels,
                                      const std::vector<std::string>& classic) {
+  if (!router_->cluster()) return subscribe_one_tag(channels, classic);
+  // A cluster delivers a channel's messages on the node of its slot only: one subscription
+  // per slot, joined (a wait for any of several locks: prim::Pool).
+  std::map<int, std::pair<std::vector<std::string>, std::vector<std::string>>> by_slot;
+  for (const auto& c : channels) by_slot[key_slot(c)].first.push_back(c);
+  for (const auto& c : classic) by_slot[key_slot(c)].second.push_back(c);
+  if (by_slot.size() <= 1) return subscribe_one_tag(channels, classic);
+  std::vector<Subscriber> subs;
+  for (const auto& [slot, group] : by_slot)
+    subs.push_back(subscribe_one_tag(group.first, group.second));
+  return Subscriber::join(std::move(subs));
+}
+
+Subscriber RoutedDispatch::subscribe_one_tag(const std::vector<std::string>& channels,
+                                             const std::vector<std::string>& classic) {
   ConnectOptions opts = options_;
   std::string_view key = channels.empty() ? std::string_view() : channels.front();
   Deadline until = SteadyClock::now() + opts.command_timeout;

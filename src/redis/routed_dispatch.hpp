@@ -80,6 +80,9 @@ class RoutedDispatch : public Dispatch {
   // `sub`, opened on `server`, asking the router whether that still serves its channels as
   // often as the router says (Router::recheck_every).
   Subscriber rechecked(Subscriber sub, const Endpoint& server);
+  // subscribe() for channels of one hash tag (one slot), on that slot's server.
+  Subscriber subscribe_one_tag(const std::vector<std::string>& channels,
+                               const std::vector<std::string>& classic);
 
   std::unique_ptr<Router> router_;
   bool replicated_ = false;  // a Sentinel or Cluster URL

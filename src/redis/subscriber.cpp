@@ -142,18 +142,12 @@ Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
       now = SteadyClock::now();
     }
     // Also once before a timeout is reported: the caller's next request follows it.
-    if (still_serves_ && (now >= next_check_ || now >= until)) {
-      if (!still_serves_()) {
-        throw IoError("redis at " + conn_.options().endpoint.describe() +
-                      " is no longer the master");
-      }
-      next_check_ = SteadyClock::now() + recheck_every_;
-    }
+    Deadline wake = check_serves(now, until);
+    for (Subscriber& m : more_) wake = std::min(wake, m.check_serves(now, until));
     std::vector<pollfd> fds = {{conn_.fd(), POLLIN, 0}};
     for (const Subscriber& m : more_) fds.push_back({m.conn_.fd(), POLLIN, 0});
     const size_t subscribers = fds.size();
     if (interrupt_fd >= 0) fds.push_back({interrupt_fd, POLLIN, 0});
-    Deadline wake = still_serves_ ? std::min(until, next_check_) : until;
     if (refill_) wake = std::min(wake, next_refill_);
     auto left = millis_until(wake);
     int rc =
@@ -324,9 +318,25 @@ std::vector<Subscriber> Subscriber::open_each(const std::vector<ConnectOptions>&
   return out;
 }
 
+Deadline Subscriber::check_serves(Deadline now, Deadline until) {
+  if (!still_serves_) return until;
+  if (now >= next_check_ || now >= until) {
+    if (!still_serves_()) {
+      throw IoError("redis at " + conn_.options().endpoint.describe() + " is no longer the master");
+    }
+    next_check_ = SteadyClock::now() + recheck_every_;
+  }
+  return std::min(until, next_check_);
+}
+
 Subscriber Subscriber::join(std::vector<Subscriber> subscribers) {
   Subscriber first = std::move(subscribers.front());
-  for (size_t i = 1; i < subscribers.size(); ++i) first.more_.push_back(std::move(subscribers[i]));
+  for (size_t i = 1; i < subscribers.size(); ++i) {
+    // Flat: wait() polls the connections of more_, not theirs.
+    for (Subscriber& m : subscribers[i].more_) first.more_.push_back(std::move(m));
+    subscribers[i].more_.clear();
+    first.more_.push_back(std::move(subscribers[i]));
+  }
   return first;
 }
 

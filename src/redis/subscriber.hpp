@@ -80,8 +80,10 @@ class Subscriber {
                                            Millis patience, Deadline until,
                                            std::vector<std::string>& failures);
 
-  // One subscriber over several (a quorum's members, each subscribed to the same channels):
-  // wait() returns a message from any of them; one that drops ends the wait with IoError.
+  // One subscriber over several (a quorum's members, each subscribed to the same channels;
+  // a cluster's nodes, each to its slots' channels): wait() returns a message from any of
+  // them; one that drops or no longer serves its channels (recheck) ends the wait with
+  // IoError. A joined subscriber's refill is not carried over.
   static Subscriber join(std::vector<Subscriber> subscribers);
   // For a joined subscriber that lacks some of its servers (a quorum member down, or whose
   // connection failed while it subscribed): wait() calls `subscribe` at once and then every
@@ -92,6 +94,9 @@ class Subscriber {
  private:
   explicit Subscriber(Connection conn) : conn_(std::move(conn)) {}
   void read_buffered();
+  // Runs still_serves when its recheck is due (or `until` passed), throwing IoError when
+  // it says no; returns when the next one is due (`until` without a recheck).
+  Deadline check_serves(Deadline now, Deadline until);
   // Reads pushes until the SUBSCRIBE of `last` is confirmed, keeping messages and counting
   // the other confirmations.
   void await_classic(const std::string& last);

@@ -45,7 +45,14 @@ Deadline Topology::cleanup_until() const { return dispatch_->cleanup_until(); }
 
 void Topology::retire(Subscriber subscriber) { retired_.push_back(std::move(subscriber)); }
 
-void Topology::close_retired() { retired_.clear(); }
+void Topology::close_retired() {
+  auto work = std::move(after_start_);
+  after_start_.clear();
+  for (auto& w : work) w();
+  retired_.clear();
+}
+
+void Topology::after_start(std::function<void()> work) { after_start_.push_back(std::move(work)); }
 
 void Topology::limit_timeout(Millis timeout) { dispatch_->limit_timeout(timeout); }
 

@@ -90,9 +90,10 @@ class Topology {
   void send(const std::vector<std::vector<std::string>>& commands);
   std::vector<Reply> receive(size_t replies);
 
-  // A subscriber of its own connection, subscribed to `channels` (all of one hash tag) on
-  // the server of that hash tag: sharded pub/sub where the server has it (Redis 7).
-  // `classic` (channels of the same slot) are subscribed with SUBSCRIBE besides.
+  // A subscriber of its own connection, subscribed to `channels` on the server of their
+  // hash tag: sharded pub/sub where the server has it (Redis 7). `classic` (channels of
+  // the same slots) are subscribed with SUBSCRIBE besides. Channels of several slots of a
+  // cluster get a connection per slot, joined (Subscriber::join).
   Subscriber subscribe(const std::vector<std::string>& channels,
                        const std::vector<std::string>& classic = {});
   // A subscriber of its own connection to the channels matching `pattern` (PSUBSCRIBE) on
@@ -118,7 +119,12 @@ class Topology {
   // the topology): closing it wakes the server at once, just when the hold it waited for
   // is handed to a job that should start first.
   void retire(Subscriber subscriber);
+  // Runs the work handed to after_start(), then closes the retired subscribers.
   void close_retired();
+  // Work that can wait until the job the acquisition was for has started (a pool leaving
+  // the queues of the members it did not take), run by close_retired(), never by the
+  // destructor: whoever hands it over also runs it if no job starts. Must not throw.
+  void after_start(std::function<void()> work);
 
   // Bounds the command timeout of the next requests (renewals near the lease deadline).
   void limit_timeout(Millis timeout);
@@ -163,6 +169,7 @@ class Topology {
   Target target_;
   std::unique_ptr<Dispatch> dispatch_;
   std::vector<Subscriber> retired_;
+  std::vector<std::function<void()>> after_start_;
 };
 
 }  // namespace rlock::redis

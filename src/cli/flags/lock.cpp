@@ -7,7 +7,7 @@ constexpr Flag kLockFlags[] = {
     {.commands = "lock",
      .names = "name",
      .value = "NAME",
-     .help = "lock name; several: all of them or none (sorted, taken in that order)"},
+     .help = "lock name; several: all of them or none (sorted); --one-of: any one"},
     {.commands = "lock,exec,elect,sem acquire,sem exec",
      .names = "--owner",
      .value = "ID",
@@ -139,6 +139,62 @@ it is a usage error.
 A long
 .B lock \-\-lease 8h \-\-note
 is a reservation.)roff"},
+    {.commands = "lock,exec",
+     .names = "--one-of",
+     .value = "",
+     .help = "the NAMEs are a pool: take whichever is free first (RLOCK_NAME says which)",
+     .man = R"roff(The
+.IR NAME s
+are a pool: take whichever one is free first, instead of all of them
+(Jenkins' lockable resources with a label).
+Waiters of a pool queue in every member's queue, so a release of any member goes
+to the longest-waiting of them, and a later direct request for one member
+queues behind them; a member held directly is busy for the pool.
+On one server waiters are served in arrival order across the members; in a
+cluster each member's queue is on its own node: arrival order holds per member,
+across members only as closely as the waiters' requests to the nodes.
+.B exec
+gives the job
+.B RLOCK_NAME
+(the member taken) and
+.B RLOCK_NAMES
+(the members taken, comma-separated) and that member's
+.BR RLOCK_FENCE ;
+.B lock
+prints the member taken as
+.BR \(dqname\(dq .
+Release it as any lock:
+.BR "rlock unlock NAME" .)roff"},
+    {.commands = "lock,exec",
+     .names = "--count",
+     .value = "K",
+     .help = "with --one-of: take K members of the pool (1 to the number of NAMEs)",
+     .man = R"roff(With
+.BR \-\-one\-of ,
+take
+.I K
+members of the pool (1 to the number of
+.IR NAME s;
+other values are a usage error).
+They are taken one at a time in sorted (bytewise) order, each the first free of
+those after the last one taken (that leave enough members after it), the ones
+taken kept and renewed while the next is waited for, so that pool waiters never
+wait for each other in a circle.
+.B RLOCK_NAME
+and
+.B RLOCK_FENCE
+are the first taken's,
+.B RLOCK_NAMES
+has them all, comma-separated, and
+.B RLOCK_FENCES
+a line
+.IB NAME = FENCE
+for each;
+.B lock
+prints
+.B {\(dqacquired\(dq:true,\(dqlocks\(dq:[...]}
+as for several names.)roff",
+     .default_value = "1"},
     {.commands = "lock,exec",
      .names = "-E,--conflict-exit-code",
      .value = "N",
