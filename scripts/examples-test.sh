@@ -163,33 +163,43 @@ one_deploy_at_a_time() {
 echo "== github-actions/deploy.yml: one deploy at a time"
 script=$(recipe github examples/github-actions/deploy.yml | localize)
 GITHUB_RUN_ATTEMPT=1 one_deploy_at_a_time github-actions gha "$script"
+# Three deploys: the first runs (held at its gate), the second queues, the third queues
+# and makes the second give up at once (79, let pass by the recipe), naming the third.
+newest_wins() {
+  local name=$1 prefix=$2 script=$3
+  : >"$RAN"
+  (cd "$tmp/checkout" && GATE="$tmp/gate" GITHUB_RUN_ID=1 CI_PIPELINE_ID=1 \
+     bash -ec "$script") >"$tmp/first.out" 2>&1 &
+  local first=$!
+  next_event started
+  queued() {
+    for _ in $(seq 300); do
+      rlock inspect --type lock deploy-prod | grep -q "\"owner\":\"$1\"" && return 0
+      sleep 0.1
+    done
+    fail "$name: $1 did not queue: $(rlock inspect deploy-prod)"
+  }
+  (cd "$tmp/checkout" && GITHUB_RUN_ID=2 CI_PIPELINE_ID=2 bash -ec "$script") >"$tmp/second.out" 2>&1 &
+  local second=$!
+  queued "$prefix-2-1"
+  (cd "$tmp/checkout" && GITHUB_RUN_ID=3 CI_PIPELINE_ID=3 bash -ec "$script") >"$tmp/third.out" 2>&1 &
+  local third=$!
+  wait "$second" || fail "$name: the superseded deploy exited $?: $(cat "$tmp/second.out")"
+  grep -q "superseded.*owner '$prefix-3-1'" "$tmp/second.out" ||
+    fail "$name: the superseded deploy said: $(cat "$tmp/second.out")"
+  echo go >"$tmp/gate"
+  wait "$first" || fail "$name: the first deploy exited $?: $(cat "$tmp/first.out")"
+  wait "$third" || fail "$name: the newest deploy exited $?: $(cat "$tmp/third.out")"
+  local a="$prefix-1-1" c="$prefix-3-1"
+  [ "$(ran)" = "$(printf 'start %s --env prod\nend %s\nstart %s --env prod\nend %s' "$a" "$a" "$c" "$c")" ] ||
+    fail "$name: the deploys ran as: $(ran)"
+}
 echo "== github-actions/deploy-newest.yml: a newer deploy supersedes the queued one"
 script=$(recipe github examples/github-actions/deploy-newest.yml | localize)
-: >"$RAN"
-(cd "$tmp/checkout" && GATE="$tmp/gate" GITHUB_RUN_ID=1 GITHUB_RUN_ATTEMPT=1 \
-   bash -ec "$script") >"$tmp/first.out" 2>&1 &
-first=$!
-next_event started
-queued() {
-  for _ in $(seq 300); do
-    rlock inspect --type lock deploy-prod | grep -q "\"owner\":\"$1\"" && return 0
-    sleep 0.1
-  done
-  fail "deploy-newest: $1 did not queue: $(rlock inspect deploy-prod)"
-}
-(cd "$tmp/checkout" && GITHUB_RUN_ID=2 GITHUB_RUN_ATTEMPT=1 bash -ec "$script") >"$tmp/second.out" 2>&1 &
-second=$!
-queued gha-2-1
-(cd "$tmp/checkout" && GITHUB_RUN_ID=3 GITHUB_RUN_ATTEMPT=1 bash -ec "$script") >"$tmp/third.out" 2>&1 &
-third=$!
-wait "$second" || fail "deploy-newest: the superseded deploy exited $?: $(cat "$tmp/second.out")"
-grep -q "superseded.*owner 'gha-3-1'" "$tmp/second.out" ||
-  fail "deploy-newest: the superseded deploy said: $(cat "$tmp/second.out")"
-echo go >"$tmp/gate"
-wait "$first" || fail "deploy-newest: the first deploy exited $?: $(cat "$tmp/first.out")"
-wait "$third" || fail "deploy-newest: the newest deploy exited $?: $(cat "$tmp/third.out")"
-[ "$(ran)" = "$(printf 'start gha-1-1 --env prod\nend gha-1-1\nstart gha-3-1 --env prod\nend gha-3-1')" ] ||
-  fail "deploy-newest: the deploys ran as: $(ran)"
+GITHUB_RUN_ATTEMPT=1 newest_wins deploy-newest gha "$script"
+echo "== gitlab-ci/gitlab-ci-newest.yml: resource_group newest_first, across projects"
+script=$(recipe gitlab examples/gitlab-ci/gitlab-ci-newest.yml | localize)
+CI_JOB_ID=1 newest_wins gitlab-ci-newest gitlab "$script"
 echo "== gitlab-ci/gitlab-ci.yml: one deploy at a time"
 script=$(recipe gitlab examples/gitlab-ci/gitlab-ci.yml | localize)
 CI_JOB_ID=1 one_deploy_at_a_time gitlab-ci gitlab "$script"
