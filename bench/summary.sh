@@ -90,6 +90,10 @@ if part P; then
         "${PO_MED[pool]} / ${PO_MED[rlock]}" 1.2 \
         "${PO_MED[pool]:-?} ms vs ${PO_MED[rlock]:-?} ms = $(calc '%.2fx' "${PO_MED[pool]} / ${PO_MED[rlock]}")"
 fi
+part S && verdict 'supersede: newest arrival -> older waiter exit, median < 50 ms' "$SUP_MED" 50 \
+    "${SUP_MED:-?} ms over ${SUP_OK:-?} runs"
+part O && verdict 'exec --once-per: at most 1 request more than exec' "$O_REQ_ONCE - $O_REQ_PLAIN" 1 \
+    "${O_REQ_ONCE:-?} vs ${O_REQ_PLAIN:-?} requests a run"
 if part W && [[ -n ${QW_MED[10]:-} && -n ${QW_MED[1000]:-} ]]; then
     verdict 'at 1000 waiters: hand-off gap median <= 1.3x at 10' "${QW_MED[1000]} / ${QW_MED[10]}" 1.3 \
         "${QW_MED[1000]} ms vs ${QW_MED[10]} ms = $(calc '%.2fx' "${QW_MED[1000]} / ${QW_MED[10]}")"
