@@ -47,8 +47,8 @@ std::string Flag::help_line() const {
 std::span<const Flag> flag_table() {
   static const std::vector<Flag> kAll = [] {
     std::vector<Flag> all;
-    for (auto part : {global_flags(), lock_flags(), exec_flags(), elect_flags(), sem_flags(), inspect_flags(),
-                      latch_flags(), limit_flags(), delay_flags()}) {
+    for (auto part : {global_flags(), lock_flags(), exec_flags(), elect_flags(), sem_flags(),
+                      inspect_flags(), latch_flags(), limit_flags(), delay_flags()}) {
       all.insert(all.end(), part.begin(), part.end());
     }
     return all;

@@ -288,7 +288,8 @@ TEST_CASE("hostile: the command line guides") {
   CHECK(r.status == 64);
   CHECK(r.out.empty());
   CHECK(r.err ==
-        "rlock: missing subcommand (lock, unlock, exec, elect, sem, inspect, latch, limit, delay-push, "
+        "rlock: missing subcommand (lock, unlock, exec, elect, sem, inspect, latch, limit, "
+        "delay-push, "
         "delay-pop, doctor or help); see rlock help\n");
 
   r = rlock(redis, {"exce", "L", "--", "true"});
@@ -393,7 +394,8 @@ TEST_CASE("completions: bash offers subcommands after help and held lock names")
   REQUIRE(rlock(redis, {"lock", "deploy prod", "--owner", "a"}).status == 0);
   REQUIRE(rlock(redis, {"lock", "backup", "--owner", "a"}).status == 0);
   CHECK(bash_completion({"rlock", "help", ""}) ==
-        "delay-pop\ndelay-push\ndoctor\nelect\nexec\nhelp\ninspect\nlatch\nlimit\nlock\nsem\nunlock\n");
+        "delay-pop\ndelay-"
+        "push\ndoctor\nelect\nexec\nhelp\ninspect\nlatch\nlimit\nlock\nsem\nunlock\n");
   CHECK(bash_completion({"rlock", "latch", ""}) == "await\ncount-down\nset\nstatus\n");
   CHECK(bash_completion({"rlock", "latch", "await", "x", "-w", "i"}) == "inf\n");
   CHECK(bash_completion({"rlock", "--url", redis.url(), "unlock", ""}) == "backup\ndeploy prod\n");
