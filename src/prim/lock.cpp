@@ -111,6 +111,8 @@ class LockWait : public LockWaiter {
       unconfirmed_since_.reset();
       result_ = Busy{};
       return {false, kSplitRetry, {}, "granted by the quorum's members too late to use", -1};
+    } catch (const redis::ReplyError& e) {
+      lock_.throw_refusal(e, owner_);
     }
     const redis::Reply& reply = *got;
     long long status = reply.at(0).integer();
@@ -365,21 +367,7 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
                           const WaitHooks& hooks, HoldKind kind, LockMode mode) {
   if (mode == LockMode::kShared) refuse_shared();
   LockWait wait(*this, owner, lease, kind, mode);
-  WaitOutcome outcome;
-  try {
-    outcome = wait_for(topology_, wait, until, hooks);
-  } catch (const redis::ReplyError& e) {
-    if (e.code() == "SELF") {
-      std::string rest = e.reply().substr(e.reply().find(' ') + 1);
-      size_t space = rest.find(' ');
-      throw waits_for_itself(rest.substr(0, space),
-                             space == std::string::npos ? "" : rest.substr(space + 1));
-    }
-    if (e.code() != "UPGRADE") throw;
-    throw DataError(
-        "lock '" + name_ + "' is held shared by " + owner +
-        "; taking it exclusively too would wait for itself (release the shared hold first)");
-  }
+  const WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
   // The lock was free, and the quorum's members granted it too late or unconfirmed.
   if (outcome == WaitOutcome::kTimedOut && wait.unusable())
     throw UnavailableError(*wait.unusable());
@@ -403,7 +391,20 @@ void Lock::refuse_shared() const {
   }
 }
 
-DataError Lock::waits_for_itself(const std::string& what, const std::string& id) const {
+void Lock::throw_refusal(const redis::ReplyError& e, const std::string& owner) const {
+  if (e.code() == "SELF") {
+    std::string rest = e.reply().substr(e.reply().find(' ') + 1);
+    size_t space = rest.find(' ');
+    throw waits_for_itself(rest.substr(0, space),
+                           space == std::string::npos ? "" : rest.substr(space + 1));
+  }
+  if (e.code() != "UPGRADE") throw;
+  throw WaitsForItself(
+      "lock '" + name_ + "' is held shared by " + owner +
+      "; taking it exclusively too would wait for itself (release the shared hold first)");
+}
+
+WaitsForItself Lock::waits_for_itself(const std::string& what, const std::string& id) const {
   const AncestorHold* a = find_ancestor(ancestry_, id);
   std::string hold = "hold " + id + (a ? ", owner '" + a->owner + "'" : std::string());
   std::string why;
@@ -416,9 +417,10 @@ DataError Lock::waits_for_itself(const std::string& what, const std::string& id)
     why = "is held shared by the rlock exec --shared this command runs under (" + hold +
           ") and a writer queued ahead of this request waits for it to end";
   }
-  return DataError("lock '" + name_ + "' " + why +
-                   ": this request would wait for itself, so it is refused and nothing changed "
-                   "(take what the job needs before that exec, or outside it)");
+  return WaitsForItself(
+      "lock '" + name_ + "' " + why +
+      ": this request would wait for itself, so it is refused and nothing changed "
+      "(take what the job needs before that exec, or outside it)");
 }
 
 Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id,

@@ -9,6 +9,7 @@
 #include "prim/hold.hpp"
 #include "prim/key_layout.hpp"
 #include "prim/wait.hpp"
+#include "redis/errors.hpp"
 #include "redis/topology.hpp"
 #include "util/clock.hpp"
 #include "util/duration.hpp"
@@ -82,6 +83,14 @@ struct Release {
   Outcome outcome = Outcome::kNotHeld;
   long long remaining = 0;
   std::vector<Holder> holders;
+};
+
+// A request that could only be granted once a hold of the processes it runs under is
+// released (SELF), or a shared holder asking for the exclusive lock (UPGRADE): it would
+// wait for itself, so it is refused at once (exit 65) and nothing changed. A pool skips
+// such a member and waits for the others.
+struct WaitsForItself : DataError {
+  using DataError::DataError;
 };
 
 // A waiter must confirm a grant within this time, or the lock passes to the next waiter:
@@ -176,9 +185,12 @@ class Lock {
   friend class LockWait;
   // Throws UsageError when the layout has no shared holds.
   void refuse_shared() const;
-  // The DataError for a request refused because it would wait for `what` ("exclusive",
+  // The error for a request refused because it would wait for `what` ("exclusive",
   // "shared" or "behind") hold `id` of the ancestry.
-  DataError waits_for_itself(const std::string& what, const std::string& id) const;
+  WaitsForItself waits_for_itself(const std::string& what, const std::string& id) const;
+  // Throws WaitsForItself for lock_acquire's SELF and UPGRADE refusals (`owner`: the
+  // requester); rethrows anything else. Only from a catch block.
+  [[noreturn]] void throw_refusal(const redis::ReplyError& e, const std::string& owner) const;
   friend class LockHold;
   // KEYS of the lock script `Contract` (lua/include/lock_common.lua's, then a reply record
   // `reply_key` (see KeyLayout::reply_key) and the run history `runs_key` where it takes

@@ -30,15 +30,29 @@ class PoolWait : public Waitable {
       : names_(std::move(names)),
         parts_(std::move(parts)),
         touched_(parts_.size(), false),
+        self_blocked_(parts_.size(), false),
         leave_at_once_(leave_at_once) {}
 
   Step attempt(Mode mode, Millis wait_left) override {
     Step out;
     out.holder_ttl = Millis(-1);
     for (size_t i = 0; i < parts_.size(); ++i) {
+      if (self_blocked_[i]) continue;
       // A try queues nothing and, busy, takes nothing: nothing to give back for it.
       if (mode != Mode::kTry) touched_[i] = true;
-      Step s = parts_[i]->attempt(mode, wait_left);
+      Step s;
+      try {
+        s = parts_[i]->attempt(mode, wait_left);
+      } catch (const WaitsForItself&) {
+        // Held by a process this one runs under: never this request's (its script left
+        // that queue), but another member may be. Refused only when every one is so.
+        self_blocked_[i] = true;
+        touched_[i] = false;
+        if (std::count(self_blocked_.begin(), self_blocked_.end(), true) ==
+            static_cast<long>(parts_.size()))
+          throw;
+        continue;
+      }
       if (s.acquired) {
         taken_ = i;
         if (leave_at_once_) leave_others();
@@ -127,7 +141,8 @@ class PoolWait : public Waitable {
 
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<LockWaiter>> parts_;
-  std::vector<bool> touched_;  // attempted in a mode that may queue or be granted
+  std::vector<bool> touched_;       // attempted in a mode that may queue or be granted
+  std::vector<bool> self_blocked_;  // refused as waiting for itself (see WaitsForItself)
   bool leave_at_once_;
   std::optional<size_t> taken_;
 };

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "harness.hpp"
@@ -313,6 +314,60 @@ TEST_CASE("pool: bad inputs exit 64 and write nothing") {
     CHECK(line_count(r.err) >= 1);
   }
   CHECK(snapshot(redis) == before);
+}
+
+TEST_CASE("pool: --note goes with the member taken, and with the pool's queue entries") {
+  RedisServer redis;
+  hold_all_but(redis, "b");
+  auto r =
+      rlock(redis, {"lock", "--one-of", "--owner", "p", "--note", "release freeze", "a", "b", "c"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(parse_json(r.out)["name"] == "b");
+  // A quorum lists the lock once per member: each must say it.
+  auto shown = parse_json(rlock(redis, {"inspect", "--type", "lock", "b"}).out);
+  REQUIRE(shown.size() == redis.members().size());
+  for (const auto& lock : shown) {
+    CHECK(lock["holders"][0]["owner"] == "p");
+    CHECK(lock["holders"][0]["note"] == "release freeze");
+  }
+  // Queued on every member: each queue entry says it.
+  Spawned waiter = spawn_rlock(redis, {"lock", "--one-of", "--wait", "30s", "--owner", "w",
+                                       "--note", "next in line", "a", "b", "c"});
+  REQUIRE(queued_everywhere(redis, 1));
+  for (const auto& m : kPool) {
+    CAPTURE(m);
+    auto listed = parse_json(rlock(redis, {"inspect", "--type", "lock", m}).out);
+    REQUIRE(listed.size() == redis.members().size());
+    for (const auto& lock : listed) {
+      REQUIRE(lock["waiters"].size() == 1);
+      CHECK(lock["waiters"][0]["note"] == "next in line");
+    }
+  }
+  REQUIRE(rlock(redis, {"unlock", "c", "--owner", "direct"}).status == 0);
+  CHECK(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(parse_json(waiter.out())["name"] == "c");
+}
+
+TEST_CASE("pool: a member held by the exec it runs under is skipped; all of them, refused (65)") {
+  RedisServer redis;
+  const Env env{{"RL", rlock_binary()}, {"URL", redis.topology_url()}};
+  const std::string inner =
+      R"("$RL" --url "$URL" exec --wait 10s --one-of a b c -- sh -c 'echo "$RLOCK_NAME"')";
+  // Inside the hold of a: the pool takes b (never a, which only that exec's end could free).
+  auto r = rlock(redis, {"exec", "a", "--", "sh", "-c", inner}, env, 30s);
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out == "b\n");
+  // Inside holds of all three: it would wait for itself, whatever --wait says.
+  const auto started = Clock::now();
+  r = rlock(redis, {"exec", "a", "b", "c", "--", "sh", "-c", inner}, env, 30s);
+  CHECK(r.status == 65);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("would wait for itself") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(ms_between(started) < 8000);
+  for (const auto& m : kPool) CHECK_FALSE(held(redis, m));
 }
 
 }  // namespace

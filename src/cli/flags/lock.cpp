@@ -164,7 +164,10 @@ gives the job
 prints the member taken as
 .BR \(dqname\(dq .
 Release it as any lock:
-.BR "rlock unlock NAME" .)roff"},
+.BR "rlock unlock NAME" .
+A member held by the rlock exec this command runs under is skipped (only that
+exec's end could free it); when every member is, the request would wait for
+itself and is refused at once (exit status 65).)roff"},
     {.commands = "lock,exec",
      .names = "--count",
      .value = "K",
