@@ -73,9 +73,9 @@ _rlock()
     fi
 
     local subcommands='lock unlock exec elect sem inspect latch limit delay-push delay-pop doctor help'
-    local global_opts='-h --help --version --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-insecure --format -v --verbose -q --quiet'
+    local global_opts='-h --help --version --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --redisson-object --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --tls-insecure --format -v --verbose -q --quiet'
     # Every option that takes a value, global or per command.
-    local arg_opts=' --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note --count -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries '
+    local arg_opts=' --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --redisson-object --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note --count -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries '
 
     # Find the command ("sem acquire"), the positionals after it, and `--` (exec).
     local i word path='' npos=0 dashdash=0 last_positional=''
@@ -129,6 +129,10 @@ _rlock()
             ;;
         --layout)
             COMPREPLY=($(compgen -W 'rlock redisson' -- "$cur"))
+            return
+            ;;
+        --redisson-object)
+            COMPREPLY=($(compgen -W 'lock fair-lock read-write-lock semaphore permit-expirable-semaphore' -- "$cur"))
             return
             ;;
         --tls-ca-dir)

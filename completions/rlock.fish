@@ -12,7 +12,7 @@ function __rlock_positionals
             continue
         end
         switch $t
-            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note --count -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
+            case --url --password-file --prefix --connect-timeout --timeout --sync-replicas --sync-timeout --layout --redisson-object --tls-ca-cert --tls-ca-dir --tls-cert --tls-key --format --owner --lease -w --wait --note --count -E --conflict-exit-code --priority --on-lost --kill-after --min-hold --once-per --slot-offset -c --command --permits --permit --limit --after --type --history --interval --expire --by --id --rate --per --burst --cost --client --client-rate --delay --at --max-payload --visibility --max-deliveries
                 set skip 1
             case '-*'
             case '*'
@@ -301,6 +301,7 @@ complete -c rlock -n 'not __rlock_after_dashdash' -l timeout -x -d 'timeout of e
 complete -c rlock -n 'not __rlock_after_dashdash' -l sync-replicas -x -d 'acquisitions and renewals wait for N replicas to acknowledge (WAIT); 0 = off (default)'
 complete -c rlock -n 'not __rlock_after_dashdash' -l sync-timeout -x -d 'how long --sync-replicas waits for the replicas (default 1s)'
 complete -c rlock -n 'not __rlock_after_dashdash' -l layout -x -a 'rlock redisson' -d 'whose key layout locks use: rlock (default) or redisson (Redisson\'s RLock: lock, unlock, exec and inspect of locks only)'
+complete -c rlock -n 'not __rlock_after_dashdash' -l redisson-object -x -a 'lock fair-lock read-write-lock semaphore permit-expirable-semaphore' -d 'under --layout redisson, which Redisson object a name is: lock (RLock), fair-lock, read-write-lock, semaphore or permit-expirable-semaphore'
 complete -c rlock -n 'not __rlock_after_dashdash' -l tls-ca-cert -r -F -d 'rediss: trust the CAs in FILE (PEM) instead of the system\'s'
 complete -c rlock -n 'not __rlock_after_dashdash' -l tls-ca-dir -x -a '(__fish_complete_directories)' -d 'rediss: trust the CAs in DIR (hashed, c_rehash) instead of the system\'s'
 complete -c rlock -n 'not __rlock_after_dashdash' -l tls-cert -r -F -d 'rediss: client certificate (PEM), with --tls-key'

@@ -249,6 +249,7 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   required_value("--sync-replicas", f.sync_replicas);
   required_value("--sync-timeout", f.sync_timeout);
   required_value("--layout", f.layout);
+  required_value("--redisson-object", f.redisson_object);
   required_value("--tls-ca-cert", f.tls_ca_cert);
   required_value("--tls-ca-dir", f.tls_ca_dir);
   required_value("--tls-cert", f.tls_cert);
@@ -259,6 +260,31 @@ void add_global_flags(CLI::App& app, GlobalFlags& f) {
   add_table_flag(app, "--verbose", f.verbose);
   add_table_flag(app, "--quiet", f.quiet);
 }
+
+namespace {
+
+RedissonObject resolve_redisson_object(const GlobalFlags& f, const nlohmann::json& cfg,
+                                       Layout layout) {
+  Sourced o = sourced(f.redisson_object, "--redisson-object", cfg);
+  if (o.from.empty()) return RedissonObject::kDefault;
+  if (layout != Layout::kRedisson) {
+    throw UsageError(o.from + " names a Redisson object: it needs --layout redisson");
+  }
+  static const std::pair<const char*, RedissonObject> kNames[] = {
+      {"lock", RedissonObject::kLock},
+      {"fair-lock", RedissonObject::kFairLock},
+      {"read-write-lock", RedissonObject::kReadWriteLock},
+      {"semaphore", RedissonObject::kSemaphore},
+      {"permit-expirable-semaphore", RedissonObject::kPermitExpirableSemaphore}};
+  for (const auto& [name, object] : kNames) {
+    if (o.value == name) return object;
+  }
+  throw UsageError(o.from + ": unknown Redisson object '" + o.value +
+                   "' (lock, fair-lock, read-write-lock, semaphore or "
+                   "permit-expirable-semaphore)");
+}
+
+}  // namespace
 
 Settings resolve_settings(const GlobalFlags& f) {
   nlohmann::json cfg = load_config();
@@ -309,6 +335,7 @@ Settings resolve_settings(const GlobalFlags& f) {
                      " redisson is refused on a quorum (redis-quorum://): Redisson's RLock "
                      "lives on one server and would not respect a majority");
   }
+  s.redisson_object = resolve_redisson_object(f, cfg, s.layout);
   if (auto o = env("RLOCK_OWNER")) {
     s.owner = o;
   } else {
@@ -328,6 +355,42 @@ void require_rlock_layout(const Settings& s, const std::string& what) {
       "--layout redisson covers locks only (Redisson's RLock: lock, unlock, exec, "
       "inspect); " +
       what + " is not available under it");
+}
+
+RedissonObject lock_object(const Settings& s, bool shared, const std::string& what) {
+  switch (s.redisson_object) {
+    case RedissonObject::kDefault:
+      return shared ? RedissonObject::kReadWriteLock : RedissonObject::kLock;
+    case RedissonObject::kSemaphore:
+    case RedissonObject::kPermitExpirableSemaphore:
+      throw UsageError("--redisson-object names a semaphore; " + what +
+                       " works on locks (lock, fair-lock or read-write-lock)");
+    case RedissonObject::kLock:
+    case RedissonObject::kFairLock:
+      if (shared) {
+        throw UsageError(
+            "--shared under --layout redisson is Redisson's read-write lock: use "
+            "--redisson-object read-write-lock (or leave it out)");
+      }
+      return s.redisson_object;
+    case RedissonObject::kReadWriteLock:
+      return s.redisson_object;
+  }
+  return s.redisson_object;
+}
+
+RedissonObject sem_object(const Settings& s) {
+  switch (s.redisson_object) {
+    case RedissonObject::kDefault:
+      return RedissonObject::kPermitExpirableSemaphore;
+    case RedissonObject::kSemaphore:
+    case RedissonObject::kPermitExpirableSemaphore:
+      return s.redisson_object;
+    default:
+      throw UsageError(
+          "--redisson-object names a lock; sem works on semaphore or "
+          "permit-expirable-semaphore");
+  }
 }
 
 redis::Topology open_topology(const Settings& s) {

@@ -30,12 +30,24 @@ struct GlobalFlags {
   bool tls_insecure = false;
   std::string format = "json";
   std::string layout;
+  std::string redisson_object;
   bool verbose = false;
   bool quiet = false;
 };
 
 // --layout: whose key layout locks use.
 enum class Layout { kRlock, kRedisson };
+
+// --redisson-object: which of Redisson's objects a name is under --layout redisson;
+// kDefault lets each command choose (lock_object, sem_object).
+enum class RedissonObject {
+  kDefault,
+  kLock,
+  kFairLock,
+  kReadWriteLock,
+  kSemaphore,
+  kPermitExpirableSemaphore
+};
 
 // --format: what a listing prints.
 enum class Format { kJson, kTable, kPrometheus };
@@ -49,6 +61,7 @@ struct Settings {
   redis::Target target;
   std::string prefix = "rlock:";
   Layout layout = Layout::kRlock;
+  RedissonObject redisson_object = RedissonObject::kDefault;
   std::optional<std::string> owner;  // from RLOCK_OWNER or the config file
   bool verbose = false;
   bool quiet = false;
@@ -67,6 +80,14 @@ std::unique_ptr<prim::KeyLayout> make_layout(const Settings& s);
 // Throws UsageError when `what` (a subcommand) has no form in the layout `s` names: only
 // locks have Redisson's layout.
 void require_rlock_layout(const Settings& s, const std::string& what);
+
+// The Redisson lock object a lock command (`what`) works on under --layout redisson:
+// --redisson-object, else read-write-lock for a shared hold and lock otherwise. Throws
+// UsageError for a semaphore type, and for --shared with lock or fair-lock (Redisson has
+// shared holds only in its read-write lock).
+RedissonObject lock_object(const Settings& s, bool shared, const std::string& what);
+// The same for `sem`: permit-expirable-semaphore by default; a lock type throws.
+RedissonObject sem_object(const Settings& s);
 
 // Applies the precedence rules. Throws UsageError for bad values (naming their source).
 Settings resolve_settings(const GlobalFlags& flags);

@@ -329,6 +329,48 @@ then
      .env = "RLOCK_LAYOUT",
      .config = "layout"},
     {.commands = "",
+     .names = "--redisson-object",
+     .value = "TYPE",
+     .help = "under --layout redisson, which Redisson object a name is: lock (RLock), fair-lock, "
+             "read-write-lock, semaphore or permit-expirable-semaphore",
+     .man = R"roff(Under
+.BR "\-\-layout redisson" ,
+which of Redisson's objects the name is, as the Java side chose it with
+.BR getLock ,
+.BR getFairLock ,
+.BR getReadWriteLock ,
+.B getSemaphore
+or
+.BR getPermitExpirableSemaphore :
+.BR lock ,
+.BR fair\-lock ,
+.BR read\-write\-lock ,
+.B semaphore
+or
+.BR permit\-expirable\-semaphore .
+The two sides must agree: Redisson keeps each object in its own shape under the same
+bare name. Default:
+.B read\-write\-lock
+for
+.BR \-\-shared ,
+.B lock
+for the other lock commands,
+.B permit\-expirable\-semaphore
+for
+.BR sem .
+A lock type given to
+.B sem
+or a semaphore type given to a lock command exits 64, as does the flag without
+.BR "\-\-layout redisson" .
+Default: environment
+.BR RLOCK_REDISSON_OBJECT ,
+config file key
+.BR redisson_object .)roff",
+     .completion = Completion::kChoices,
+     .choices = "lock fair-lock read-write-lock semaphore permit-expirable-semaphore",
+     .env = "RLOCK_REDISSON_OBJECT",
+     .config = "redisson_object"},
+    {.commands = "",
      .names = "--tls-ca-cert",
      .value = "FILE",
      .help = "rediss: trust the CAs in FILE (PEM) instead of the system's",
