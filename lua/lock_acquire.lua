@@ -298,7 +298,7 @@ else
     local by = supersede_older(member, owner, arrival, channel, now.ms, wait_ms + QUEUE_MARGIN)
     if by then return {-3, by} end
   end
-  if cancel_running then cancel_running_hold(owner) end
+  if cancel_running and cancel_running_hold(owner) then tell_holders(channel) end
   if A.note ~= '' then
     redis.call('HSET', K.notes, 'w:' .. member, A.note)
     extend(K.notes, wait_ms + QUEUE_MARGIN)

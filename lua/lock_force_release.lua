@@ -36,6 +36,7 @@ redis.call('DEL', K.grant, K.exec, K.reader_grants)
 if #holders > 0 then
   redis.call('DEL', K.lock, K.readers, K.reader_expiries)
   drop_hold_note()
+  tell_holders(A.channel)
   pass_on(A.channel, A.claim_ms)
 end
 return holders

@@ -303,6 +303,18 @@ local function announce_holder(channel)
   end)
 end
 
+-- Tells the holders of the lock that a hold may have been taken from them on the server
+-- (unlock --force, --cancel-running): exec's watchdog, subscribed to the lock channel ..
+-- ':holder' (no wait's grant channel: wait ids are hex), renews at once to find out, so
+-- that the job stops now rather than at its next renewal. Only when one listens, and never
+-- failing the request, as announce_holder.
+local function tell_holders(channel)
+  local holder = channel .. ':holder'
+  pcall(function()
+    if numsub(holder) > 0 then publish(holder, 'check') end
+  end)
+end
+
 -- Reserves the free lock for the exclusive waiter `head` for claim_ms and wakes it; it
 -- confirms with a claim (lock_acquire.lua) or the reservation runs out and the next waiter
 -- gets its turn. The reservation is a fresh hold and takes its fencing token now: its

@@ -64,12 +64,13 @@ end
 
 -- Marks the running exec hold cancelled, when it was taken with --supersede: its next
 -- renewal says so (lua/lock_renew.lua) and is not extended. It stays held until its holder
--- releases it, once its job is dead, or until its lease ends.
+-- releases it, once its job is dead, or until its lease ends. True when it marked one.
 local function cancel_running_hold(owner)
   local hold = redis.call('GET', K.exec)
-  if not hold or redis.call('HGET', K.policy, 'hold') ~= hold then return end
+  if not hold or redis.call('HGET', K.policy, 'hold') ~= hold then return false end
   redis.call('HSET', K.policy, 'cancel', hold .. ' ' .. owner)
   extend(K.policy, math.max(redis.call('PTTL', K.lock), 1))
+  return true
 end
 
 -- Notes the fresh exec hold `hold_id` as taken with --supersede (a later --cancel-running

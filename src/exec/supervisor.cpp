@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "exec/guardian.hpp"
 #include "exec/leftovers.hpp"
@@ -95,11 +96,21 @@ class Run {
       }
       if (wake != Deadline::max()) timeout = static_cast<int>(millis_until(wake).count());
     }
-    pollfd p[3] = {
-        {signals_.fd(), POLLIN, 0}, {timer_.fd(), POLLIN, 0}, {guardian_.news_fd(), POLLIN, 0}};
-    poll(p, guardian_gone_ ? 2 : 3, timeout);
+    std::vector<pollfd> p = {{signals_.fd(), POLLIN, 0}, {timer_.fd(), POLLIN, 0}};
+    if (!guardian_gone_) p.push_back({guardian_.news_fd(), POLLIN, 0});
+    const size_t watched = p.size();
+    if (!lost_) {
+      for (int fd : watchdog_.watch_fds()) p.push_back({fd, POLLIN, 0});
+    }
+    poll(p.data(), p.size(), timeout);
     timer_.clear();
     if (!guardian_gone_ && p[2].revents) hear_guardian();
+    for (size_t i = watched; i < p.size(); ++i) {
+      if (p[i].revents) {
+        watchdog_.hear();
+        break;
+      }
+    }
   }
 
  public:
@@ -385,6 +396,7 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   Job job = start_supervised(spec, watchdog, guardian, options, not_job, cgroup);
   Run run(job, guardian, watchdog, signals, options, cgroup,
           Leftovers(job.pid, cgroup, std::move(not_job)));
+  watchdog.watch();
   run.loop();
   restore_terminal(job);
   run.hear_guardian();  // its word comes before the job's death, maybe not before the SIGCHLD

@@ -19,6 +19,13 @@ constexpr Millis kRenewalTimeoutFloor{500};
 // before the guardian stops it: a job that ended while the renewal waited for a server that
 // does not answer ran under the hold all along, and keeps its own exit status.
 constexpr Millis kLookBeforeStop{100};
+// The watch subscription gets this long (or lease/6 if shorter) to open: it comes after
+// the job has started, and the job's signals wait meanwhile.
+constexpr Millis kWatchOpenTimeout{500};
+// After this many failed attempts to subscribe, the renewals alone watch the hold.
+constexpr int kWatchAttempts = 3;
+// Messages closer together than this (readers coming and going) make one renewal.
+constexpr Millis kWatchSpacing{100};
 
 }  // namespace
 
@@ -47,6 +54,7 @@ Watchdog::State Watchdog::tick(int job_fd) {
   Millis floor = std::min(kRenewalTimeoutFloor, hold_->lease() / 3);
   topology_.limit_timeout(
       std::max(millis_until(stop_at()) - kLookBeforeStop, std::max(floor, Millis(1))));
+  last_renewal_ = now;
   try {
     redis::WaitInterrupt cut(job_fd);
     const prim::Hold::Renewed renewed = hold_->renew();
@@ -54,6 +62,7 @@ Watchdog::State Watchdog::tick(int job_fd) {
     if (renewed == prim::Hold::Renewed::kHeld) {
       next_due_ = now + renew_interval();
       last_error_.clear();
+      if (!watch_) watch();
       return State::kHeld;
     }
     lost_reason_ = hold_->lost_reason();
@@ -92,6 +101,33 @@ bool Watchdog::confirm() {
   if (SteadyClock::now() < stop_at()) return true;
   lost_reason_ = "the renewal that would have confirmed it came too late as well";
   return false;
+}
+
+void Watchdog::watch() {
+  if (watch_ || watch_failures_ >= kWatchAttempts) return;
+  const std::vector<std::string> channels = hold_->watch_channels();
+  if (channels.empty()) return;
+  topology_.limit_timeout(std::max(std::min(kWatchOpenTimeout, hold_->lease() / 6), Millis(1)));
+  try {
+    watch_.emplace(topology_.subscribe(channels));
+  } catch (const std::exception&) {
+    ++watch_failures_;
+  }
+}
+
+std::vector<int> Watchdog::watch_fds() const { return watch_ ? watch_->fds() : std::vector<int>{}; }
+
+void Watchdog::hear() {
+  if (!watch_) return;
+  bool heard = false;
+  try {
+    while (watch_->wait(SteadyClock::now()).wake != redis::Subscriber::Wake::kTimeout) heard = true;
+  } catch (const std::exception&) {
+    // A dropped subscription may be a failover: worth a look at once, and a new one after.
+    watch_.reset();
+    heard = true;
+  }
+  if (heard) next_due_ = std::min(next_due_, last_renewal_ + kWatchSpacing);
 }
 
 void Watchdog::give_back_rest() noexcept {

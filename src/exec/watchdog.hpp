@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "prim/hold.hpp"
 #include "redis/topology.hpp"
@@ -56,6 +58,18 @@ class Watchdog {
     return "redis stayed unreachable until the job had to be stopped: " + last_error_;
   }
 
+  // Subscribes to the hold's watch channels (prim::Hold::watch_channels), within a short
+  // bound: a message there brings the next renewal forward (hear()), so that a hold taken
+  // away on the server (unlock --force, --cancel-running) stops the job at once. Without
+  // the subscription (it failed, or dropped) the periodic renewals find the loss as
+  // before; it is tried again after a confirmed renewal, a few times at most.
+  void watch();
+  // The sockets to poll beside the job's and the signals'; when one is ready, hear().
+  std::vector<int> watch_fds() const;
+  // Takes in what the subscription received: a message, or the subscription's loss, makes
+  // a renewal due now (at most one per kWatchSpacing).
+  void hear();
+
   // Tells the hold how the job ended, before release() (see prim::Hold::job_ended).
   void job_ended(int exit_code) { hold_->job_ended(exit_code); }
   // Tells the hold that no job ran under it, before release() (see prim::Hold).
@@ -82,6 +96,9 @@ class Watchdog {
   std::string last_error_;  // of the last failed attempt since the last confirmed renewal
   std::string lost_reason_;
   bool unacknowledged_ = false;  // the last renewal failed for want of replicas' acks
+  std::optional<redis::Subscriber> watch_;
+  int watch_failures_ = 0;
+  Deadline last_renewal_{};  // send time of the last renewal attempt
 };
 
 }  // namespace rlock::exec

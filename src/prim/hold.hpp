@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "util/clock.hpp"
 #include "util/duration.hpp"
@@ -42,6 +43,11 @@ class Hold {
   // After renew() said kLost: whether the hold was cancelled by a newer request
   // (--cancel-running) rather than lost. Default: never.
   virtual bool cancelled() const { return false; }
+
+  // Channels on which any message tells the holder that the hold may have been taken from
+  // it on the server (unlock --force, --cancel-running): the watchdog renews at once to
+  // find out instead of at its next renewal. Default: none.
+  virtual std::vector<std::string> watch_channels() const { return {}; }
 
   // Why the hold was lost, for one line on stderr.
   virtual std::string lost_reason() const = 0;

@@ -136,6 +136,10 @@ std::string KeyLayout::observe_channel(std::string_view name) const {
   return lock_channel(name) + ":observe";
 }
 
+std::string KeyLayout::holder_channel(std::string_view name) const {
+  return lock_channel(name) + ":holder";
+}
+
 std::string KeyLayout::sem_key(std::string_view name) const { return prefix_ + "sem:" + tag(name); }
 std::string KeyLayout::sem_config_key(std::string_view name) const {
   return sem_key(name) + ":cfg";

@@ -47,6 +47,10 @@ class KeyLayout {
   // --observe): lock_channel + ":observe", built so by the Lua scripts too (announce_holder
   // in lua/include/lock_common.lua); wait ids are hex, so it is no wait's grant channel.
   std::string observe_channel(std::string_view name) const;
+  // Where a lock's holders hear that a hold may have been taken from them on the server
+  // (unlock --force, --cancel-running): lock_channel + ":holder", as tell_holders in
+  // lua/include/lock_common.lua builds it. exec's watchdog renews at once on a message.
+  std::string holder_channel(std::string_view name) const;
 
   // A semaphore: zset permit id -> lease expiry (server ms), and beside it its config
   // (hash: capacity), holders (hash permit id -> owner), waiters and timeouts (as a lock's),

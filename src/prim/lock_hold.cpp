@@ -53,6 +53,10 @@ class LockHold : public Hold {
     return Released::kNotHeld;
   }
 
+  std::vector<std::string> watch_channels() const override {
+    return {lock_.layout_.holder_channel(lock_.name_)};
+  }
+
   std::string lost_reason() const override { return reason_; }
 
  private:

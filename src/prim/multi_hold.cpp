@@ -83,4 +83,12 @@ void MultiHold::job_not_started() {
   for (auto& m : members_) m.hold->job_not_started();
 }
 
+std::vector<std::string> MultiHold::watch_channels() const {
+  std::vector<std::string> all;
+  for (const Member& m : members_) {
+    for (std::string& c : m.hold->watch_channels()) all.push_back(std::move(c));
+  }
+  return all;
+}
+
 }  // namespace rlock::prim

@@ -38,6 +38,7 @@ class MultiHold final : public Hold {
   void give_back_rest() noexcept override;
   void job_ended(int exit_code) override;
   void job_not_started() override;
+  std::vector<std::string> watch_channels() const override;
   std::string lost_reason() const override { return reason_; }
 
  private:

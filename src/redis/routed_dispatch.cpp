@@ -288,11 +288,12 @@ Subscriber RoutedDispatch::subscribe(const std::vector<std::string>& channels,
 
 Subscriber RoutedDispatch::subscribe_one_tag(const std::vector<std::string>& channels,
                                              const std::vector<std::string>& classic) {
-  ConnectOptions opts = options_;
+  // Within limit_timeout's bound where one is set (exec's watch of its hold).
+  ConnectOptions opts = effective_options();
   std::string_view key = channels.empty() ? std::string_view() : channels.front();
   Deadline until = SteadyClock::now() + opts.command_timeout;
   for (int round = 0;; ++round) {
-    opts.endpoint = router_->endpoint_for(key, options_);
+    opts.endpoint = router_->endpoint_for(key, effective_options());
     try {
       return rechecked(
           Subscriber::open(opts, channels, !router_->cluster(), router_->cluster(), classic),

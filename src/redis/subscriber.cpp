@@ -115,6 +115,12 @@ void Subscriber::read_buffered() {
   }
 }
 
+std::vector<int> Subscriber::fds() const {
+  std::vector<int> out = {conn_.fd()};
+  for (const Subscriber& m : more_) out.push_back(m.conn_.fd());
+  return out;
+}
+
 Subscriber::Event Subscriber::wait(Deadline until, int interrupt_fd) {
   while (true) {
     read_buffered();

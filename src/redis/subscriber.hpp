@@ -59,6 +59,9 @@ class Subscriber {
   // unsolicited sunsubscribe: the slot moved to another node), so that the caller
   // subscribes again where the channel is now.
   Event wait(Deadline until, int interrupt_fd = -1);
+  // The sockets wait() reads (its own and those joined to it), for a caller that polls
+  // them with other descriptors and calls wait() with a deadline of now when one is ready.
+  std::vector<int> fds() const;
 
   // Makes wait() call `still_serves` every `every` while it sleeps, and before it reports
   // a timeout (the caller's next request follows): false ends the wait

@@ -251,7 +251,9 @@ the running
 whose hold was taken with
 .B \-\-supersede
 is cancelled too.
-It learns it at its next renewal (every lease/3) and treats it as a lost lock:
+It learns it at once (the cancelling script publishes on the lock's holder channel,
+and the holder renews on hearing it; at its next renewal, every lease/3, should that
+message be lost) and treats it as a lost lock:
 its job gets the
 .B \-\-on\-lost
 signal, KILL after
@@ -305,7 +307,10 @@ is a usage error (exit status 64).)roff"},
      .value = "",
      .help = "release it whoever holds it, writer and readers (for stuck locks)",
      .man = R"roff(Release the lock whoever holds it, whatever the count: the exclusive holder
-and every shared holder.)roff"},
+and every shared holder.
+An
+.B exec
+that held it hears of it at once and stops its job as for a lost lock (exit 76).)roff"},
 };
 
 }  // namespace

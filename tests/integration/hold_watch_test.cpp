@@ -1,0 +1,85 @@
+// A hold taken away on the server stops its job at once, not at the next renewal: exec's
+// watchdog listens on the lock's holder channel, where `unlock --force` and a
+// --supersede --cancel-running waiter tell the holders, and renews at once to find out.
+// The renewal interval here is 10 s (the default 30 s lease), so a stop within 3 s can
+// only come from the watch.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+// A job that says it runs, then waits; TERM ends it with status 3.
+std::vector<std::string> exec_job(const std::string& owner, const std::vector<std::string>& extra,
+                                  const std::string& name) {
+  std::vector<std::string> args = {"exec", "--owner", owner};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {name, "--", "sh", "-c",
+                           "trap 'exit 3' TERM; echo up; while :; do sleep 0.05; done"});
+  return args;
+}
+
+// Waits until `job`'s watch subscription is in place (one subscriber on the holder channel).
+void await_watching(const RedisServer& redis, const std::string& name) {
+  REQUIRE(poll_until([&] { return subscribers(redis, lock_channel(name) + ":holder") >= 1; }, 10s,
+                     2ms));
+}
+
+TEST_CASE("hold watch: unlock --force stops the job at once, not at the next renewal") {
+  RedisServer redis;
+  for (const bool shared : {false, true}) {
+    CAPTURE(shared);
+    const std::string name = shared ? "fs" : "fx";
+    std::vector<std::string> extra;
+    if (shared) extra.push_back("--shared");
+    Spawned job = spawn_rlock(redis, exec_job("a", extra, name));
+    REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("up"));
+    await_watching(redis, name);
+    const auto forced = Clock::now();
+    REQUIRE(rlock(redis, {"unlock", "--force", name}).status == 0);
+    CHECK(job.wait(deadline(10s)).value_or(kStillRunning) == 76);
+    CHECK(job.exit_time() - forced < 3s);
+    INFO("stderr: " << job.err());
+    CHECK(job.err().find("lock lost") != std::string::npos);
+  }
+}
+
+TEST_CASE("hold watch: --cancel-running stops the running job at once; the newest runs next") {
+  RedisServer redis;
+  Spawned running = spawn_rlock(redis, exec_job("old", {"--supersede"}, "cr"));
+  REQUIRE(running.read_line(deadline(10s)) == std::optional<std::string>("up"));
+  await_watching(redis, "cr");
+  const auto arrived = Clock::now();
+  Spawned newest = spawn_rlock(redis, {"exec", "--owner", "new", "--supersede", "--cancel-running",
+                                       "--wait", "60s", "cr", "--", "echo", "newest"});
+  REQUIRE(Spawned::wait_all({&running, &newest}, deadline(10s)));
+  CHECK(running.wait(deadline(1s)).value_or(kStillRunning) == 79);
+  CHECK(newest.wait(deadline(1s)).value_or(kStillRunning) == 0);
+  CHECK(newest.out() == "newest\n");
+  CHECK(newest.exit_time() - arrived < 3s);
+}
+
+TEST_CASE("hold watch: messages of other holds of the lock do not stop the job") {
+  RedisServer redis;
+  Spawned job = spawn_rlock(redis, exec_job("a", {"--shared"}, "rd"));
+  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("up"));
+  await_watching(redis, "rd");
+  // Readers coming and going, and a forced unlock of another lock: each may make a renewal
+  // come early, none loses the hold.
+  for (int i = 0; i < 20; ++i) {
+    const std::string owner = "r" + std::to_string(i);
+    REQUIRE(rlock(redis, {"lock", "--shared", "--owner", owner, "rd"}).status == 0);
+    REQUIRE(rlock(redis, {"unlock", "--shared", "--owner", owner, "rd"}).status == 0);
+  }
+  REQUIRE(rlock(redis, {"lock", "--owner", "x", "other"}).status == 0);
+  REQUIRE(rlock(redis, {"unlock", "--force", "other"}).status == 0);
+  CHECK(job.running());
+  CHECK(rlock(redis, {"lock", "--no-wait", "--owner", "w", "rd"}).status == 75);
+  job.kill(SIGTERM);
+  CHECK(job.wait(deadline(10s)).value_or(kStillRunning) == 3);
+}
+
+}  // namespace
+}  // namespace rlock::test
