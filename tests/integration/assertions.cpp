@@ -44,20 +44,26 @@ long long subscribers(const RedisServer& server, const std::string& channel) {
   return std::stoll(reply[1]);
 }
 
+long long live_waiters_here(const RedisServer& member, std::string_view name,
+                            std::string_view prefix) {
+  long long here = 0;
+  for (const std::string& entry :
+       member.cmd({"ZRANGE", lock_key(name, prefix) + ":waiters", "0", "-1"})) {
+    // An entry is "<lease>:<kind>:<wait id>:<owner>".
+    const size_t kind = entry.find(':'), id = entry.find(':', kind + 1),
+                 owner = entry.find(':', id + 1);
+    if (owner == std::string::npos) continue;
+    const std::string channel =
+        lock_channel(name, prefix) + ":" + entry.substr(id + 1, owner - id - 1);
+    if (subscribers(member, channel) > 0) ++here;
+  }
+  return here;
+}
+
 long long live_waiters(const RedisServer& server, std::string_view name, std::string_view prefix) {
   long long fewest = -1;
   for (const RedisServer* m : server.members()) {
-    long long here = 0;
-    for (const std::string& entry :
-         m->cmd({"ZRANGE", lock_key(name, prefix) + ":waiters", "0", "-1"})) {
-      // An entry is "<lease>:<kind>:<wait id>:<owner>".
-      const size_t kind = entry.find(':'), id = entry.find(':', kind + 1),
-                   owner = entry.find(':', id + 1);
-      if (owner == std::string::npos) continue;
-      const std::string channel =
-          lock_channel(name, prefix) + ":" + entry.substr(id + 1, owner - id - 1);
-      if (subscribers(*m, channel) > 0) ++here;
-    }
+    const long long here = live_waiters_here(*m, name, prefix);
     fewest = fewest < 0 ? here : std::min(fewest, here);
   }
   return fewest;

@@ -41,6 +41,10 @@ long long subscribers(const RedisServer& server, const std::string& channel);
 // counts them.
 long long live_waiters(const RedisServer& server, std::string_view name,
                        std::string_view prefix = "rlock:");
+// The queued waiters of the lock `name` subscribed to their grant channel on `member` (one
+// of server.members()) alone.
+long long live_waiters_here(const RedisServer& member, std::string_view name,
+                            std::string_view prefix = "rlock:");
 
 // Parses `text` as one JSON document; FAILs the test with the text if it is not JSON.
 json parse_json(const std::string& text);
