@@ -1,0 +1,382 @@
+// --layout redisson --redisson-object read-write-lock against Redisson's own RReadWriteLock
+// scripts, their Lua text run verbatim with redis-cli EVAL (tests/redisson/README says
+// where they come from): the Java side's read and write locks, unlocks, watchdog renewals
+// and forced unlocks, with the keys, fields and arguments Redisson passes.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace rlock::test {
+namespace {
+
+const std::string kPeerDir = std::string(RLOCK_SOURCE_DIR) + "/tests/redisson";
+const std::string kJava = "0f0e0d0c-0b0a-4908-8706-050403020100:7";
+const std::string kJava2 = "0f0e0d0c-0b0a-4908-8706-050403020100:8";
+
+std::vector<std::string> in_rw(std::vector<std::string> args) {
+  args.insert(args.begin(), {"--layout", "redisson", "--redisson-object", "read-write-lock"});
+  return args;
+}
+
+long long epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string channel_of(const std::string& name) { return "redisson_rwlock:{" + name + "}"; }
+
+// Redisson's script `file` run verbatim through redis-cli EVAL: its reply's text.
+std::string eval(const RedisServer& redis, const std::string& file,
+                 const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"redis-cli",
+                                   "-p",
+                                   std::to_string(redis.port()),
+                                   "EVAL",
+                                   read_file(kPeerDir + "/" + file),
+                                   std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = run(argv);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  return r.out;
+}
+
+// Java's side, as RedissonReadLock / RedissonWriteLock call the scripts. A lock call
+// answers "\n" (nil) when taken, else the lease left.
+struct Java {
+  const RedisServer& redis;
+  std::string name;
+  std::string field = kJava;
+
+  std::string timeouts() const { return "{" + name + "}:" + field + ":rwlock_timeout"; }
+  std::string latch() const { return "redisson_unlock_latch:{" + name + "}:" + random_id(); }
+  static std::string random_id() {
+    static int n = 0;
+    return "req-" + std::to_string(epoch_ms()) + "-" + std::to_string(++n);
+  }
+  std::string read_lock(long long lease_ms = 30000) const {
+    return eval(redis, "redisson_rw_read_try_lock.lua", {name, timeouts()},
+                {std::to_string(lease_ms), field, field + ":write"});
+  }
+  std::string read_unlock(const std::string& publish = "publish") const {
+    return eval(redis, "redisson_rw_read_unlock.lua",
+                {name, channel_of(name), timeouts(), "{" + name + "}", latch()},
+                {"0", field, publish, "30000"});
+  }
+  std::string write_lock(long long lease_ms = 30000) const {
+    return eval(redis, "redisson_rw_write_try_lock.lua", {name},
+                {std::to_string(lease_ms), field + ":write"});
+  }
+  std::string write_unlock(const std::string& publish = "publish") const {
+    return eval(redis, "redisson_rw_write_unlock.lua", {name, channel_of(name), latch()},
+                {"1", "30000", field + ":write", publish, "30000"});
+  }
+  std::string read_renew(long long lease_ms) const {
+    return eval(redis, "redisson_rw_read_renew.lua", {name, "{" + name + "}"},
+                {std::to_string(lease_ms), "1", field});
+  }
+  std::string write_renew(long long lease_ms) const {
+    return eval(redis, "redisson_rw_write_renew.lua", {name},
+                {std::to_string(lease_ms), field + ":write"});
+  }
+};
+
+void append_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::app) << text;
+}
+
+bool taken(const std::string& reply) { return reply == "\n"; }
+
+// A redis-cli subscribed (SUBSCRIBE, or SSUBSCRIBE for Redisson's sharded mode) to
+// Redisson's channel of `name`, past its confirmation.
+struct Listener {
+  Spawned sub;
+  Listener(const RedisServer& redis, const std::string& name, const std::string& how = "SUBSCRIBE")
+      : sub({"redis-cli", "-p", std::to_string(redis.port()), how, channel_of(name)}) {
+    for (int i = 0; i < 3; ++i) REQUIRE(sub.read_line(deadline(5s)).has_value());
+  }
+  // The next message's payload.
+  std::string next() {
+    auto kind = sub.read_line(deadline(5s));
+    REQUIRE(kind.has_value());
+    REQUIRE(sub.read_line(deadline(5s)).has_value());  // the channel
+    auto payload = sub.read_line(deadline(5s));
+    REQUIRE(payload.has_value());
+    return *payload;
+  }
+};
+
+TEST_CASE("redisson rw: rlock and Redisson's scripts exclude each other, readers share") {
+  RedisServer redis;
+  Java java{redis, "rw"};
+  for (int round = 0; round < 12; ++round) {
+    CAPTURE(round);
+    // Java writes: rlock's writer and reader are busy.
+    REQUIRE(taken(java.write_lock()));
+    CHECK(rlock(redis, in_rw({"exec", "-n", "rw", "--", "true"})).status == 75);
+    CHECK(rlock(redis, in_rw({"exec", "-n", "-s", "rw", "--", "true"})).status == 75);
+    CHECK(java.write_unlock() == "1\n");
+    // rlock writes: Java's reader and writer are busy, told the lease left.
+    REQUIRE(rlock(redis, in_rw({"lock", "rw", "--owner", "cron", "--lease", "20s"})).status == 0);
+    CHECK(std::stoll(java.read_lock()) > 15000);
+    CHECK(std::stoll(java.write_lock()) > 15000);
+    REQUIRE(rlock(redis, in_rw({"unlock", "rw", "--owner", "cron"})).status == 0);
+    CHECK(redis.cmd_int({"EXISTS", "rw"}) == 0);
+    // rlock reads: Java's writer is busy, Java's reader shares; and the other way round.
+    REQUIRE(rlock(redis, in_rw({"lock", "-s", "rw", "--owner", "cron"})).status == 0);
+    CHECK(std::stoll(java.write_lock()) > 0);
+    CHECK(taken(java.read_lock()));
+    CHECK(rlock(redis, in_rw({"exec", "-n", "rw", "--", "true"})).status == 75);
+    CHECK(rlock(redis, in_rw({"exec", "-n", "-s", "rw", "--", "true"})).status == 0);
+    CHECK(java.read_unlock() == "0\n");  // rlock's reader still holds it
+    REQUIRE(rlock(redis, in_rw({"unlock", "-s", "rw", "--owner", "cron"})).status == 0);
+    CHECK(redis.cmd_int({"EXISTS", "rw"}) == 0);
+  }
+  // A reader held by rlock with the Redisson hash it must have.
+  REQUIRE(rlock(redis, in_rw({"lock", "-s", "rw", "--owner", "cron"})).status == 0);
+  auto hash = hash_of(redis, "rw");
+  REQUIRE(hash.size() == 2);
+  CHECK(hash.at("mode") == "read");
+  for (const auto& [field, count] : hash.items()) {
+    if (field == "mode") continue;
+    CHECK(count == "1");
+    CHECK(redis.cmd_int({"PTTL", "{rw}:" + field + ":rwlock_timeout:1"}) > 0);
+  }
+}
+
+TEST_CASE("redisson rw: concurrent rlock writers and Redisson's writer never overlap") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string log = dir.path().string() + "/log";
+  write_file(log, "");
+  Java java{redis, "job"};
+  // Java takes the write lock whenever it is free and holds it a moment, 20 times, while
+  // rlock's writers queue for it; each side writes "+" and "-" around its hold.
+  std::vector<Spawned> jobs;
+  for (int i = 0; i < 6; ++i) {
+    jobs.push_back(
+        spawn_rlock(redis, in_rw({"exec", "--wait", "30s", "--lease", "3s", "job", "--", "sh", "-c",
+                                  "echo + >> " + log + "; sleep 0.01; echo - >> " + log})));
+  }
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(poll_until([&] { return taken(java.write_lock()); }, 20s));
+    append_file(log, "+\n");
+    std::this_thread::sleep_for(5ms);  // the hold's length, not a synchronisation
+    append_file(log, "-\n");
+    REQUIRE(java.write_unlock() == "1\n");
+  }
+  for (auto& j : jobs) REQUIRE(j.wait(deadline(30s)).value_or(kStillRunning) == 0);
+  std::string expected;
+  for (int i = 0; i < 26; ++i) expected += "+\n-\n";
+  CHECK(read_file(log) == expected);
+  CHECK(redis.cmd_int({"EXISTS", "job"}) == 0);
+}
+
+TEST_CASE("redisson rw: each side's release wakes the other side's waiter") {
+  RedisServer redis;
+  Java java{redis, "wake"};
+  const std::string channel = channel_of("wake");
+  // Java's write unlock ("1", classic PUBLISH) starts a waiting rlock writer's job.
+  REQUIRE(taken(java.write_lock()));
+  auto job = spawn_rlock(redis, in_rw({"exec", "--wait", "20s", "wake", "--", "date", "+%s%3N"}));
+  REQUIRE(poll_until([&] { return subscribers(redis, channel) == 1; }, 10s));
+  long long released = epoch_ms();
+  CHECK(java.write_unlock() == "1\n");
+  REQUIRE(job.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  long long took = std::stoll(job.out()) - released;
+  MESSAGE("Redisson's write unlock (PUBLISH) -> rlock exec's job starts: " << took << " ms");
+  CHECK(took < 1000);
+
+  // Java's read unlock with SPUBLISH (its sharded mode) wakes a waiting rlock writer.
+  REQUIRE(taken(java.read_lock()));
+  job = spawn_rlock(redis, in_rw({"exec", "--wait", "20s", "wake", "--", "date", "+%s%3N"}));
+  REQUIRE(poll_until([&] { return subscribers(redis, channel) == 1; }, 10s));
+  released = epoch_ms();
+  CHECK(java.read_unlock("spublish") == "1\n");
+  REQUIRE(job.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  took = std::stoll(job.out()) - released;
+  MESSAGE("Redisson's read unlock (SPUBLISH) -> rlock exec's job starts: " << took << " ms");
+  CHECK(took < 1000);
+
+  // rlock's releases publish what Redisson's unlocks publish: "1" for the write lock, "0"
+  // for the last read lock, heard by a Java waiter's SUBSCRIBE and SSUBSCRIBE alike.
+  for (const std::string how : {"SUBSCRIBE", "SSUBSCRIBE"}) {
+    CAPTURE(how);
+    const std::string publish = how == "SUBSCRIBE" ? "publish" : "spublish";
+    Listener waiter(redis, "wake", how);
+    REQUIRE(rlock(redis, in_rw({"lock", "wake", "--owner", "o", "--lease", "30s"})).status == 0);
+    released = epoch_ms();
+    REQUIRE(rlock(redis, in_rw({"unlock", "wake", "--owner", "o"})).status == 0);
+    CHECK(waiter.next() == "1");
+    MESSAGE(how << ": rlock unlock (write) -> Redisson's channel: " << epoch_ms() - released
+                << " ms, process start included");
+    CHECK(taken(java.write_lock()));  // what a woken Java writer does: it gets it
+    CHECK(java.write_unlock(publish) == "1\n");
+    CHECK(waiter.next() == "1");
+    REQUIRE(rlock(redis, in_rw({"lock", "-s", "wake", "--owner", "o"})).status == 0);
+    REQUIRE(rlock(redis, in_rw({"unlock", "-s", "wake", "--owner", "o"})).status == 0);
+    CHECK(waiter.next() == "0");
+  }
+}
+
+TEST_CASE("redisson rw: re-entry counts are shared with Java") {
+  RedisServer redis;
+  Java java{redis, "re"};
+  // Readers: rlock with Java's own field re-enters Java's read lock, and back.
+  REQUIRE(taken(java.read_lock()));
+  auto held = rlock(redis, in_rw({"lock", "-s", "re", "--owner", kJava}));
+  REQUIRE(held.status == 0);
+  CHECK(parse_json(held.out)["count"] == 2);
+  CHECK(hash_of(redis, "re") == json::object({{"mode", "read"}, {kJava, "2"}}));
+  CHECK(redis.cmd_int({"EXISTS", "{re}:" + kJava + ":rwlock_timeout:2"}) == 1);
+  auto down = rlock(redis, in_rw({"unlock", "-s", "re", "--owner", kJava}));
+  CHECK(parse_json(down.out)["count"] == 1);
+  CHECK(redis.cmd_int({"EXISTS", "{re}:" + kJava + ":rwlock_timeout:2"}) == 0);
+  CHECK(java.read_unlock() == "1\n");
+  CHECK(redis.cmd_int({"EXISTS", "re"}) == 0);
+  // The writer: the same field plus ":write", and a reader inside it (Redisson lets its
+  // writer read).
+  REQUIRE(taken(java.write_lock()));
+  held = rlock(redis, in_rw({"lock", "re", "--owner", kJava}));
+  REQUIRE(held.status == 0);
+  CHECK(parse_json(held.out)["count"] == 2);
+  CHECK(rlock(redis, in_rw({"lock", "-s", "re", "--owner", kJava})).status == 0);
+  CHECK(hash_of(redis, "re") ==
+        json::object({{"mode", "write"}, {kJava + ":write", "2"}, {kJava, "1"}}));
+  CHECK(java.write_unlock() == "0\n");
+  CHECK(rlock(redis, in_rw({"unlock", "re", "--owner", kJava})).status == 0);
+  // The writer's own read hold remains: mode read, as Redisson leaves it.
+  CHECK(hash_of(redis, "re") == json::object({{"mode", "read"}, {kJava, "1"}}));
+  CHECK(java.read_unlock() == "1\n");
+  CHECK(redis.cmd_int({"EXISTS", "re"}) == 0);
+}
+
+TEST_CASE("redisson rw: a Java holder that stops renewing; Java's renewals of rlock's holds") {
+  RedisServer redis;
+  Java java{redis, "gone"};
+  // Java's writer and then its reader take 1.5 s leases and never renew: rlock's waiter
+  // starts its job once the lease ran out (the lease Redisson's script told it), not later.
+  for (bool reader : {false, true}) {
+    CAPTURE(reader);
+    const long long took_at = epoch_ms();
+    REQUIRE(taken(reader ? java.read_lock(1500) : java.write_lock(1500)));
+    auto job = spawn_rlock(redis, in_rw({"exec", "--wait", "20s", "gone", "--", "date", "+%s%3N"}));
+    REQUIRE(job.wait(deadline(15s)).value_or(kStillRunning) == 0);
+    const long long after = std::stoll(job.out()) - took_at;
+    MESSAGE("Java's 1.5 s lease, not renewed -> rlock's job starts after " << after << " ms");
+    CHECK(after >= 1400);
+    CHECK(after < 3500);
+  }
+  // Java's watchdog renews an rlock hold of its field as it renews its own.
+  REQUIRE(rlock(redis, in_rw({"lock", "-s", "gone", "--owner", kJava, "--lease", "5s"})).status ==
+          0);
+  CHECK(java.read_renew(60000) == "1\n");
+  CHECK(redis.cmd_int({"PTTL", "gone"}) > 30000);
+  CHECK(redis.cmd_int({"PTTL", "{gone}:" + kJava + ":rwlock_timeout:1"}) > 30000);
+  REQUIRE(rlock(redis, in_rw({"unlock", "-s", "gone", "--owner", kJava})).status == 0);
+  REQUIRE(rlock(redis, in_rw({"lock", "gone", "--owner", kJava, "--lease", "5s"})).status == 0);
+  CHECK(java.write_renew(60000) == "1\n");
+  CHECK(redis.cmd_int({"PTTL", "gone"}) > 30000);
+}
+
+TEST_CASE("redisson rw: a SIGSTOPped rlock's job is stopped before Java gets the lock") {
+  RedisServer redis;
+  Java java{redis, "stop"};
+  for (bool shared : {false, true}) {
+    CAPTURE(shared);
+    std::vector<std::string> args = {"exec", "--lease", "2s", "--kill-after", "1s"};
+    if (shared) args.push_back("-s");
+    args.insert(args.end(), {"stop", "--", "sh", "-c", "trap '' TERM; echo $$; exec sleep 60"});
+    auto job = spawn_rlock(redis, in_rw(args));
+    auto line = job.read_line(deadline(10s));
+    REQUIRE(line.has_value());
+    PidGuard child(static_cast<pid_t>(std::stol(*line)));
+    job.kill(SIGSTOP);
+    // Java's writer tries until it gets the lock: the job is dead by then.
+    REQUIRE(poll_until([&] { return taken(java.write_lock()); }, 15s));
+    CHECK(child.wait_gone(0ms));
+    job.kill(SIGCONT);
+    CHECK(job.wait(deadline(10s)) == std::optional<int>(76));
+    CHECK(java.write_unlock() == "1\n");
+  }
+}
+
+TEST_CASE("redisson rw: inspect and unlock --force see a lock only Java created") {
+  RedisServer redis;
+  Java a{redis, "java-only"}, b{redis, "java-only", kJava2};
+  REQUIRE(taken(a.read_lock()));
+  REQUIRE(taken(a.read_lock()));
+  REQUIRE(taken(b.read_lock()));
+  // Plain --layout redisson: no --redisson-object needed to see or clear it.
+  const std::vector<std::string> layout = {"--layout", "redisson"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), layout.begin(), layout.end());
+    return args;
+  };
+  auto listed = parse_json(rlock(redis, with({"inspect"})).out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["mode"] == "shared");
+  CHECK(listed[0]["holders_total"] == 2);
+  std::map<std::string, long long> counts;
+  for (const auto& h : listed[0]["holders"]) {
+    CHECK(h["shared"] == true);
+    counts[h["owner"]] = h["count"];
+  }
+  CHECK(counts == std::map<std::string, long long>{{kJava, 2}, {kJava2, 1}});
+  {
+    Listener waiter(redis, "java-only");
+    auto forced = rlock(redis, with({"unlock", "--force", "java-only"}));
+    REQUIRE_MESSAGE(forced.status == 0, forced.err);
+    CHECK(parse_json(forced.out)["holders"].size() == 2);
+    CHECK(waiter.next() == "0");  // RedissonReadLock.forceUnlock's message
+  }
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);  // the read holds' lease keys went with it
+
+  REQUIRE(taken(a.write_lock()));
+  listed = parse_json(rlock(redis, with({"inspect"})).out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["mode"] == "exclusive");
+  CHECK(listed[0]["holders"].size() == 1);
+  CHECK(listed[0]["holders"][0]["owner"] == kJava);
+  CHECK(listed[0]["holders"][0]["shared"] == false);
+  Listener waiter(redis, "java-only", "SSUBSCRIBE");
+  REQUIRE(rlock(redis, with({"unlock", "--force", "java-only"})).status == 0);
+  CHECK(waiter.next() == "1");  // RedissonWriteLock.forceUnlock's message
+  CHECK(redis.cmd_int({"EXISTS", "java-only"}) == 0);
+}
+
+TEST_CASE("redisson rw: bad input is refused with one line, nothing written") {
+  RedisServer redis;
+  const std::vector<std::vector<std::string>> refused = {
+      in_rw({"lock", "x", "--owner", "o", "--note", "hi"}),
+      in_rw({"lock", "x", "--owner", "o", "--priority", "3", "--wait", "1s"}),
+      in_rw({"lock", "--one-of", "x", "y", "--owner", "o"}),
+      in_rw({"exec", "--min-hold", "5s", "x", "--", "true"}),
+      in_rw({"exec", "--once-per", "1h", "x", "--", "true"}),
+      in_rw({"lock", "a{b}", "--owner", "o"}),
+      {"--layout", "redisson", "--redisson-object", "lock", "lock", "-s", "x", "--owner", "o"},
+      {"--redisson-object", "read-write-lock", "lock", "x", "--owner", "o"}};
+  for (const auto& args : refused) {
+    CAPTURE(args);
+    auto r = rlock(redis, args);
+    CHECK(r.status == 64);
+    CHECK(line_count(r.err) == 1);
+  }
+  CHECK(redis.cmd_int({"DBSIZE"}) == 0);
+  // Another program's hash under the name is not taken over (Java's RLock, here).
+  redis.cmd({"HSET", "x", kJava, "1"});
+  CHECK(rlock(redis, in_rw({"lock", "-s", "x", "--owner", "o"})).status == 75);
+  CHECK(hash_of(redis, "x") == json::object({{kJava, "1"}}));
+  redis.cmd({"HSET", "y", "mode", "other"});
+  CHECK(rlock(redis, in_rw({"lock", "y", "--owner", "o"})).status == 65);
+}
+
+}  // namespace
+}  // namespace rlock::test
