@@ -8,9 +8,11 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "harness.hpp"
+#include "lossy_proxy.hpp"
 
 namespace rlock::test {
 namespace {
@@ -179,6 +181,64 @@ TEST_CASE("redisson rw: concurrent rlock writers and Redisson's writer never ove
   CHECK(redis.cmd_int({"EXISTS", "job"}) == 0);
 }
 
+// rlock's readers ("r+" ... "r-", overlapping one another) and Java's writer ("+" ... "-")
+// over 20 rounds: no reader is inside while the writer is, and the readers did share.
+TEST_CASE("redisson rw: concurrent rlock readers and Redisson's writer never overlap") {
+  RedisServer redis;
+  TempDir dir;
+  const std::string log = dir.path().string() + "/log";
+  write_file(log, "");
+  Java java{redis, "readers"};
+  std::vector<Spawned> jobs;
+  for (int i = 0; i < 6; ++i) {
+    jobs.push_back(spawn_rlock(
+        redis, in_rw({"exec", "-s", "--wait", "30s", "--lease", "3s", "readers", "--", "sh", "-c",
+                      "echo r+ >> " + log + "; sleep 0.05; echo r- >> " + log})));
+  }
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(poll_until([&] { return taken(java.write_lock()); }, 20s));
+    append_file(log, "+\n");
+    append_file(log, "-\n");
+    REQUIRE(java.write_unlock() == "1\n");
+  }
+  for (auto& j : jobs) REQUIRE(j.wait(deadline(30s)).value_or(kStillRunning) == 0);
+  int inside = 0, most = 0, writes = 0;
+  bool writing = false;
+  std::istringstream lines(read_file(log));
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "r+") {
+      CHECK_FALSE(writing);
+      most = std::max(most, ++inside);
+    } else if (line == "r-") {
+      --inside;
+    } else if (line == "+") {
+      CHECK(inside == 0);
+      writing = true;
+      ++writes;
+    } else {
+      writing = false;
+    }
+  }
+  CHECK(inside == 0);
+  CHECK(writes == 20);
+  MESSAGE("most rlock readers inside at once: " << most);
+  CHECK(redis.cmd_int({"EXISTS", "readers"}) == 0);
+}
+
+// exec renews a read hold as Redisson's watchdog does (the hash and the hold's lease key):
+// a job that runs past several leases keeps Java's writer out all along.
+TEST_CASE("redisson rw: exec's renewals keep a read hold past its lease") {
+  RedisServer redis;
+  Java java{redis, "long"};
+  auto job = spawn_rlock(redis, in_rw({"exec", "-s", "--lease", "900ms", "long", "--", "sh", "-c",
+                                       "echo go; sleep 3"}));
+  REQUIRE(job.read_line(deadline(10s)) == "go");
+  CHECK_FALSE(poll_until([&] { return taken(java.write_lock()); }, 2500ms));
+  REQUIRE(job.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  CHECK(redis.cmd_int({"EXISTS", "long"}) == 0);
+  CHECK(taken(java.write_lock()));
+}
+
 TEST_CASE("redisson rw: each side's release wakes the other side's waiter") {
   RedisServer redis;
   Java java{redis, "wake"};
@@ -306,6 +366,46 @@ TEST_CASE("redisson rw: a SIGSTOPped rlock's job is stopped before Java gets the
     CHECK(job.wait(deadline(10s)) == std::optional<int>(76));
     CHECK(java.write_unlock() == "1\n");
   }
+}
+
+// A request whose reply is lost is repeated and answered from its reply record: one level
+// is taken or dropped, not two (Redisson's own client does not repeat them).
+TEST_CASE("redisson rw: a lost reply is repeated, and counts once") {
+  RedisServer redis;
+  LossyProxy proxy(redis.port());
+  // The scripts are cached first: the lost request is the script itself.
+  for (const auto& args : {in_rw({"lock", "-s", "warm", "--owner", "o"}),
+                           in_rw({"unlock", "-s", "warm", "--owner", "o"})})
+    REQUIRE(rlock(redis, args).status == 0);
+  auto via = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--url", proxy.url()});
+    return rlock_raw(args, {});
+  };
+  for (bool shared : {true, false}) {
+    CAPTURE(shared);
+    std::vector<std::string> lock = {"lock", "LR", "--owner", kJava};
+    std::vector<std::string> unlock = {"unlock", "LR", "--owner", kJava};
+    if (shared) {
+      lock.push_back("-s");
+      unlock.push_back("-s");
+    }
+    proxy.lose("{LR}", LossyProxy::Loss::kReply);
+    auto r = via(in_rw(lock));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(parse_json(r.out)["count"] == 1);
+    const std::string field = shared ? kJava : kJava + ":write";
+    CHECK(redis.cmd_str({"HGET", "LR", field}) == "1");
+    REQUIRE(rlock(redis, in_rw(lock)).status == 0);
+    proxy.lose("{LR}", LossyProxy::Loss::kReply);
+    r = via(in_rw(unlock));
+    REQUIRE(r.status == 0);
+    CHECK(parse_json(r.out)["count"] == 1);
+    CHECK(redis.cmd_str({"HGET", "LR", field}) == "1");
+    REQUIRE(rlock(redis, in_rw(unlock)).status == 0);
+    CHECK(redis.cmd_int({"EXISTS", "LR"}) == 0);
+  }
+  CHECK(proxy.losses() == 4);
 }
 
 TEST_CASE("redisson rw: inspect and unlock --force see a lock only Java created") {
