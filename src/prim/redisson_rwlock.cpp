@@ -83,6 +83,7 @@ class RwWait : public LockWaiter {
     if (reply.at(0).integer() == 0) {
       attempt_reply_.clear();
       Busy b = busy_of(reply, 3, lock_.key_);
+      refuse_waiting_for_ancestry(b);
       result_ = b;
       return busy_step(b);
     }
@@ -137,6 +138,21 @@ class RwWait : public LockWaiter {
   Acquisition result() const override { return result_; }
 
  private:
+  // A holder that is an exec this request runs under (its thread is its hold id) only
+  // leaves once this request's job is done: waiting would wait for itself.
+  void refuse_waiting_for_ancestry(const Busy& b) const {
+    for (const auto& a : lock_.ancestry_) {
+      const std::string theirs = lock_.field(a.owner, a.id);
+      for (const auto& h : b.holders) {
+        if (h.owner != theirs && h.owner != theirs + ":write") continue;
+        throw WaitsForItself("lock '" + lock_.name_ + "' is held by the rlock exec this " +
+                             "command runs under (hold " + a.id + ", owner '" + a.owner +
+                             "'): this request would wait for itself, so it is refused and " +
+                             "nothing changed (take what the job needs before that exec)");
+      }
+    }
+  }
+
   RedissonRwLock& lock_;
   std::string id_;
   std::string field_;

@@ -37,6 +37,9 @@ class RedissonRwLock {
   // Removes a read-write lock and returns who held it; nullopt when the name's hash is no
   // read-write lock (left alone).
   std::optional<std::vector<Holder>> force_release();
+  // The exec holds the caller runs under (Lock::set_ancestry): a request that only their
+  // release could grant throws WaitsForItself.
+  void set_ancestry(std::vector<AncestorHold> holds) { ancestry_ = std::move(holds); }
 
  private:
   friend class RwWait;
@@ -44,6 +47,7 @@ class RedissonRwLock {
   const KeyLayout& layout_;
   std::string name_;
   std::string key_, timeouts_, fence_key_, channel_;
+  std::vector<AncestorHold> ancestry_;
 };
 
 // Redisson's RReadWriteLock channel of `name`: "redisson_rwlock:{NAME}".

@@ -452,6 +452,24 @@ TEST_CASE("redisson rw: inspect and unlock --force see a lock only Java created"
   CHECK(redis.cmd_int({"EXISTS", "java-only"}) == 0);
 }
 
+// A job that asks for the lock its own exec holds would wait for itself: refused at once.
+TEST_CASE("redisson rw: a request inside the exec that holds the lock is refused, exit 65") {
+  RedisServer redis;
+  const Env env = {{"RLOCK_URL", redis.topology_url()},
+                   {"RLOCK_LAYOUT", "redisson"},
+                   {"RLOCK_REDISSON_OBJECT", "read-write-lock"}};
+  for (const char* outer : {"-s", "--wait=0"}) {
+    CAPTURE(outer);
+    auto r = rlock(redis,
+                   {"exec", outer, "self", "--", "sh", "-c",
+                    "exec " + rlock_binary() + " exec --wait 10s self -- true"},
+                   env);
+    CHECK(r.status == 65);
+    CHECK(r.err.find("would wait for itself") != std::string::npos);
+  }
+  CHECK(redis.cmd_int({"EXISTS", "self"}) == 0);
+}
+
 TEST_CASE("redisson rw: bad input is refused with one line, nothing written") {
   RedisServer redis;
   const std::vector<std::vector<std::string>> refused = {
