@@ -58,10 +58,11 @@ struct Java {
   std::string field = kJava;
 
   std::string timeouts() const { return "{" + name + "}:" + field + ":rwlock_timeout"; }
-  std::string latch() const { return "redisson_unlock_latch:{" + name + "}:" + random_id(); }
-  static std::string random_id() {
+  // Redisson's unlock latch: a name of its own per request.
+  std::string latch() const {
     static int n = 0;
-    return "req-" + std::to_string(epoch_ms()) + "-" + std::to_string(++n);
+    return "redisson_unlock_latch:{" + name + "}:req-" + std::to_string(epoch_ms()) + "-" +
+           std::to_string(++n);
   }
   std::string read_lock(long long lease_ms = 30000) const {
     return eval(redis, "redisson_rw_read_try_lock.lua", {name, timeouts()},
@@ -79,14 +80,6 @@ struct Java {
   std::string write_unlock(const std::string& publish = "publish") const {
     return eval(redis, "redisson_rw_write_unlock.lua", {name, channel_of(name), latch()},
                 {"1", "30000", field + ":write", publish, "30000"});
-  }
-  std::string read_renew(long long lease_ms) const {
-    return eval(redis, "redisson_rw_read_renew.lua", {name, "{" + name + "}"},
-                {std::to_string(lease_ms), "1", field});
-  }
-  std::string write_renew(long long lease_ms) const {
-    return eval(redis, "redisson_rw_write_renew.lua", {name},
-                {std::to_string(lease_ms), field + ":write"});
   }
 };
 
@@ -337,12 +330,13 @@ TEST_CASE("redisson rw: a Java holder that stops renewing; Java's renewals of rl
   // Java's watchdog renews an rlock hold of its field as it renews its own.
   REQUIRE(rlock(redis, in_rw({"lock", "-s", "gone", "--owner", kJava, "--lease", "5s"})).status ==
           0);
-  CHECK(java.read_renew(60000) == "1\n");
+  CHECK(eval(redis, "redisson_rw_read_renew.lua", {"gone", "{gone}"}, {"60000", "1", kJava}) ==
+        "1\n");
   CHECK(redis.cmd_int({"PTTL", "gone"}) > 30000);
   CHECK(redis.cmd_int({"PTTL", "{gone}:" + kJava + ":rwlock_timeout:1"}) > 30000);
   REQUIRE(rlock(redis, in_rw({"unlock", "-s", "gone", "--owner", kJava})).status == 0);
   REQUIRE(rlock(redis, in_rw({"lock", "gone", "--owner", kJava, "--lease", "5s"})).status == 0);
-  CHECK(java.write_renew(60000) == "1\n");
+  CHECK(eval(redis, "redisson_rw_write_renew.lua", {"gone"}, {"60000", kJava + ":write"}) == "1\n");
   CHECK(redis.cmd_int({"PTTL", "gone"}) > 30000);
 }
 
