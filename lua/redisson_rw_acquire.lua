@@ -12,7 +12,8 @@
 -- @arg lease      lease in ms
 -- @arg reply_ttl  how long the reply record lives (ms)
 -- Reply: {1, count, fence, lease in force, fresh (1/0)} when held; {0, pttl, holders_total,
---        field, count, ...} (at most 100 holders) when busy;
+--        field, count, ...} (at most 100 holders) when busy; {-1} when the request was
+--        given up before it ran (lua/redisson_rw_release.lua's give_up);
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" when the keys are no such lock.
 -- @include common.lua
 -- @include redisson_rw.lua

@@ -3,8 +3,8 @@
 -- Redisson's channel: a read unlock that frees the lock publishes "0" (UNLOCK_MESSAGE), a
 -- write unlock "1" (READ_UNLOCK_MESSAGE: every waiter tries). A read unlock that leaves
 -- other holds sets the hash's lease to the longest of their read holds' leases, as
--- Redisson does. With `taken` (a wait giving up), only the level that the attempt
--- recorded in `taken` granted is released, once.
+-- Redisson does. With `give_up` (a wait giving up), only the level that the attempt
+-- recorded in `taken` granted is released, once, and a late run of it takes nothing.
 -- @key lock       the hash under the bare name
 -- @key timeouts   "{NAME}": the read holds' lease keys start with it
 -- @key taken      the granting attempt's reply record, or rlock's fence key when unused
@@ -20,7 +20,7 @@
 -- @include common.lua
 -- @include redisson_rw.lua
 local denied = first_denied({{'HSET', K.lock, 'f', '1'}, {'HDEL', K.lock, 'f'}, {'DEL', K.lock}, {'DEL', K.timeouts},
-  {'PEXPIRE', K.lock, '1'}, {'PUBLISH', A.channel, '0'}, {'SPUBLISH', A.channel, '0'}, {'DEL', K.taken},
+  {'PEXPIRE', K.lock, '1'}, {'PUBLISH', A.channel, '0'}, {'SPUBLISH', A.channel, '0'}, {'SET', K.taken, 'v'},
   {'HGETALL', K.lock}, {'PTTL', K.timeouts}})
 if denied then return denied end
 
@@ -79,9 +79,11 @@ end
 
 return once(K.reply, A.reply_ttl, function()
   if A.give_up == '1' then
+    -- The record now says "given up" ({-1}): a late run of the attempt (still on its way,
+    -- or repeated) takes nothing, and a second give-up releases nothing.
     local seen = redis.call('GET', K.taken)
+    redis.call('SET', K.taken, cmsgpack.pack({-1}), 'PX', tonumber(A.reply_ttl))
     if not seen or cmsgpack.unpack(seen)[1] ~= 1 then return {0} end
-    redis.call('DEL', K.taken)
   end
   local mode, bad = rw_mode(K.lock)
   if bad then return bad end

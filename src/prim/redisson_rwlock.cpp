@@ -80,6 +80,11 @@ class RwWait : public LockWaiter {
                                        .set(C::kArgReplyTtl, ttl)
                                        .list(),
                                    kKind, redis::Retry::kIdempotent, &acks);
+    if (reply.at(0).integer() == -1) {  // given up by its own clean-up: nothing was taken
+      attempt_reply_.clear();
+      result_ = Busy{};
+      return {false, Millis(-1), {}, {}, -1};
+    }
     if (reply.at(0).integer() == 0) {
       attempt_reply_.clear();
       Busy b = busy_of(reply, 3, lock_.key_);

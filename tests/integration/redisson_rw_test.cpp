@@ -1,112 +1,20 @@
 // --layout redisson --redisson-object read-write-lock against Redisson's own RReadWriteLock
 // scripts, their Lua text run verbatim with redis-cli EVAL (tests/redisson/README says
-// where they come from): the Java side's read and write locks, unlocks, watchdog renewals
-// and forced unlocks, with the keys, fields and arguments Redisson passes.
+// where they come from): exclusion both ways, wake-ups, shared re-entry counts, inspect and
+// unlock --force of a lock only Java created, and what is refused. The faults are in
+// redisson_rw_fault_test.cpp.
 #include <doctest/doctest.h>
-#include <signal.h>
 
-#include <chrono>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <thread>
 
-#include "harness.hpp"
-#include "lossy_proxy.hpp"
+#include "redisson_rw_helpers.hpp"
 
 namespace rlock::test {
 namespace {
 
-const std::string kPeerDir = std::string(RLOCK_SOURCE_DIR) + "/tests/redisson";
-const std::string kJava = "0f0e0d0c-0b0a-4908-8706-050403020100:7";
-const std::string kJava2 = "0f0e0d0c-0b0a-4908-8706-050403020100:8";
-
-std::vector<std::string> in_rw(std::vector<std::string> args) {
-  args.insert(args.begin(), {"--layout", "redisson", "--redisson-object", "read-write-lock"});
-  return args;
-}
-
-long long epoch_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string channel_of(const std::string& name) { return "redisson_rwlock:{" + name + "}"; }
-
-// Redisson's script `file` run verbatim through redis-cli EVAL: its reply's text.
-std::string eval(const RedisServer& redis, const std::string& file,
-                 const std::vector<std::string>& keys, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"redis-cli",
-                                   "-p",
-                                   std::to_string(redis.port()),
-                                   "EVAL",
-                                   read_file(kPeerDir + "/" + file),
-                                   std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = run(argv);
-  REQUIRE_MESSAGE(r.status == 0, r.err);
-  return r.out;
-}
-
-// Java's side, as RedissonReadLock / RedissonWriteLock call the scripts. A lock call
-// answers "\n" (nil) when taken, else the lease left.
-struct Java {
-  const RedisServer& redis;
-  std::string name;
-  std::string field = kJava;
-
-  std::string timeouts() const { return "{" + name + "}:" + field + ":rwlock_timeout"; }
-  // Redisson's unlock latch: a name of its own per request.
-  std::string latch() const {
-    static int n = 0;
-    return "redisson_unlock_latch:{" + name + "}:req-" + std::to_string(epoch_ms()) + "-" +
-           std::to_string(++n);
-  }
-  std::string read_lock(long long lease_ms = 30000) const {
-    return eval(redis, "redisson_rw_read_try_lock.lua", {name, timeouts()},
-                {std::to_string(lease_ms), field, field + ":write"});
-  }
-  std::string read_unlock(const std::string& publish = "publish") const {
-    return eval(redis, "redisson_rw_read_unlock.lua",
-                {name, channel_of(name), timeouts(), "{" + name + "}", latch()},
-                {"0", field, publish, "30000"});
-  }
-  std::string write_lock(long long lease_ms = 30000) const {
-    return eval(redis, "redisson_rw_write_try_lock.lua", {name},
-                {std::to_string(lease_ms), field + ":write"});
-  }
-  std::string write_unlock(const std::string& publish = "publish") const {
-    return eval(redis, "redisson_rw_write_unlock.lua", {name, channel_of(name), latch()},
-                {"1", "30000", field + ":write", publish, "30000"});
-  }
-};
-
-void append_file(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::app) << text;
-}
-
-bool taken(const std::string& reply) { return reply == "\n"; }
-
-// A redis-cli subscribed (SUBSCRIBE, or SSUBSCRIBE for Redisson's sharded mode) to
-// Redisson's channel of `name`, past its confirmation.
-struct Listener {
-  Spawned sub;
-  Listener(const RedisServer& redis, const std::string& name, const std::string& how = "SUBSCRIBE")
-      : sub({"redis-cli", "-p", std::to_string(redis.port()), how, channel_of(name)}) {
-    for (int i = 0; i < 3; ++i) REQUIRE(sub.read_line(deadline(5s)).has_value());
-  }
-  // The next message's payload.
-  std::string next() {
-    auto kind = sub.read_line(deadline(5s));
-    REQUIRE(kind.has_value());
-    REQUIRE(sub.read_line(deadline(5s)).has_value());  // the channel
-    auto payload = sub.read_line(deadline(5s));
-    REQUIRE(payload.has_value());
-    return *payload;
-  }
-};
+using namespace redisson_rw;
 
 TEST_CASE("redisson rw: rlock and Redisson's scripts exclude each other, readers share") {
   RedisServer redis;
@@ -218,20 +126,6 @@ TEST_CASE("redisson rw: concurrent rlock readers and Redisson's writer never ove
   CHECK(redis.cmd_int({"EXISTS", "readers"}) == 0);
 }
 
-// exec renews a read hold as Redisson's watchdog does (the hash and the hold's lease key):
-// a job that runs past several leases keeps Java's writer out all along.
-TEST_CASE("redisson rw: exec's renewals keep a read hold past its lease") {
-  RedisServer redis;
-  Java java{redis, "long"};
-  auto job = spawn_rlock(redis, in_rw({"exec", "-s", "--lease", "900ms", "long", "--", "sh", "-c",
-                                       "echo go; sleep 3"}));
-  REQUIRE(job.read_line(deadline(10s)) == "go");
-  CHECK_FALSE(poll_until([&] { return taken(java.write_lock()); }, 2500ms));
-  REQUIRE(job.wait(deadline(10s)).value_or(kStillRunning) == 0);
-  CHECK(redis.cmd_int({"EXISTS", "long"}) == 0);
-  CHECK(taken(java.write_lock()));
-}
-
 TEST_CASE("redisson rw: each side's release wakes the other side's waiter") {
   RedisServer redis;
   Java java{redis, "wake"};
@@ -309,97 +203,6 @@ TEST_CASE("redisson rw: re-entry counts are shared with Java") {
   CHECK(hash_of(redis, "re") == json::object({{"mode", "read"}, {kJava, "1"}}));
   CHECK(java.read_unlock() == "1\n");
   CHECK(redis.cmd_int({"EXISTS", "re"}) == 0);
-}
-
-TEST_CASE("redisson rw: a Java holder that stops renewing; Java's renewals of rlock's holds") {
-  RedisServer redis;
-  Java java{redis, "gone"};
-  // Java's writer and then its reader take 1.5 s leases and never renew: rlock's waiter
-  // starts its job once the lease ran out (the lease Redisson's script told it), not later.
-  for (bool reader : {false, true}) {
-    CAPTURE(reader);
-    const long long took_at = epoch_ms();
-    REQUIRE(taken(reader ? java.read_lock(1500) : java.write_lock(1500)));
-    auto job = spawn_rlock(redis, in_rw({"exec", "--wait", "20s", "gone", "--", "date", "+%s%3N"}));
-    REQUIRE(job.wait(deadline(15s)).value_or(kStillRunning) == 0);
-    const long long after = std::stoll(job.out()) - took_at;
-    MESSAGE("Java's 1.5 s lease, not renewed -> rlock's job starts after " << after << " ms");
-    CHECK(after >= 1400);
-    CHECK(after < 3500);
-  }
-  // Java's watchdog renews an rlock hold of its field as it renews its own.
-  REQUIRE(rlock(redis, in_rw({"lock", "-s", "gone", "--owner", kJava, "--lease", "5s"})).status ==
-          0);
-  CHECK(eval(redis, "redisson_rw_read_renew.lua", {"gone", "{gone}"}, {"60000", "1", kJava}) ==
-        "1\n");
-  CHECK(redis.cmd_int({"PTTL", "gone"}) > 30000);
-  CHECK(redis.cmd_int({"PTTL", "{gone}:" + kJava + ":rwlock_timeout:1"}) > 30000);
-  REQUIRE(rlock(redis, in_rw({"unlock", "-s", "gone", "--owner", kJava})).status == 0);
-  REQUIRE(rlock(redis, in_rw({"lock", "gone", "--owner", kJava, "--lease", "5s"})).status == 0);
-  CHECK(eval(redis, "redisson_rw_write_renew.lua", {"gone"}, {"60000", kJava + ":write"}) == "1\n");
-  CHECK(redis.cmd_int({"PTTL", "gone"}) > 30000);
-}
-
-TEST_CASE("redisson rw: a SIGSTOPped rlock's job is stopped before Java gets the lock") {
-  RedisServer redis;
-  Java java{redis, "stop"};
-  for (bool shared : {false, true}) {
-    CAPTURE(shared);
-    std::vector<std::string> args = {"exec", "--lease", "2s", "--kill-after", "1s"};
-    if (shared) args.push_back("-s");
-    args.insert(args.end(), {"stop", "--", "sh", "-c", "trap '' TERM; echo $$; exec sleep 60"});
-    auto job = spawn_rlock(redis, in_rw(args));
-    auto line = job.read_line(deadline(10s));
-    REQUIRE(line.has_value());
-    PidGuard child(static_cast<pid_t>(std::stol(*line)));
-    job.kill(SIGSTOP);
-    // Java's writer tries until it gets the lock: the job is dead by then.
-    REQUIRE(poll_until([&] { return taken(java.write_lock()); }, 15s));
-    CHECK(child.wait_gone(0ms));
-    job.kill(SIGCONT);
-    CHECK(job.wait(deadline(10s)) == std::optional<int>(76));
-    CHECK(java.write_unlock() == "1\n");
-  }
-}
-
-// A request whose reply is lost is repeated and answered from its reply record: one level
-// is taken or dropped, not two (Redisson's own client does not repeat them).
-TEST_CASE("redisson rw: a lost reply is repeated, and counts once") {
-  RedisServer redis;
-  LossyProxy proxy(redis.port());
-  // The scripts are cached first: the lost request is the script itself.
-  for (const auto& args : {in_rw({"lock", "-s", "warm", "--owner", "o"}),
-                           in_rw({"unlock", "-s", "warm", "--owner", "o"})})
-    REQUIRE(rlock(redis, args).status == 0);
-  auto via = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"--url", proxy.url()});
-    return rlock_raw(args, {});
-  };
-  for (bool shared : {true, false}) {
-    CAPTURE(shared);
-    std::vector<std::string> lock = {"lock", "LR", "--owner", kJava};
-    std::vector<std::string> unlock = {"unlock", "LR", "--owner", kJava};
-    if (shared) {
-      lock.push_back("-s");
-      unlock.push_back("-s");
-    }
-    proxy.lose("{LR}", LossyProxy::Loss::kReply);
-    auto r = via(in_rw(lock));
-    INFO("stderr: " << r.err);
-    REQUIRE(r.status == 0);
-    CHECK(parse_json(r.out)["count"] == 1);
-    const std::string field = shared ? kJava : kJava + ":write";
-    CHECK(redis.cmd_str({"HGET", "LR", field}) == "1");
-    REQUIRE(rlock(redis, in_rw(lock)).status == 0);
-    proxy.lose("{LR}", LossyProxy::Loss::kReply);
-    r = via(in_rw(unlock));
-    REQUIRE(r.status == 0);
-    CHECK(parse_json(r.out)["count"] == 1);
-    CHECK(redis.cmd_str({"HGET", "LR", field}) == "1");
-    REQUIRE(rlock(redis, in_rw(unlock)).status == 0);
-    CHECK(redis.cmd_int({"EXISTS", "LR"}) == 0);
-  }
-  CHECK(proxy.losses() == 4);
 }
 
 TEST_CASE("redisson rw: inspect and unlock --force see a lock only Java created") {
