@@ -13,6 +13,7 @@
 #include "cli/lock_options.hpp"
 #include "cli/lock_set.hpp"
 #include "cli/once_per.hpp"
+#include "cli/redisson_lock.hpp"
 #include "cli/supervised.hpp"
 #include "prim/multi_lock.hpp"
 #include "prim/run_history.hpp"
@@ -178,6 +179,12 @@ int run_exec(const ExecFlags& f, std::vector<std::string> command, const Setting
   Supervision supervision(f.supervise, req.lease, console);
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
+  select_redisson_lock(*layout, settings, req.mode == prim::LockMode::kShared, "exec", &req);
+  if (layout->read_write_lock() && (f.supervise.min_hold != "0" || once)) {
+    throw UsageError(
+        "exec: --min-hold and --once-per have no form in Redisson's read-write lock; leave "
+        "them out under --redisson-object read-write-lock");
+  }
   supervision.prepare_during_next_script(topology);
   LockSet locks(topology, *layout, req);
   locks.configure(req);

@@ -7,6 +7,7 @@
 #include "cli/console.hpp"
 #include "cli/lock_options.hpp"
 #include "cli/lock_set.hpp"
+#include "cli/redisson_lock.hpp"
 #include "cli/stop_signals.hpp"
 #include "prim/multi_lock.hpp"
 #include "util/duration.hpp"
@@ -132,6 +133,7 @@ int run_lock(const LockRequest& req, const Console& console, const Settings& set
   };
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
+  select_redisson_lock(*layout, settings, req.mode == prim::LockMode::kShared, "lock", &req);
   LockSet locks(topology, *layout, req);
   locks.set_ancestry(inherited_holds());
   locks.configure(req);

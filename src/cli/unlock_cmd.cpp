@@ -5,6 +5,7 @@
 #include "cli/console.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/redisson_lock.hpp"
 #include "prim/lock.hpp"
 #include "util/error.hpp"
 
@@ -59,6 +60,7 @@ int run_unlock(const UnlockFlags& f, const std::string& owner, const Console& co
                const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   auto layout = make_layout(settings);
+  select_redisson_lock(*layout, settings, f.shared, "unlock");
   auto mode = f.shared ? prim::LockMode::kShared : prim::LockMode::kExclusive;
   const bool one = f.names.size() == 1;
   Json each = Json::array();

@@ -149,7 +149,7 @@ class LockType final : public ObjectType {
   std::optional<Decoded> decode(const Found& o, const redis::Reply* r,
                                 const BatchClock& clock) const override {
     bool via_readers = !o.key.empty() && o.key.find("lock-readers:") != std::string::npos;
-    const long long writers_total = r[7].is_integer() ? r[7].integer() : 0;
+    long long writers_total = r[7].is_integer() ? r[7].integer() : 0;
     const long long readers_total = r[8].is_integer() ? r[8].integer() : 0;
     // Found by its readers hash while it also has a writer: the lock's own key lists it.
     if (via_readers && writers_total > 0) return std::nullopt;
@@ -168,10 +168,11 @@ class LockType final : public ObjectType {
     Json waiters = Json::array();
     long long ttl_ms = -1, waiters_total = 0;
     Json fence = nullptr, grant = nullptr;
+    std::string rw_mode;
     if (auto denied = refusal(r, read_count())) {
       error = *denied;
-    } else if (error.empty() &&
-               !read_exclusive(o, r, writers_total == 0 && readers.empty(), holders, error)) {
+    } else if (error.empty() && !read_exclusive(o, r, writers_total == 0 && readers.empty(),
+                                                holders, error, rw_mode)) {
       return std::nullopt;
     }
     if (error.empty() && r[6].is_error()) error = "readers key holds another type than a hash";
@@ -195,7 +196,10 @@ class LockType final : public ObjectType {
       j["mode"] = "shared";
       ttl_ms = shared_ttl(readers, readers_total, r[9]);
     }
+    if (rw_mode == "read") j["mode"] = "shared";
     j["holders"] = holders;
+    // The mode field is no holder.
+    if (!rw_mode.empty()) writers_total = std::max(0LL, writers_total - 1);
     const long long holders_total = std::max(writers_total, exclusive_listed) +
                                     std::max(readers_total, static_cast<long long>(readers.size()));
     j["holders_total"] = holders_total;
@@ -213,8 +217,9 @@ class LockType final : public ObjectType {
   // The exclusive holders from the lock hash (r[0], lease r[1]) into `holders`, or what is
   // wrong into `error`. False when the object is no lock to show: gone since SCAN saw it
   // (`released`), or under Redisson's layout some other program's key of that name.
+  // `rw_mode`: Redisson's RReadWriteLock's mode ("read", "write"), "" for another lock.
   static bool read_exclusive(const Found& o, const redis::Reply* r, bool released, Json& holders,
-                             std::string& error) {
+                             std::string& error, std::string& rw_mode) {
     if (r[0].is_error()) {
       if (o.key == o.name) return false;  // Redisson's layout: some other key
       error = "key holds another type than a lock hash";
@@ -226,12 +231,18 @@ class LockType final : public ObjectType {
       redis::ReplyView fields = scanned(r[0]);
       for (size_t k = 0; k < listed_pairs(fields); ++k) {
         const std::string owner = fields.at(2 * k).str();
+        if (o.key == o.name && owner == "mode") {  // Redisson's RReadWriteLock
+          rw_mode = fields.at(2 * k + 1).str();
+          if (rw_mode != "read" && rw_mode != "write") return false;
+          continue;
+        }
         long long count = 0;
         if (!parse_stored_whole(fields.at(2 * k + 1).str(), count)) throw DataError(owner);
         // An exclusive lock's holders share the hash's lease.
         holders.push_back(
             {{"owner", owner}, {"count", count}, {"lease_ms", ttl_ms}, {"shared", false}});
       }
+      mark_rw_holders(rw_mode, holders);
     } catch (const BadScanReply& e) {
       error = e.what();
     } catch (const DataError&) {
@@ -242,6 +253,18 @@ class LockType final : public ObjectType {
       error = "hash whose values are not reentry counts: not a lock";
     }
     return true;
+  }
+
+  // In Redisson's RReadWriteLock the writer's field is "<UUID>:<thread>:write" and every
+  // other field a reader: shown as the owner that `unlock --owner` takes, and shared.
+  static void mark_rw_holders(const std::string& rw_mode, Json& holders) {
+    if (rw_mode.empty()) return;
+    for (auto& h : holders) {
+      std::string owner = h["owner"].get<std::string>();
+      const bool writer = owner.size() > 6 && owner.compare(owner.size() - 6, 6, ":write") == 0;
+      if (writer) h["owner"] = owner.substr(0, owner.size() - 6);
+      h["shared"] = !writer;
+    }
   }
 
   // The waiters ZRANGE ... WITHSCORES listed, each with how long and since when it has

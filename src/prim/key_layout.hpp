@@ -129,6 +129,8 @@ class KeyLayout {
   virtual std::string scan_type() const { return {}; }
   // True when only locks (exclusive holds) have this layout.
   virtual bool locks_only() const { return false; }
+  // True when locks are Redisson's RReadWriteLock (prim/redisson_rwlock.hpp).
+  virtual bool read_write_lock() const { return false; }
 
   const std::string& prefix() const { return prefix_; }
 

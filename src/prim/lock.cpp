@@ -4,6 +4,7 @@
 
 #include "prim/lock_quorum.hpp"
 #include "prim/object_script.hpp"
+#include "prim/redisson_rwlock.hpp"
 #include "prim/run_history.hpp"
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
@@ -315,11 +316,13 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       runs_key_(layout.runs_key(name_)) {
   layout.check_name(name_);
   use_lock_quorum_rules();
+  if (layout.read_write_lock()) rw_ = std::make_shared<RedissonRwLock>(topology, layout, name_);
 }
 
 void Lock::set_ancestry(std::vector<AncestorHold> holds) {
   // Compared with the lock hash's fields by the scripts.
   for (auto& h : holds) h.owner = layout_.owner_field(h.owner);
+  if (rw_) rw_->set_ancestry(holds);
   ancestry_ = std::move(holds);
 }
 
@@ -354,6 +357,7 @@ std::vector<std::string_view> Lock::keys(const std::string& request_key,
 
 std::unique_ptr<LockWaiter> Lock::waiter(const std::string& owner, Millis lease, HoldKind kind,
                                          LockMode mode, const std::string& wait_id) {
+  if (rw_) return rw_->waiter(owner, lease, kind, mode, wait_id);
   if (mode == LockMode::kShared) refuse_shared();
   return std::make_unique<LockWait>(*this, owner, lease, kind, mode, wait_id);
 }
@@ -365,6 +369,7 @@ Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind k
 
 Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until,
                           const WaitHooks& hooks, HoldKind kind, LockMode mode) {
+  if (rw_) return rw_->acquire(owner, lease, until, hooks, kind, mode);
   if (mode == LockMode::kShared) refuse_shared();
   LockWait wait(*this, owner, lease, kind, mode);
   const WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
@@ -425,6 +430,9 @@ WaitsForItself Lock::waits_for_itself(const std::string& what, const std::string
 
 Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id,
                       LockMode mode, const std::string& run_end) {
+  // Redisson's read-write lock has no count-0 hold (--min-hold) nor run history: the
+  // commands refuse them with it.
+  if (rw_) return rw_->release(owner, hold_id, mode);
   if (mode == LockMode::kShared) refuse_shared();
   // A plain unlock counts down: its own reply record makes a repeat after a lost reply
   // report the first run's count instead of counting down again.
@@ -463,6 +471,7 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
 }
 
 void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) noexcept {
+  if (rw_) return rw_->give_back(owner, held, kind);
   // An exec hold is named by its id; a `lock` hold is its owner's level, counted down once.
   std::string hold_id = kind == HoldKind::kExec ? held.hold_id : std::string();
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
@@ -487,6 +496,11 @@ void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) 
 }
 
 std::vector<Holder> Lock::force_release() {
+  // Under Redisson's layout the name's hash may be a read-write lock that only Java knows
+  // of, whatever --redisson-object says: it is removed as Redisson's forceUnlock does.
+  if (layout_.locks_only()) {
+    if (auto holders = RedissonRwLock(topology_, layout_, name_).force_release()) return *holders;
+  }
   std::string request_key = layout_.request_key(name_, "-");
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
   using C = redis::contract::lock_force_release;
@@ -515,6 +529,7 @@ std::vector<Holder> Lock::force_release() {
 
 Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id,
                    LockMode mode) {
+  if (rw_) return rw_->renew(owner, lease, hold_id, mode);
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
   const std::string field = layout_.owner_field(owner);
   std::string reader;

@@ -105,6 +105,8 @@ class LockWaiter : public Waitable {
   virtual Acquisition result() const = 0;
 };
 
+class RedissonRwLock;
+
 // A reentrant lock with a lease, owned per owner id (Redisson's RLock layout: one hash
 // owner -> count), a fencing token that never goes backwards, and a strict FIFO queue of
 // waiters that a release hands the lock to. Every operation is one script.
@@ -213,6 +215,8 @@ class Lock {
   QueuePolicy policy_;
   std::string runs_key_;  // the run history (KeyLayout::runs_key)
   std::string run_id_;    // set_run: "" for none
+  // Redisson's RReadWriteLock (KeyLayout::read_write_lock), which every operation goes to.
+  std::shared_ptr<RedissonRwLock> rw_;
 };
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.

@@ -49,10 +49,14 @@ class RedissonLayout : public KeyLayout {
   std::optional<std::string> readers_name(std::string_view key) const override;
   std::string scan_type() const override { return "hash"; }
   bool locks_only() const override { return true; }
+  // Locks are Redisson's RReadWriteLock from now on (--redisson-object read-write-lock).
+  void use_read_write_lock() { read_write_ = true; }
+  bool read_write_lock() const override { return read_write_; }
 
  private:
   // prefix + "redisson:{" + name + "}:" + what
   std::string own_key(std::string_view name, std::string_view what) const;
+  bool read_write_ = false;
 };
 
 // The Redisson field for an rlock owner: the owner itself when it already has Redisson's

@@ -349,7 +349,19 @@ or
 or
 .BR permit\-expirable\-semaphore .
 The two sides must agree: Redisson keeps each object in its own shape under the same
-bare name. Default:
+bare name.
+.B read\-write\-lock
+takes Redisson's read lock with
+.B \-\-shared
+and its write lock otherwise; it has no queue nor notes, so
+.BR \-\-note ,
+.BR \-\-priority ,
+.BR \-\-supersede ,
+.BR \-\-one\-of ,
+.B \-\-min\-hold
+and
+.B \-\-once\-per
+exit 64 with it. Default:
 .B read\-write\-lock
 for
 .BR \-\-shared ,
