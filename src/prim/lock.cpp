@@ -4,6 +4,7 @@
 
 #include "prim/lock_quorum.hpp"
 #include "prim/object_script.hpp"
+#include "prim/redisson_fair_lock.hpp"
 #include "prim/run_history.hpp"
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
@@ -315,6 +316,8 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
       runs_key_(layout.runs_key(name_)) {
   layout.check_name(name_);
   use_lock_quorum_rules();
+  if (const auto* fair = dynamic_cast<const RedissonFairLayout*>(&layout))
+    fair_ = std::make_shared<RedissonFairLock>(topology, *fair, name_);
 }
 
 void Lock::set_ancestry(std::vector<AncestorHold> holds) {
@@ -355,6 +358,7 @@ std::vector<std::string_view> Lock::keys(const std::string& request_key,
 std::unique_ptr<LockWaiter> Lock::waiter(const std::string& owner, Millis lease, HoldKind kind,
                                          LockMode mode, const std::string& wait_id) {
   if (mode == LockMode::kShared) refuse_shared();
+  if (fair_) return fair_->waiter(owner, lease, kind, wait_id);
   return std::make_unique<LockWait>(*this, owner, lease, kind, mode, wait_id);
 }
 
@@ -366,6 +370,7 @@ Acquisition Lock::try_acquire(const std::string& owner, Millis lease, HoldKind k
 Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until,
                           const WaitHooks& hooks, HoldKind kind, LockMode mode) {
   if (mode == LockMode::kShared) refuse_shared();
+  if (fair_) return fair_->acquire(owner, lease, until, hooks, kind);
   LockWait wait(*this, owner, lease, kind, mode);
   const WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
   // The lock was free, and the quorum's members granted it too late or unconfirmed.
@@ -426,6 +431,7 @@ WaitsForItself Lock::waits_for_itself(const std::string& what, const std::string
 Release Lock::release(const std::string& owner, Millis keep, const std::string& hold_id,
                       LockMode mode, const std::string& run_end) {
   if (mode == LockMode::kShared) refuse_shared();
+  if (fair_) return fair_->release(owner, keep, hold_id);
   // A plain unlock counts down: its own reply record makes a repeat after a lost reply
   // report the first run's count instead of counting down again.
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
@@ -463,6 +469,7 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
 }
 
 void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) noexcept {
+  if (fair_) return fair_->give_back(owner, held, kind);
   // An exec hold is named by its id; a `lock` hold is its owner's level, counted down once.
   std::string hold_id = kind == HoldKind::kExec ? held.hold_id : std::string();
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
@@ -487,6 +494,7 @@ void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) 
 }
 
 std::vector<Holder> Lock::force_release() {
+  if (fair_) return fair_->force_release();
   std::string request_key = layout_.request_key(name_, "-");
   std::string reply_key = layout_.reply_key(name_, random_hex(16));
   using C = redis::contract::lock_force_release;
@@ -515,6 +523,7 @@ std::vector<Holder> Lock::force_release() {
 
 Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id,
                    LockMode mode) {
+  if (fair_) return fair_->renew(owner, lease, hold_id);
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
   const std::string field = layout_.owner_field(owner);
   std::string reader;

@@ -17,6 +17,8 @@
 
 namespace rlock::prim {
 
+class RedissonFairLock;
+
 struct Holder {
   std::string owner;
   long long count = 0;  // reentry depth; 0 = kept only by --min-hold
@@ -213,6 +215,8 @@ class Lock {
   QueuePolicy policy_;
   std::string runs_key_;  // the run history (KeyLayout::runs_key)
   std::string run_id_;    // set_run: "" for none
+  // Under RedissonFairLayout every operation is the fair lock's (prim/redisson_fair_lock).
+  std::shared_ptr<RedissonFairLock> fair_;
 };
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.
