@@ -19,6 +19,9 @@ inline constexpr Millis kRedissonFairWait{300000};
 class RedissonFairLayout : public RedissonLayout {
  public:
   using RedissonLayout::RedissonLayout;
+  // inspect lists a fair lock's waiters from Redisson's timeouts (the queue's order: each
+  // timeout is the one before it plus a wait); Lock never reads it (RedissonFairLock does).
+  std::string waiters_key(std::string_view name) const override { return timeouts_key_of(name); }
   std::string queue_key(std::string_view name) const;        // redisson_lock_queue:{NAME}
   std::string timeouts_key_of(std::string_view name) const;  // redisson_lock_timeout:{NAME}
   // rlock's exec hold id of a fair lock (PREFIX redisson:{NAME}:fexec).
