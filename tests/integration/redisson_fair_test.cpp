@@ -254,6 +254,28 @@ TEST_CASE("redisson fair lock: unlock --force frees a Java hold and wakes the qu
   REQUIRE(j.wait(deadline(10s)).value_or(kStillRunning) == 0);
 }
 
+TEST_CASE("redisson fair lock: Redisson's sharded-mode release (SPUBLISH) wakes rlock's waiter") {
+  RedisServer redis;
+  const std::string field = kJavaUuid + ":5";
+  auto t = redisson_eval(redis, "redisson_fair_try_lock.lua",
+                         {"fp2", queue_of("fp2"), timeouts_of("fp2")},
+                         {"30000", field, "300000", std::to_string(epoch_ms())});
+  REQUIRE(t.status == 0);
+  auto r = spawn_rlock(redis, fair({"exec", "--wait", "20s", "fp2", "--", "date", "+%s%3N"}));
+  wait_queued(redis, "fp2", 1);
+  // Subscribed by then: the waiter subscribes before it queues.
+  const long long released = epoch_ms();
+  auto u = redisson_eval(redis, "redisson_fair_unlock.lua",
+                         {"fp2", queue_of("fp2"), timeouts_of("fp2"),
+                          "redisson_lock__channel:{fp2}", "redisson_unlock_latch:{fp2}:y"},
+                         {"0", "30000", field, std::to_string(epoch_ms()), "spublish", "10000"});
+  REQUIRE(u.out == "1\n");
+  REQUIRE(r.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  MESSAGE("Redisson unlock (SPUBLISH) -> rlock exec job starts: " << std::stoll(r.out()) - released
+                                                                  << " ms");
+  CHECK(std::stoll(r.out()) - released < 1000);
+}
+
 TEST_CASE("redisson fair lock: bad input is refused with one line, exit 64, nothing written") {
   RedisServer redis;
   for (const auto& args : std::vector<std::vector<std::string>>{
