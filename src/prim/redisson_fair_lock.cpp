@@ -21,10 +21,11 @@ std::string braced(std::string_view what, std::string_view name) {
 }
 
 // Redisson's threadWaitTime for a wait of `wait_left`: tryLock(waitTime) queues with its
-// own wait, lock() (and a try, which never queues) with fairLockWaitTimeout.
+// own wait, lock() (and a try, which never queues) with fairLockWaitTimeout. Never more
+// than that: a killed rlock waiter must not stall Java's fair waiters longer than a dead
+// lock() waiter does (a longer wait keeps its place as a lock() waiter does, for that long).
 Millis thread_wait(Millis wait_left) {
-  return wait_left.count() > 0 && wait_left < Millis(24LL * 3600 * 1000) ? wait_left
-                                                                         : kRedissonFairWait;
+  return wait_left.count() > 0 ? std::min(wait_left, kRedissonFairWait) : kRedissonFairWait;
 }
 
 }  // namespace
