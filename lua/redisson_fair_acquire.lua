@@ -14,10 +14,14 @@
 -- @arg wait      Redisson's threadWaitTime in ms (the wait's own length, as tryLock's)
 -- @arg mode      try | wait | queued | claim | last
 -- @arg hold_id   an exec hold's id, "" for a `lock` hold
+-- @arg ancestry  the exec hold ids of the rlock processes the caller runs under, each
+--                followed by a space
 -- Reply: {1, count, fence, lease in force, fresh (1/0)} acquired;
 --        {0, ttl, next_ms, ahead, field, count, ...} busy: ttl is what Redisson's script
 --        returns, next_ms when to look again (-1: only a message), ahead the waiters before
---        this one (-1: not queued), then the holders.
+--        this one (-1: not queued), then the holders;
+--        error "SELF <hold id>" when an exec the caller runs under holds it (it would wait
+--        for itself): nothing changed.
 -- @include common.lua
 local err = first_bad_type({{K.lock, 'hash'}, {K.queue, 'list'}, {K.timeouts, 'zset'}, {K.exec, 'string'}})
 if err then return err end
@@ -98,6 +102,9 @@ local function busy(ttl, queued)
   return reply
 end
 
+if exec_id and string.find(A.ancestry, exec_id .. ' ', 1, true) then
+  return redis.error_reply('SELF ' .. exec_id)
+end
 if A.mode == 'try' then return busy(1, false) end
 if A.mode == 'last' then
   -- acquireFailedAsync: leave the queue, the waiters after this one move up by its wait

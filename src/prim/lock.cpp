@@ -323,6 +323,7 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
 void Lock::set_ancestry(std::vector<AncestorHold> holds) {
   // Compared with the lock hash's fields by the scripts.
   for (auto& h : holds) h.owner = layout_.owner_field(h.owner);
+  if (fair_) fair_->set_ancestry(holds);
   ancestry_ = std::move(holds);
 }
 

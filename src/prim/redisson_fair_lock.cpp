@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "prim/object_script.hpp"
+#include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
 #include "redis/script_args.hpp"
@@ -77,12 +78,12 @@ class FairWait : public LockWaiter {
                           .set(C::kArgWait, wait_ms)
                           .set(C::kArgMode, mode_word(mode))
                           .set(C::kArgHoldId, hold_id)
+                          .set(C::kArgAncestry, lock_.ancestry_)
                           .list();
     redis::Acks acks;
     acks.about = "lock '" + lock_.name_ + "'";
     acks.judged_by_reply = after_queueing(mode);
-    auto reply = run_object_script(lock_.topology_, redis::scripts::redisson_fair_acquire, keys,
-                                   args, kKind, redis::Retry::kIdempotent, &acks);
+    auto reply = run(keys, args, acks);
     if (reply.at(0).integer() == 1) {
       require_acks(acks, "the hold it took was given back");
       Held h;
@@ -130,6 +131,22 @@ class FairWait : public LockWaiter {
   Acquisition result() const override { return result_; }
 
  private:
+  redis::Reply run(const std::vector<std::string_view>& keys,
+                   const std::vector<std::string_view>& args, redis::Acks& acks) {
+    try {
+      return run_object_script(lock_.topology_, redis::scripts::redisson_fair_acquire, keys, args,
+                               kKind, redis::Retry::kIdempotent, &acks);
+    } catch (const redis::ReplyError& e) {
+      if (e.code() != "SELF") throw;
+      const std::string id = e.reply().substr(e.reply().find(' ') + 1);
+      throw WaitsForItself("lock '" + lock_.name_ +
+                           "' is held by the rlock exec this command runs under (hold " + id +
+                           "): this request would wait for itself, so it is refused and "
+                           "nothing changed (take what the job needs before that exec, or "
+                           "outside it)");
+    }
+  }
+
   std::string own_channel() const {
     return lock_.layout_.foreign_lock_channel(lock_.name_) + ":" + field_;
   }
@@ -269,6 +286,11 @@ Millis RedissonFairLock::renew(const std::string& owner, Millis lease, const std
                  "the renewal does not count (the hold may be lost at its old deadline)");
   }
   return left;
+}
+
+void RedissonFairLock::set_ancestry(const std::vector<AncestorHold>& holds) {
+  ancestry_.clear();
+  for (const auto& h : holds) ancestry_ += h.id + " ";
 }
 
 std::vector<RedissonFairLock::Waiter> RedissonFairLock::queue(redis::Topology& topology,

@@ -48,6 +48,9 @@ class RedissonFairLock {
   void give_back(const std::string& owner, const Held& held, HoldKind kind) noexcept;
   std::vector<Holder> force_release();
   Millis renew(const std::string& owner, Millis lease, const std::string& hold_id);
+  // See Lock::set_ancestry: a request that only an exec it runs under could free is refused
+  // (WaitsForItself).
+  void set_ancestry(const std::vector<AncestorHold>& holds);
 
   // The waiters in queue order with their timeouts (epoch ms), for inspect.
   struct Waiter {
@@ -63,6 +66,7 @@ class RedissonFairLock {
   const RedissonFairLayout& layout_;
   std::string name_;
   std::string lock_key_, queue_key_, timeouts_key_, fence_key_, exec_key_, channel_;
+  std::string ancestry_;  // the ancestors' hold ids, each followed by a space
 };
 
 }  // namespace rlock::prim

@@ -276,6 +276,17 @@ TEST_CASE("redisson fair lock: Redisson's sharded-mode release (SPUBLISH) wakes 
   CHECK(std::stoll(r.out()) - released < 1000);
 }
 
+TEST_CASE("redisson fair lock: a nested request for the exec's own fair lock is refused, 65") {
+  RedisServer redis;
+  auto r = rlock(redis, fair({"exec", "fn", "--", rlock_binary(), "--url", redis.url(), "--layout",
+                              "redisson", "--redisson-object", "fair-lock", "lock", "--wait", "10s",
+                              "fn", "--owner", "inner"}));
+  CHECK(r.status == 65);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("this request would wait for itself") != std::string::npos);
+  CHECK(redis.cmd_int({"EXISTS", "fn", queue_of("fn"), timeouts_of("fn")}) == 0);
+}
+
 TEST_CASE("redisson fair lock: bad input is refused with one line, exit 64, nothing written") {
   RedisServer redis;
   for (const auto& args : std::vector<std::vector<std::string>>{
