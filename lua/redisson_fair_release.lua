@@ -59,7 +59,8 @@ if A.hold_id == '' and exec_id and count <= 1 then return holders(2) end
 if A.hold_id ~= '' then redis.call('DEL', K.exec) end
 local counter = redis.call('hincrby', K.lock, A.field, -1)
 if counter > 0 then
-  redis.call('pexpire', K.lock, A.lease)
+  -- Redisson sets its watchdog's lease; the lease in force of a level left is never shortened.
+  if redis.call('pttl', K.lock) < tonumber(A.lease) then redis.call('pexpire', K.lock, A.lease) end
   redis.call('set', K.latch, 0, 'px', A.latch_ms)
   return {1, counter}
 end
