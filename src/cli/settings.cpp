@@ -9,6 +9,7 @@
 
 #include "cli/flag_options.hpp"
 #include "cli/whole_flag.hpp"
+#include "prim/redisson_fair_lock.hpp"
 #include "prim/redisson_layout.hpp"
 #include "redis/url.hpp"
 #include "util/duration.hpp"
@@ -345,6 +346,9 @@ Settings resolve_settings(const GlobalFlags& f) {
 }
 
 std::unique_ptr<prim::KeyLayout> make_layout(const Settings& s) {
+  // Redisson's RFairLock: every Lock of the name is the fair lock's (prim/redisson_fair_lock).
+  if (s.layout == Layout::kRedisson && s.redisson_object == RedissonObject::kFairLock)
+    return std::make_unique<prim::RedissonFairLayout>(s.prefix);
   if (s.layout == Layout::kRedisson) return std::make_unique<prim::RedissonLayout>(s.prefix);
   return std::make_unique<prim::KeyLayout>(s.prefix);
 }

@@ -267,6 +267,20 @@ class LockType final : public ObjectType {
     }
   }
 
+  // A waiter of Redisson's RFairLock (--redisson-object fair-lock): its field and the time
+  // (epoch ms) until which it keeps its place without asking again, Redisson's timeout.
+  static bool redisson_fair_waiter(Json& w, const std::string& score, const BatchClock& clock) {
+    try {
+      const long long timeout_ms = std::stoll(score);
+      w["kind"] = "redisson-fair";
+      w["timeout_at"] = format_timestamp_ms(timeout_ms);
+      w["timeout_ms"] = clock.now_us ? Json(timeout_ms - *clock.now_us / 1000) : Json(nullptr);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
   // The waiters ZRANGE ... WITHSCORES listed, each with how long and since when it has
   // waited, its priority and its note. A score is the arrival (server us) less priority *
   // kPriorityStep (lua/include/queue_policy.lua): for any wait shorter than a step, the
@@ -281,6 +295,10 @@ class LockType final : public ObjectType {
       w["waited_ms"] = nullptr;
       w["waiting_since"] = nullptr;
       w["priority"] = nullptr;
+      if (!parse_member(member) && redisson_fair_waiter(w, list.at(i + 1).str(), clock)) {
+        waiters.push_back(std::move(w));
+        continue;
+      }
       try {
         double score = std::stod(list.at(i + 1).str());
         // Out of range (another program's score): no age, rather than an undefined cast.

@@ -4,6 +4,7 @@
 
 #include "prim/lock_quorum.hpp"
 #include "prim/object_script.hpp"
+#include "prim/redisson_fair_lock.hpp"
 #include "prim/redisson_rwlock.hpp"
 #include "prim/run_history.hpp"
 #include "redis/errors.hpp"
@@ -317,12 +318,15 @@ Lock::Lock(redis::Topology& topology, const KeyLayout& layout, std::string name)
   layout.check_name(name_);
   use_lock_quorum_rules();
   if (layout.read_write_lock()) rw_ = std::make_shared<RedissonRwLock>(topology, layout, name_);
+  if (const auto* fair = dynamic_cast<const RedissonFairLayout*>(&layout))
+    fair_ = std::make_shared<RedissonFairLock>(topology, *fair, name_);
 }
 
 void Lock::set_ancestry(std::vector<AncestorHold> holds) {
   // Compared with the lock hash's fields by the scripts.
   for (auto& h : holds) h.owner = layout_.owner_field(h.owner);
   if (rw_) rw_->set_ancestry(holds);
+  if (fair_) fair_->set_ancestry(holds);
   ancestry_ = std::move(holds);
 }
 
@@ -359,6 +363,7 @@ std::unique_ptr<LockWaiter> Lock::waiter(const std::string& owner, Millis lease,
                                          LockMode mode, const std::string& wait_id) {
   if (rw_) return rw_->waiter(owner, lease, kind, mode, wait_id);
   if (mode == LockMode::kShared) refuse_shared();
+  if (fair_) return fair_->waiter(owner, lease, kind, wait_id);
   return std::make_unique<LockWait>(*this, owner, lease, kind, mode, wait_id);
 }
 
@@ -371,6 +376,7 @@ Acquisition Lock::acquire(const std::string& owner, Millis lease, Deadline until
                           const WaitHooks& hooks, HoldKind kind, LockMode mode) {
   if (rw_) return rw_->acquire(owner, lease, until, hooks, kind, mode);
   if (mode == LockMode::kShared) refuse_shared();
+  if (fair_) return fair_->acquire(owner, lease, until, hooks, kind);
   LockWait wait(*this, owner, lease, kind, mode);
   const WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
   // The lock was free, and the quorum's members granted it too late or unconfirmed.
@@ -434,6 +440,7 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
   // commands refuse them with it.
   if (rw_) return rw_->release(owner, hold_id, mode);
   if (mode == LockMode::kShared) refuse_shared();
+  if (fair_) return fair_->release(owner, keep, hold_id);
   // A plain unlock counts down: its own reply record makes a repeat after a lost reply
   // report the first run's count instead of counting down again.
   std::string request_key = layout_.request_key(name_, hold_id.empty() ? "-" : hold_id);
@@ -471,6 +478,7 @@ Release Lock::release(const std::string& owner, Millis keep, const std::string& 
 }
 
 void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) noexcept {
+  if (fair_) return fair_->give_back(owner, held, kind);
   if (rw_) return rw_->give_back(owner, held, kind);
   // An exec hold is named by its id; a `lock` hold is its owner's level, counted down once.
   std::string hold_id = kind == HoldKind::kExec ? held.hold_id : std::string();
@@ -498,6 +506,7 @@ void Lock::give_back(const std::string& owner, const Held& held, HoldKind kind) 
 std::vector<Holder> Lock::force_release() {
   // Under Redisson's layout the name's hash may be a read-write lock that only Java knows
   // of, whatever --redisson-object says: it is removed as Redisson's forceUnlock does.
+  if (fair_) return fair_->force_release();
   if (layout_.locks_only()) {
     if (auto holders = RedissonRwLock(topology_, layout_, name_).force_release()) return *holders;
   }
@@ -530,6 +539,7 @@ std::vector<Holder> Lock::force_release() {
 Millis Lock::renew(const std::string& owner, Millis lease, const std::string& hold_id,
                    LockMode mode) {
   if (rw_) return rw_->renew(owner, lease, hold_id, mode);
+  if (fair_) return fair_->renew(owner, lease, hold_id);
   // A shared hold is its reader entry: the owner's (`lock --shared`) or this hold's own.
   const std::string field = layout_.owner_field(owner);
   std::string reader;

@@ -17,6 +17,8 @@
 
 namespace rlock::prim {
 
+class RedissonFairLock;
+
 struct Holder {
   std::string owner;
   long long count = 0;  // reentry depth; 0 = kept only by --min-hold
@@ -217,6 +219,8 @@ class Lock {
   std::string run_id_;    // set_run: "" for none
   // Redisson's RReadWriteLock (KeyLayout::read_write_lock), which every operation goes to.
   std::shared_ptr<RedissonRwLock> rw_;
+  // Under RedissonFairLayout every operation is the fair lock's (prim/redisson_fair_lock).
+  std::shared_ptr<RedissonFairLock> fair_;
 };
 
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.
