@@ -187,6 +187,8 @@ class Lock {
 
  private:
   friend class LockWait;
+  friend Acquisition wait_for_lock(Lock&, const std::string&, Millis, Deadline, const WaitHooks&,
+                                   HoldKind, LockMode);
   // Throws UsageError when the layout has no shared holds.
   void refuse_shared() const;
   // The error for a request refused because it would wait for `what` ("exclusive",
@@ -226,5 +228,16 @@ class Lock {
 // Decodes a flat owner, count, owner, count, ... list read from the lock hash `key`.
 // Throws DataError naming the key when a value is not a count (a hash that is no lock).
 std::vector<Holder> decode_holders(const redis::ReplyView& r, size_t first, const std::string& key);
+
+// The kind a hold or wait is recorded as by the lock scripts: lock, exec, slock, sexec.
+const char* kind_name(HoldKind k, LockMode m);
+
+// The wait of one request on `lock` in rlock's own layout (prim/lock_wait.cpp).
+std::unique_ptr<LockWaiter> make_lock_wait(Lock& lock, const std::string& owner, Millis lease,
+                                           HoldKind kind, LockMode mode,
+                                           const std::string& wait_id);
+// Lock::acquire's wait in rlock's own layout, through the shared wait loop.
+Acquisition wait_for_lock(Lock& lock, const std::string& owner, Millis lease, Deadline until,
+                          const WaitHooks& hooks, HoldKind kind, LockMode mode);
 
 }  // namespace rlock::prim
