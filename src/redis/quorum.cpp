@@ -194,12 +194,18 @@ Subscriber Quorum::subscribe(const std::vector<std::string>& channels,
   if (!classic.empty()) throw refused_on_quorum("another client's channels");
   // All at once: a member that is stopped (it accepts connections and answers nothing)
   // holds up no one once a majority confirmed.
+  // Within limit_timeout's bound where one is set (exec's watch of its hold, which must not
+  // keep the supervisor from its job for long).
+  const Millis bound = request_timeout();
   std::vector<ConnectOptions> each = members_.each_options();
+  for (ConnectOptions& o : each) {
+    o.command_timeout = std::min(o.command_timeout, bound);
+    o.connect_timeout = std::min(o.connect_timeout, bound);
+  }
   const Millis patience = std::max(QuorumMembers::kOpenPatience, 2 * members_.slowest_open());
   std::vector<std::string> failures;
-  std::vector<Subscriber> subs =
-      Subscriber::open_each(each, channels, members_.majority(), patience,
-                            SteadyClock::now() + options_.command_timeout, failures);
+  std::vector<Subscriber> subs = Subscriber::open_each(
+      each, channels, members_.majority(), patience, SteadyClock::now() + bound, failures);
   std::vector<bool> reached(members_.size());
   size_t confirmed_or_pending = 0;
   for (size_t i = 0; i < members_.size(); ++i) {
