@@ -356,8 +356,8 @@ std::unique_ptr<prim::KeyLayout> make_layout(const Settings& s) {
 void require_rlock_layout(const Settings& s, const std::string& what) {
   if (s.layout == Layout::kRlock) return;
   throw UsageError(
-      "--layout redisson covers locks only (Redisson's RLock: lock, unlock, exec, "
-      "inspect); " +
+      "--layout redisson covers locks only (Redisson's RLock, RFairLock and RReadWriteLock: "
+      "lock, unlock, exec, inspect); " +
       what + " is not available under it");
 }
 

@@ -139,8 +139,8 @@ void Lock::refuse_shared() const {
   // take the lock they hold.
   if (layout_.locks_only()) {
     throw UsageError(
-        "--layout redisson covers exclusive locks only (Redisson's RLock); "
-        "--shared is refused");
+        "--shared under --layout redisson is Redisson's read-write lock: use "
+        "--redisson-object read-write-lock");
   }
 }
 

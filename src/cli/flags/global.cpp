@@ -286,8 +286,8 @@ then
     {.commands = "",
      .names = "--layout",
      .value = "LAYOUT",
-     .help = "whose key layout locks use: rlock (default) or redisson (Redisson's RLock: lock, "
-             "unlock, exec and inspect of locks only)",
+     .help = "whose key layout locks use: rlock (default) or redisson (Redisson's RLock, "
+             "RFairLock, RReadWriteLock: see --redisson-object; locks only)",
      .man = R"roff(Whose key layout locks use:
 .B rlock
 (the default) or
@@ -305,15 +305,18 @@ and SSUBSCRIBE for Redisson's sharded mode on a Redis 7 cluster), so that
 and a Java service's RLock of the same name exclude each other and wake each other's
 waiters. rlock's fence, queue, grants and reply records live under the prefix as
 .IB PREFIX redisson:{ NAME }: ...
-(the bare name's slot), where Redisson never looks. Only
+(the bare name's slot), where Redisson never looks.
+.B \-\-redisson\-object
+picks Redisson's fair lock or read-write lock instead (then
+.B \-\-shared
+is its read lock). Only
 .BR lock ,
 .BR unlock ,
 .B exec
 and
 .B inspect
-of exclusive locks are covered; other subcommands,
-.BR \-\-shared ,
-and names with braces are refused (exit 64). Redisson's waiters are not in rlock's queue:
+are covered; other subcommands and names with braces are refused (exit 64).
+Redisson's RLock waiters are not in rlock's queue:
 an rlock release that hands the lock to an rlock waiter does not wake them (they retry
 when the lease they were told runs out), and one that subscribes only after a failed
 attempt (node-redisson) sleeps the same way when a release comes in between: a shorter
