@@ -396,7 +396,6 @@ int supervise(const JobSpec& spec, Watchdog& watchdog, SignalFd& signals, Guardi
   Job job = start_supervised(spec, watchdog, guardian, options, not_job, cgroup);
   Run run(job, guardian, watchdog, signals, options, cgroup,
           Leftovers(job.pid, cgroup, std::move(not_job)));
-  watchdog.watch();
   run.loop();
   restore_terminal(job);
   run.hear_guardian();  // its word comes before the job's death, maybe not before the SIGCHLD

@@ -19,9 +19,14 @@ constexpr Millis kRenewalTimeoutFloor{500};
 // before the guardian stops it: a job that ended while the renewal waited for a server that
 // does not answer ran under the hold all along, and keeps its own exit status.
 constexpr Millis kLookBeforeStop{100};
-// The watch subscription gets this long (or lease/6 if shorter) to open: it comes after
-// the job has started, and the job's signals wait meanwhile.
+// Each request of the watch subscription's opening gets this long (or lease/6, or a third
+// of the time to the next renewal, if shorter): it comes after the job has started, and
+// the job's signals and the renewals wait meanwhile.
 constexpr Millis kWatchOpenTimeout{500};
+// Below this much time before the next renewal, the opening waits until after it.
+constexpr Millis kWatchLeast{10};
+// A failed or dropped subscription is opened again this much later.
+constexpr Millis kWatchRetry{1000};
 // After this many failed attempts to subscribe, the renewals alone watch the hold.
 constexpr int kWatchAttempts = 3;
 // Messages closer together than this (readers coming and going) make one renewal.
@@ -39,6 +44,13 @@ void Watchdog::stop_before_deadline(Millis lead) {
   next_due_ = std::min(next_due_, hold_->deadline() - hold_->lease() + renew_interval());
 }
 
+Deadline Watchdog::next_due() const {
+  Deadline due = std::min(next_due_, stop_at());
+  return wants_watch() ? std::min(due, watch_due_) : due;
+}
+
+bool Watchdog::wants_watch() const { return !watch_ && watch_failures_ < kWatchAttempts; }
+
 Millis Watchdog::renew_interval() const { return exec::renew_interval(hold_->lease(), stop_lead_); }
 
 Watchdog::State Watchdog::tick(int job_fd) {
@@ -50,7 +62,10 @@ Watchdog::State Watchdog::tick(int job_fd) {
                        : unreachable_reason();
     return State::kLost;
   }
-  if (now < next_due_) return State::kHeld;
+  if (now < next_due_) {
+    if (wants_watch() && now >= watch_due_) watch(job_fd);
+    return State::kHeld;
+  }
   Millis floor = std::min(kRenewalTimeoutFloor, hold_->lease() / 3);
   topology_.limit_timeout(
       std::max(millis_until(stop_at()) - kLookBeforeStop, std::max(floor, Millis(1))));
@@ -62,7 +77,6 @@ Watchdog::State Watchdog::tick(int job_fd) {
     if (renewed == prim::Hold::Renewed::kHeld) {
       next_due_ = now + renew_interval();
       last_error_.clear();
-      if (!watch_) watch();
       return State::kHeld;
     }
     lost_reason_ = hold_->lost_reason();
@@ -103,16 +117,33 @@ bool Watchdog::confirm() {
   return false;
 }
 
-void Watchdog::watch() {
-  if (watch_ || watch_failures_ >= kWatchAttempts) return;
+void Watchdog::watch(int job_fd) {
   const std::vector<std::string> channels = hold_->watch_channels();
-  if (channels.empty()) return;
-  topology_.limit_timeout(std::max(std::min(kWatchOpenTimeout, hold_->lease() / 6), Millis(1)));
+  if (channels.empty()) {
+    watch_failures_ = kWatchAttempts;
+    return;
+  }
+  // Opening takes up to a few requests (a sentinel's master is checked first): all of
+  // them together must leave the next renewal its time.
+  const Deadline now = SteadyClock::now();
+  const Millis each =
+      std::min({kWatchOpenTimeout, hold_->lease() / 6, millis_until(next_due_) / 3});
+  if (each < kWatchLeast) {
+    watch_due_ = next_due_ + kWatchLeast;
+    return;
+  }
+  topology_.limit_timeout(each);
   try {
+    redis::WaitInterrupt cut(job_fd);
     watch_.emplace(topology_.subscribe(channels));
   } catch (const std::exception&) {
+    // Also InterruptedError: the job ended, and its end is handled next.
     ++watch_failures_;
+    watch_gap_ = true;
+    watch_due_ = now + kWatchRetry;
+    return;
   }
+  if (watch_gap_) next_due_ = std::min(next_due_, last_renewal_ + kWatchSpacing);
 }
 
 std::vector<int> Watchdog::watch_fds() const { return watch_ ? watch_->fds() : std::vector<int>{}; }
@@ -125,6 +156,8 @@ void Watchdog::hear() {
   } catch (const std::exception&) {
     // A dropped subscription may be a failover: worth a look at once, and a new one after.
     watch_.reset();
+    watch_gap_ = true;
+    watch_due_ = SteadyClock::now() + kWatchRetry;
     heard = true;
   }
   if (heard) next_due_ = std::min(next_due_, last_renewal_ + kWatchSpacing);

@@ -34,8 +34,9 @@ class Watchdog {
   Millis lease() const { return hold_->lease(); }
   // lease_deadline() - the stop lead: the last moment the job may run unstopped.
   Deadline stop_at() const { return hold_->deadline() - stop_lead_; }
-  // When tick() must run next: a renewal is due, or the stop point comes.
-  Deadline next_due() const { return std::min(next_due_, stop_at()); }
+  // When tick() must run next: a renewal is due, the watch subscription is to be
+  // (re)opened, or the stop point comes.
+  Deadline next_due() const;
   // Renews if due. kUnreachable means still before the stop point: it will retry. kLost
   // once the stop point has passed without a confirmed renewal (Redis unreachable, or
   // rlock itself was stopped or suspended), or when a renewal says the hold is gone.
@@ -58,12 +59,14 @@ class Watchdog {
     return "redis stayed unreachable until the job had to be stopped: " + last_error_;
   }
 
-  // Subscribes to the hold's watch channels (prim::Hold::watch_channels), within a short
-  // bound: a message there brings the next renewal forward (hear()), so that a hold taken
-  // away on the server (unlock --force, --cancel-running) stops the job at once. Without
-  // the subscription (it failed, or dropped) the periodic renewals find the loss as
-  // before; it is tried again after a confirmed renewal, a few times at most.
-  void watch();
+  // tick() also keeps a subscription to the hold's watch channels
+  // (prim::Hold::watch_channels), opened on the first tick (after the job started) within
+  // a short bound and cut short by the job's end: a message there brings the next renewal
+  // forward (hear()), so that a hold taken away on the server (unlock --force,
+  // --cancel-running) stops the job at once. Without the subscription (it failed, or
+  // dropped) the periodic renewals find the loss as before; it is opened again a little
+  // later, a few times at most, and a renewal follows each reopening at once, for what
+  // was said while nobody listened.
   // The sockets to poll beside the job's and the signals'; when one is ready, hear().
   std::vector<int> watch_fds() const;
   // Takes in what the subscription received: a message, or the subscription's loss, makes
@@ -88,6 +91,8 @@ class Watchdog {
 
  private:
   Millis renew_interval() const;
+  bool wants_watch() const;
+  void watch(int job_fd);
 
   std::unique_ptr<prim::Hold> hold_;
   redis::Topology& topology_;
@@ -98,6 +103,8 @@ class Watchdog {
   bool unacknowledged_ = false;  // the last renewal failed for want of replicas' acks
   std::optional<redis::Subscriber> watch_;
   int watch_failures_ = 0;
+  Deadline watch_due_{};     // when to open the subscription, while there is none
+  bool watch_gap_ = false;   // it failed or dropped since the hold was taken
   Deadline last_renewal_{};  // send time of the last renewal attempt
 };
 

@@ -80,6 +80,8 @@ Endpoint SentinelRouter::endpoint_for(std::string_view key, const ConnectOptions
   if (conn_ && !conn_->broken()) {
     try {
       Connection& conn = connection_for(key, options);  // asks a sentinel when due
+      // Within the caller's bound (a watch subscription opened beside a running job).
+      conn.set_timeout(options.command_timeout);
       if (role_of(conn) == Role::kMaster) return conn.options().endpoint;
     } catch (const Error&) {
       // Broken or refused: ask the sentinels below.

@@ -81,5 +81,28 @@ TEST_CASE("hold watch: messages of other holds of the lock do not stop the job")
   CHECK(job.wait(deadline(10s)).value_or(kStillRunning) == 3);
 }
 
+// The subscription dropped (its connection killed): the drop makes a renewal come at once,
+// and the subscription is opened again a second later, with a renewal right after it for
+// what was said while nobody listened. The forced unlock here comes after the drop's
+// renewal and before the reopening, when no subscriber hears it: only that last renewal
+// can stop the job before the next periodic one (10 s).
+TEST_CASE("hold watch: a dropped subscription is reopened, and a renewal covers its gap") {
+  RedisServer redis;
+  Spawned job = spawn_rlock(redis, exec_job("a", {}, "dr"));
+  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("up"));
+  await_watching(redis, "dr");
+  REQUIRE(poll_until([&] { return redis.cmd_int({"PTTL", lock_key("dr")}) < 29800; }, 10s));
+  redis.cmd({"CLIENT", "KILL", "TYPE", "pubsub"});
+  // The drop's renewal sets the lease back to its full 30 s.
+  REQUIRE(poll_until([&] { return redis.cmd_int({"PTTL", lock_key("dr")}) > 29800; }, 10s, 2ms));
+  const auto forced = Clock::now();
+  REQUIRE(subscribers(redis, lock_channel("dr") + ":holder") == 0);
+  REQUIRE(rlock(redis, {"unlock", "--force", "dr"}).status == 0);
+  CHECK(job.wait(deadline(10s)).value_or(kStillRunning) == 76);
+  CHECK(job.exit_time() - forced < 3s);
+  INFO("stderr: " << job.err());
+  CHECK(job.err().find("lock lost") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace rlock::test
