@@ -12,6 +12,7 @@
 #include "cli/supervised.hpp"
 #include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
+#include "prim/redisson_semaphore.hpp"
 #include "prim/semaphore.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -83,6 +84,24 @@ Json strings_json(const std::vector<std::string>& v) {
   return arr;
 }
 
+// Under --layout redisson every operation of `sem` is Redisson's RPermitExpirableSemaphore's.
+void select_sem(prim::Semaphore& sem, const Settings& settings) {
+  if (settings.layout == Layout::kRedisson) sem.use_redisson();
+}
+
+// What `sem` refuses under --layout redisson before it connects: Redisson's RSemaphore,
+// whose permits have neither an id nor an expiry, and permit ids that are not Redisson's.
+void check_redisson_sem(const Settings& settings, const std::vector<std::string>& ids) {
+  if (settings.layout != Layout::kRedisson) return;
+  if (sem_object(settings) == RedissonObject::kSemaphore) {
+    throw UsageError(
+        "--redisson-object semaphore is refused: Redisson's RSemaphore permits have no id and "
+        "no expiry, so a permit of a killed rlock would stay taken and no lease could bound a "
+        "job; use permit-expirable-semaphore (RPermitExpirableSemaphore, the default)");
+  }
+  prim::check_redisson_permit_ids(ids);
+}
+
 std::string describe_busy(const std::string& name, const prim::PermitsBusy& b) {
   std::string line = "semaphore '" + name + "': " + std::to_string(b.in_use) + " of " +
                      std::to_string(b.capacity) + " permits in use";
@@ -127,6 +146,7 @@ int run_acquire(const SemFlags& f, const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
+  select_sem(sem, settings);
   sem.set_ancestry(inherited_holds());
   sem.set_note(t.lock.note);
   prim::WaitHooks hooks = permit_wait_hooks(console, t.lock.name);
@@ -199,6 +219,7 @@ int run_exec(const SemFlags& f, const std::vector<std::string>& command, const S
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
+  select_sem(sem, settings);
   supervision.prepare_during_next_script(topology);
   return supervision.until_in_time(t.lock.wait_until, [&] {
     return acquire_and_run(command, t, console, supervision, topology, sem);
@@ -219,6 +240,7 @@ int run_release(const SemFlags& f, const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, f.name);
+  select_sem(sem, settings);
   if (f.force) {
     Json freed = Json::array();
     for (const auto& p : sem.force_release()) freed.push_back({{"id", p.id}, {"owner", p.owner}});
@@ -246,6 +268,7 @@ int run_renew(const SemFlags& f, const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, f.name);
+  select_sem(sem, settings);
   auto missing = sem.renew(f.ids, lease);
   if (!missing.empty()) {
     throw Error(kExitNotNow, not_held_line(f.name, missing) +
@@ -284,7 +307,9 @@ int run_status(const SemFlags& f, const Settings& settings) {
   prim::SemaphorePage page = status_page(f);
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
-  auto s = prim::read_semaphore(topology, layout, f.name, page);
+  auto s = settings.layout == Layout::kRedisson
+               ? prim::RedissonSemaphore(topology, f.name).read(page)
+               : prim::read_semaphore(topology, layout, f.name, page);
   Json waiters = Json::array();
   for (const auto& w : s.waiters) {
     waiters.push_back({{"owner", w.owner},
@@ -374,7 +399,7 @@ Examples:
   rlock sem acquire --permits 5 --resize encoders                        # grow to 5
   rlock sem status encoders)");
   return {[flags, s, &command](const Settings& settings) {
-    require_rlock_layout(settings, "sem");
+    check_redisson_sem(settings, flags->ids);
     if (!s.exec->parsed() && !command.empty())
       throw UsageError("only sem exec runs a command after '--'");
     if (s.acquire->parsed()) return run_acquire(*flags, settings);

@@ -16,6 +16,8 @@
 
 namespace rlock::prim {
 
+class RedissonSemaphore;
+
 // What an acquisition asks for.
 struct PermitRequest {
   std::string owner;
@@ -135,6 +137,11 @@ class Semaphore {
 
   const std::string& name() const { return name_; }
 
+  // From now on every operation is Redisson's RPermitExpirableSemaphore's of the name
+  // (--layout redisson; prim/redisson_semaphore). Throws UsageError for a name Redisson's
+  // layout refuses.
+  void use_redisson();
+
  private:
   friend class PermitWait;
   friend class PermitHold;
@@ -157,6 +164,7 @@ class Semaphore {
       lock_readers_key_, notes_key_, channel_;
   std::vector<AncestorHold> ancestry_;
   std::string note_;
+  std::shared_ptr<RedissonSemaphore> redisson_;
 };
 
 }  // namespace rlock::prim
