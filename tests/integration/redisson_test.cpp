@@ -251,7 +251,6 @@ TEST_CASE("redisson layout: a Redisson release announced with SPUBLISH wakes rlo
 TEST_CASE("redisson layout: other primitives, shared holds and names with braces are refused") {
   RedisServer redis;
   const std::vector<std::vector<std::string>> refused = {
-      {"sem", "status", "x"},
       {"latch", "status", "x"},
       {"--redisson-object", "lock", "lock", "-s", "x", "--owner", "o"},
       {"lock", "a{b}", "--owner", "o"},
