@@ -164,7 +164,7 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
     if (layout->locks_only()) {
       if (types->empty()) selected = inspect::select_types("lock");
       for (const auto* t : selected) {
-        if (t->type() != "lock")
+        if (t->type() != "lock" && t->type() != "sem")
           require_rlock_layout(settings, "inspect --type " + std::string(t->type()));
       }
     }

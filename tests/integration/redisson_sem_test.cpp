@@ -248,6 +248,40 @@ TEST_CASE("redisson sem: ids, counts and expiries are Redisson's, read by its ow
   CHECK(redis.cmd({"GET", "ids"}).at(0) == "3");
 }
 
+TEST_CASE("redisson sem: inspect and unlock --force show and free permits only Java took") {
+  REQUIRE(peer_installed());
+  RedisServer redis;
+  REQUIRE(java(redis, "jo", {"set", "3"}).wait(deadline(10s)) == std::optional<int>(0));
+  Spawned a = java(redis, "jo", {"take", "60000"});
+  const std::string timed = stamped(a.read_line(deadline(10s))).second;
+  REQUIRE(a.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  Spawned b = java(redis, "jo", {"take", "0"});
+  const std::string never = stamped(b.read_line(deadline(10s))).second;
+  REQUIRE(b.wait(deadline(10s)).value_or(kStillRunning) == 0);
+  auto shown = rlock(redis, pes({"inspect", "--type", "sem"}));
+  REQUIRE(shown.status == 0);
+  CHECK(shown.out.find("\"name\":\"jo\",\"key\":\"{jo}:timeout\",\"capacity\":3") !=
+        std::string::npos);
+  CHECK(shown.out.find("\"permits_total\":2") != std::string::npos);
+  CHECK(shown.out.find("{\"id\":\"" + never + "\",\"owner\":null,\"lease_ms\":-1") !=
+        std::string::npos);
+  CHECK(shown.out.find(timed) != std::string::npos);
+  const std::vector<std::string> pes_object = {"--redisson-object", "permit-expirable-semaphore"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), pes_object.begin(), pes_object.end());
+    return pes(args);
+  };
+  CHECK(rlock(redis, with({"unlock", "jo", "--owner", "x"})).status == 64);
+  auto forced = rlock(redis, with({"unlock", "--force", "jo"}));
+  REQUIRE(forced.status == 0);
+  CHECK(forced.out.find(never) != std::string::npos);
+  CHECK(forced.out.find(timed) != std::string::npos);
+  CHECK(redis.cmd({"GET", "jo"}).at(0) == "3");
+  CHECK(rlock(redis, pes({"inspect", "--type", "sem"})).out == "[]\n");
+  CHECK(rlock(redis, with({"unlock", "--force", "none"})).status == 0);
+  CHECK(redis.cmd_int({"EXISTS", "none", timeout_of("none")}) == 0);
+}
+
 TEST_CASE("redisson sem: bad input is refused with one line, exit 64, nothing written") {
   RedisServer redis;
   const std::vector<std::vector<std::string>> refused = {
