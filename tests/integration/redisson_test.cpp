@@ -254,7 +254,7 @@ TEST_CASE("redisson layout: other primitives, shared holds and names with braces
       {"latch", "status", "x"},
       {"--redisson-object", "lock", "lock", "-s", "x", "--owner", "o"},
       {"lock", "a{b}", "--owner", "o"},
-      {"inspect", "--type", "sem"}};
+      {"inspect", "--type", "queue"}};
   for (const auto& args : refused) {
     auto r = rlock(redis, in_layout(args));
     CHECK(r.status == 64);
