@@ -90,8 +90,8 @@ void select_sem(prim::Semaphore& sem, const Settings& settings) {
 }
 
 // What `sem` refuses under --layout redisson before it connects: Redisson's RSemaphore,
-// whose permits have neither an id nor an expiry, and permit ids that are not Redisson's.
-void check_redisson_sem(const Settings& settings, const std::vector<std::string>& ids) {
+// whose permits have neither an id nor an expiry, --note, and permit ids not Redisson's.
+void check_redisson_sem(const Settings& settings, const SemFlags& f) {
   if (settings.layout != Layout::kRedisson) return;
   if (sem_object(settings) == RedissonObject::kSemaphore) {
     throw UsageError(
@@ -99,7 +99,11 @@ void check_redisson_sem(const Settings& settings, const std::vector<std::string>
         "no expiry, so a permit of a killed rlock would stay taken and no lease could bound a "
         "job; use permit-expirable-semaphore (RPermitExpirableSemaphore, the default)");
   }
-  prim::check_redisson_permit_ids(ids);
+  if (!f.take.lock.note.empty())
+    throw UsageError(
+        "--note is refused under --layout redisson: Redisson's semaphore keeps no "
+        "notes, and rlock adds no keys beside it");
+  prim::check_redisson_permit_ids(f.ids);
 }
 
 std::string describe_busy(const std::string& name, const prim::PermitsBusy& b) {
@@ -391,6 +395,13 @@ the head waiter, and a request for K permits at the head is served before later 
            RLOCK_LEASE_MS and RLOCK_HOLDS in its environment; a request of the job for
            permits only their release could free is refused at once, exit 65
 
+Under --layout redisson, sem is Redisson's RPermitExpirableSemaphore of the name (the bare
+name's free count, {NAME}:timeout, redisson_sc:{NAME}): permit ids are Redisson's 32 hex
+digits, usable by either side; --permits sets a semaphore not set yet (trySetPermits) and
+must equal its total otherwise (--resize: setPermits); no queue (a release wakes every
+waiter, the first to retry wins); no --note. --redisson-object semaphore (RSemaphore,
+permits without id or expiry) exits 64. See docs/redisson.md.
+
 Examples:
   rlock sem exec --permits 3 --wait 10m encoders -- ./encode.sh in.mp4   # at most 3 at once
   rlock sem acquire --permits 3 encoders --lease 5m --owner ci-42        # prints permit ids
@@ -399,7 +410,7 @@ Examples:
   rlock sem acquire --permits 5 --resize encoders                        # grow to 5
   rlock sem status encoders)");
   return {[flags, s, &command](const Settings& settings) {
-    check_redisson_sem(settings, flags->ids);
+    check_redisson_sem(settings, *flags);
     if (!s.exec->parsed() && !command.empty())
       throw UsageError("only sem exec runs a command after '--'");
     if (s.acquire->parsed()) return run_acquire(*flags, settings);

@@ -290,7 +290,10 @@ TEST_CASE("redisson sem: bad input is refused with one line, exit 64, nothing wr
       {"sem", "acquire", "--permits", "1", "a{b}"},
       {"sem", "release", "x", "--permit", "xyz"},
       {"sem", "renew", "x", "--permit", "0g", "--lease", "1s"},
-      {"sem", "acquire", "--permits", "0", "x"}};
+      {"sem", "acquire", "--permits", "0", "x"},
+      {"sem", "acquire", "--permits", "1", "--note", "why", "x"},
+      {"--redisson-object", "semaphore", "unlock", "--force", "x"},
+      {"--redisson-object", "permit-expirable-semaphore", "unlock", "x", "--owner", "o"}};
   for (const auto& args : refused) {
     CAPTURE(args);
     auto r = rlock(redis, pes(args));
