@@ -8,6 +8,8 @@
 -- @arg channel    latch channel
 -- @arg keep_ms    how long a reached latch without expiry is kept (ms)
 -- @arg reply_ttl  ms the reply record is kept
+-- @arg redisson   '1': Redisson's RCountDownLatch (see latch_common.lua): at zero the count
+--                 and the ids are deleted, and "0" is announced, as countDown does
 -- Reply: {1, count, applied} counted down (applied = how much, 0 when it was at 0);
 --        {2, count} the id has counted down already: nothing changed;
 --        {-1} there is no such latch (never set, or expired): nothing changed;
@@ -25,6 +27,11 @@ if id ~= '' and redis.call('SISMEMBER', K.ids, id) == 1 then return {2, count} e
 local applied = math.min(tonumber(A.amount), count)
 if applied == 0 then return {1, 0, 0} end
 local left = redis.call('DECRBY', K.count, applied)
+if left == 0 and redisson then
+  redis.call('DEL', K.count, K.ids)
+  announce(A.channel, nil, '0')
+  return {1, 0, applied}
+end
 if left == 0 and redis.call('PTTL', K.count) < 0 then
   redis.call('PEXPIRE', K.count, A.keep_ms)
 end
@@ -36,6 +43,6 @@ if id ~= '' then redis.call('SADD', K.ids, id) end
 -- delete them while the count still lives, and let an id count twice).
 local ttl = redis.call('PTTL', K.count)
 if ttl >= 0 and redis.call('EXISTS', K.ids) == 1 then redis.call('PEXPIRE', K.ids, math.max(ttl, 1)) end
-if left == 0 then publish(A.channel, 'zero') end
+if left == 0 then announce(A.channel, 'zero') end
 return {1, left, applied}
 end, function(r) return r[1] == 1 and r[3] > 0 end)

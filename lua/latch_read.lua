@@ -3,6 +3,7 @@
 -- @arg with_ids  '1' to include a page of the ids counted, '0' for the count alone
 -- @arg cursor    the SSCAN cursor of the page ('0': the first)
 -- @arg limit     about how many ids a page lists (the server's cursor steps may add a few)
+-- @arg [redisson] unused: reading is the same for Redisson's latch
 -- Reply: {0} no such latch;
 --        {1, count, ttl_ms (-1 = no expiry), ids_total, next_cursor ('0': no more), id1, ...}
 --        (ids only when asked);

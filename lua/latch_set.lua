@@ -6,6 +6,8 @@
 -- @arg force      '1' to reset a live latch
 -- @arg channel    latch channel (for the ACL check)
 -- @arg reply_ttl  ms the reply record is kept
+-- @arg redisson   '1': Redisson's RCountDownLatch (see latch_common.lua): a new count is
+--                 announced as "1", as trySetCount does
 -- Reply: {1, previous} set; previous = the count it replaced, -1 when there was no latch;
 --        {0, count} refused: the latch is live with this count, nothing changed;
 --        error "BADTYPE <type> <key>" / "MALFORMED <key>" and no change otherwise.
@@ -22,5 +24,6 @@ if tonumber(A.expire_ms) > 0 then
 else
   redis.call('SET', K.count, A.count)
 end
+if redisson then announce(A.channel, nil, '1') end
 return {1, count or -1}
 end, function(r) return r[1] == 1 end)

@@ -4,6 +4,20 @@
 -- @key count  (string: a non-negative integer; 0 = reached, kept as a marker)
 -- @key ids    (set: the --id values that have counted down; same expiry as the count)
 
+-- Redisson's RCountDownLatch (ARGV redisson = '1', KeyLayout::redisson_latch): the count
+-- is deleted at zero, and its channel gets Redisson's messages, "0" at zero and "1" for a
+-- new count, with PUBLISH (Redisson on a standalone server or Sentinel) and SPUBLISH (its
+-- sharded mode on a Redis 7 cluster): each Java client listens with one of the two.
+-- @needs-arg redisson
+local redisson = A.redisson == '1'
+
+-- Tells the latch's waiters, rlock's ('zero' on rlock's channel) or Redisson's.
+local function announce(channel, rlock_word, redisson_word)
+  if not redisson then return publish(channel, rlock_word) end
+  redis.call('PUBLISH', channel, redisson_word)
+  if sharded_pubsub ~= false then redis.pcall('SPUBLISH', channel, redisson_word) end
+end
+
 -- Every write a latch script may make, checked against the caller's ACL first (Redis 7),
 -- so that a refusal comes before the first write and changes nothing.
 local function check_rights(channel)
@@ -13,6 +27,7 @@ local function check_rights(channel)
     {'SADD', K.ids, 'm'}, {'PEXPIRE', K.ids, '1'}, {'DEL', K.ids},
     {'SPUBLISH', channel, 'x'},
   }
+  if redisson then needs[#needs + 1] = {'PUBLISH', channel, 'x'} end
   return first_denied(needs) or first_denied({
     {'TYPE', K.count}, {'GET', K.count}, {'PTTL', K.count}, {'EXISTS', K.ids},
     {'SISMEMBER', K.ids, 'm'},

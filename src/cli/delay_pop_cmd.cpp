@@ -400,7 +400,7 @@ Examples:
   rlock delay-pop jobs --forever --visibility 2m --max-deliveries 5 -- ./handle.sh
   rlock delay-pop jobs --dead --count 100)");
   return {[f, &command](const Settings& settings) {
-    require_rlock_layout(settings, "delay-pop");
+    require_rlock_layout(settings, "delay-pop", kRedissonDelayedQueue);
     PopRequest r = resolve(*f, !command.empty());
     if (command.empty()) require_stdout(f->queue);
     if (f->dead) return run_dead(*f, r, settings);

@@ -189,7 +189,7 @@ Examples:
   rlock delay-push reminders --at 1795341600.5 'at a Unix time'
   seq 100000 | rlock delay-push bulk --delay 30s --lines --id import-7)");
   return {[f](const Settings& settings) {
-    require_rlock_layout(settings, "delay-push");
+    require_rlock_layout(settings, "delay-push", kRedissonDelayedQueue);
     return run_push(*f, settings);
   }};
 }

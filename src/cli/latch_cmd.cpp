@@ -41,20 +41,37 @@ long long parse_count(const std::string& text, const std::string& what) {
 }
 
 // What every latch subcommand talks through, for latch `name`.
+// The layout is made, and the name checked against it, before any connection.
 struct Context {
   Context(const Settings& s, const std::string& name)
-      : console(s), topology(open_topology(s)), layout(s.prefix), latch(topology, layout, name) {}
+      : console(s),
+        layout(checked_layout(s, name)),
+        topology(open_topology(s)),
+        latch(topology, *layout, name) {}
+  static std::unique_ptr<prim::KeyLayout> checked_layout(const Settings& s,
+                                                         const std::string& name) {
+    auto layout = make_layout(s);
+    layout->check_name(name);
+    return layout;
+  }
   Console console;
+  std::unique_ptr<prim::KeyLayout> layout;
   redis::Topology topology;
-  prim::KeyLayout layout;
   prim::Latch latch;
 };
+
+bool redisson(const Settings& s) { return s.layout == Layout::kRedisson; }
 
 int run_set(const LatchFlags& f, const Settings& s) {
   validate_name(f.name);
   long long n = parse_count(f.count, "N");
   Millis expire = f.expire.empty() ? Millis(0) : parse_duration(f.expire, "--expire");
   if (!f.expire.empty() && expire.count() < 1) throw UsageError("--expire must be at least 1ms");
+  if (!f.expire.empty() && redisson(s)) {
+    throw UsageError(
+        "latch set --expire is not available under --layout redisson: Redisson's waiters wake "
+        "only on the \"0\" a count-down to zero sends, and an expiring count sends none");
+  }
   Context c(s, f.name);
   auto r = c.latch.set(n, expire, f.force);
   if (!r.set) {
@@ -75,12 +92,20 @@ int run_count_down(const LatchFlags& f, const Settings& s) {
   validate_name(f.name);
   long long by = parse_count(f.by, "--by");
   if (f.id) validate_participant_id(*f.id);
+  if (f.id && redisson(s)) {
+    throw UsageError(
+        "latch count-down --id is not available under --layout redisson: Redisson's latch is "
+        "one integer that a Java trySetCount may start anew at any time, so no id can be tied "
+        "to its round");
+  }
   Context c(s, f.name);
   auto r = c.latch.count_down(by, f.id.value_or(""));
   using Outcome = prim::LatchCountDown::Outcome;
   if (r.outcome == Outcome::kMissing) {
-    throw Error(kExitNotNow, "latch '" + f.name +
-                                 "' does not exist (never set, or expired); nothing counted down");
+    throw Error(kExitNotNow, "latch '" + f.name + "' does not exist (never set, or " +
+                                 (redisson(s) ? "reached zero: Redisson deletes it then"
+                                              : std::string("expired")) +
+                                 "); nothing counted down");
   }
   Json out = {{"name", f.name},
               {"count", r.count},
@@ -198,6 +223,9 @@ Runner define_latch_command(CLI::App& app, std::vector<std::string>& /*command_a
       next is null when all were listed, else pass it as --after C for the next page
       (pages come in no order; an id may come twice if the set grows meanwhile).
 A reached latch stays (count 0) until its --expire, or 24h when it has none.
+Under --layout redisson a latch is Redisson's RCountDownLatch (the count under the bare
+name): it is deleted at zero, a missing latch counts as reached, and --id and --expire
+are refused.
 
 Examples:
   rlock latch set build-42 4 --expire 2h          # 4 shards must finish
@@ -206,7 +234,6 @@ Examples:
   rlock latch status build-42)");
 
   return {[f, set, down, await, status](const Settings& settings) {
-    require_rlock_layout(settings, "latch");
     if (set->parsed()) return run_set(*f, settings);
     if (down->parsed()) return run_count_down(*f, settings);
     if (await->parsed()) return run_await(*f, settings);

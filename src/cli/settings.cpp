@@ -353,11 +353,12 @@ std::unique_ptr<prim::KeyLayout> make_layout(const Settings& s) {
   return std::make_unique<prim::KeyLayout>(s.prefix);
 }
 
-void require_rlock_layout(const Settings& s, const std::string& what) {
+void require_rlock_layout(const Settings& s, const std::string& what, const std::string& why) {
   if (s.layout == Layout::kRlock) return;
+  if (!why.empty()) throw UsageError(what + " is not available under --layout redisson: " + why);
   throw UsageError(
-      "--layout redisson covers locks only (Redisson's RLock, RFairLock and RReadWriteLock: "
-      "lock, unlock, exec, inspect); " +
+      "--layout redisson covers locks and latches only (Redisson's RLock, RFairLock, "
+      "RReadWriteLock and RCountDownLatch: lock, unlock, exec, latch, inspect); " +
       what + " is not available under it");
 }
 

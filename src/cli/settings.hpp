@@ -79,7 +79,13 @@ std::unique_ptr<prim::KeyLayout> make_layout(const Settings& s);
 
 // Throws UsageError when `what` (a subcommand) has no form in the layout `s` names: only
 // locks have Redisson's layout.
-void require_rlock_layout(const Settings& s, const std::string& what);
+void require_rlock_layout(const Settings& s, const std::string& what, const std::string& why = "");
+
+// Why delay-push and delay-pop refuse --layout redisson.
+inline constexpr const char* kRedissonDelayedQueue =
+    "Redisson's RDelayedQueue keeps each element encoded by the Java client's codec (Kryo5 by "
+    "default) and moves due ones only while a Java client runs its transfer task, so rlock can "
+    "neither write nor take them byte for byte";
 
 // The Redisson lock object a lock command (`what`) works on under --layout redisson:
 // --redisson-object, else read-write-lock for a shared hold and lock otherwise. Throws

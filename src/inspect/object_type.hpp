@@ -59,9 +59,6 @@ class ObjectType {
   // SCAN MATCH pattern for this type's main keys whose names match `name_glob`.
   virtual std::string key_pattern(const prim::KeyLayout& layout,
                                   std::string_view name_glob) const = 0;
-  // The SCAN TYPE of this type's main keys when it is scanned for alone (--type), "" for
-  // any type; by default the layout's (KeyLayout::scan_type).
-  virtual std::string scan_type(const prim::KeyLayout& layout) const { return layout.scan_type(); }
   // The object's name when `key` is this type's main key; nullopt for any other key.
   virtual std::optional<std::string> name_of(const prim::KeyLayout& layout,
                                              std::string_view key) const = 0;

@@ -6,26 +6,8 @@
 #include "redis/script_args.hpp"
 
 namespace rlock::inspect::redisson_sem {
-namespace {
 
-constexpr std::string_view kSuffix = "}:timeout";
-
-}  // namespace
-
-std::string key_pattern(std::string_view name_glob) {
-  return "{" + std::string(name_glob) + std::string(kSuffix);
-}
-
-std::optional<std::string> name_of(std::string_view key) {
-  if (key.size() <= kSuffix.size() + 1 || key.front() != '{' || !key.ends_with(kSuffix))
-    return std::nullopt;
-  std::string name(key.substr(1, key.size() - 1 - kSuffix.size()));
-  // Redisson's name for a key with braces of its own is another one (RedissonObject.suffixName).
-  if (name.find_first_of("{}") != std::string::npos) return std::nullopt;
-  return name;
-}
-
-bool is_key(const Found& o) { return o.key == key_pattern(o.name); }
+bool is_key(const Found& o) { return o.key == "{" + o.name + "}:timeout"; }
 
 std::vector<std::vector<std::string>> reads(const Found& o) {
   using C = redis::contract::redisson_sem_status;

@@ -117,10 +117,11 @@ void scan_node(redis::Topology& topology, const prim::KeyLayout& layout, std::st
                const std::function<void(const std::vector<Shown>&)>& emit) {
   const std::string pattern = types.size() == 1 ? types[0]->key_pattern(layout, name_glob)
                                                 : layout.any_key_pattern(name_glob);
-  const std::string key_type = types.size() == 1 ? types[0]->scan_type(layout) : layout.scan_type();
+  const std::string scan_type =
+      types.size() == 1 ? layout.scan_type_of(types[0]->type()) : layout.scan_type();
   ScanBound bound(topology.command({"DBSIZE"}, redis::Retry::kIdempotent).integer());
   bound.check("0");
-  auto first = scan_argv("0", pattern, key_type);
+  auto first = scan_argv("0", pattern, scan_type);
   redis::Reply scan = topology.command({first.begin(), first.end()}, redis::Retry::kIdempotent);
 
   // What one batch sent: the next SCAN call (if the cursor goes on), then TIME and the
@@ -137,7 +138,7 @@ void scan_node(redis::Topology& topology, const prim::KeyLayout& layout, std::st
     std::vector<std::vector<std::string>> cmds;
     if (cursor != "0") {
       bound.check(cursor);
-      cmds.push_back(scan_argv(cursor, pattern, key_type));
+      cmds.push_back(scan_argv(cursor, pattern, scan_type));
       sent.scan = true;
     }
     if (!sent.objects.empty()) {

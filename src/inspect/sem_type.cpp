@@ -40,22 +40,19 @@ class SemType final : public ObjectType {
            "\n    "
            R"("waiting_since","note"}],"waiters_total"})";
   }
-  // Under --layout redisson: Redisson's RPermitExpirableSemaphore (inspect/redisson_sem_view).
   std::string key_pattern(const prim::KeyLayout& layout, std::string_view glob) const override {
-    return layout.locks_only() ? redisson_sem::key_pattern(glob) : layout.sem_key_pattern(glob);
+    return layout.sem_key_pattern(glob);
   }
   std::optional<std::string> name_of(const prim::KeyLayout& layout,
                                      std::string_view key) const override {
-    return layout.locks_only() ? redisson_sem::name_of(key) : layout.sem_name(key);
-  }
-  std::string scan_type(const prim::KeyLayout& layout) const override {
-    return layout.locks_only() ? "zset" : layout.scan_type();
+    return layout.sem_name(key);
   }
 
   // The first page of lua/sem_status.lua (read-only): bounded by kMaxListed whatever the
   // number of permits and waiters, with their totals.
   std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
                                               const Found& o) const override {
+    // Under --layout redisson: Redisson's RPermitExpirableSemaphore (inspect/redisson_sem_view).
     if (layout.locks_only()) return redisson_sem::reads(o);
     using C = redis::contract::sem_status;
     std::vector<std::string> eval = {"EVAL", std::string(redis::scripts::sem_status.source),

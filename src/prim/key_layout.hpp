@@ -131,6 +131,13 @@ class KeyLayout {
   virtual bool locks_only() const { return false; }
   // True when locks are Redisson's RReadWriteLock (prim/redisson_rwlock.hpp).
   virtual bool read_write_lock() const { return false; }
+  // True when latches are Redisson's RCountDownLatch: the count is deleted at zero (a
+  // missing latch is open), "0" (zero) and "1" (new count) are published with PUBLISH and
+  // SPUBLISH, and no participant ids are kept (Java may start a new round at any time).
+  virtual bool redisson_latch() const { return false; }
+  // The SCAN TYPE of the keys of inspect's `object_type` (its --type word) when it alone is
+  // listed; scan_type() by default.
+  virtual std::string scan_type_of(std::string_view /*object_type*/) const { return scan_type(); }
 
   const std::string& prefix() const { return prefix_; }
 

@@ -29,12 +29,19 @@ class LatchWait : public Waitable {
 
   Step attempt(Mode, Millis) override {
     LatchState s = latch_.read(false);
-    if (s.exists && s.count == 0) return {true, Millis(0), {}, {}, -1};
+    // Redisson deletes its latch at zero: a missing one is open, as RCountDownLatch.await
+    // takes it.
+    if ((s.exists || latch_.redisson_) && s.count == 0) return {true, Millis(0), {}, {}, -1};
     std::string state = s.exists ? "count " + std::to_string(s.count) : "not set";
     return {false, Millis(-1), state, state, -1};
   }
 
   std::vector<std::string> channels() const override { return {latch_.channel_}; }
+  // Java publishes "0" with PUBLISH unless Redisson runs in its sharded mode.
+  std::vector<std::string> classic_channels() const override {
+    if (!latch_.redisson_) return {};
+    return {latch_.channel_};
+  }
 
   void give_up() noexcept override {}
 
@@ -57,7 +64,8 @@ Latch::Latch(redis::Topology& topology, const KeyLayout& layout, std::string nam
       key_(layout.latch_key(name_)),
       ids_key_(layout.latch_ids_key(name_)),
       channel_(layout.latch_channel(name_)),
-      reply_key_prefix_(layout.reply_key(name_, "")) {}
+      reply_key_prefix_(layout.reply_key(name_, "")),
+      redisson_(layout.redisson_latch()) {}
 
 LatchSet Latch::set(long long count, Millis expire, bool force) {
   std::string n = std::to_string(count),
@@ -74,6 +82,7 @@ LatchSet Latch::set(long long count, Millis expire, bool force) {
                                      .set(C::kArgForce, force ? "1" : "0")
                                      .set(C::kArgChannel, channel_)
                                      .set(C::kArgReplyTtl, ttl)
+                                     .set(C::kArgRedisson, redisson_ ? "1" : "0")
                                      .list(),
                                  kKind, redis::Retry::kIdempotent, &acks);
   LatchSet r;
@@ -107,6 +116,7 @@ LatchCountDown Latch::count_down(long long amount, const std::string& id) {
                                      .set(C::kArgChannel, channel_)
                                      .set(C::kArgKeepMs, keep)
                                      .set(C::kArgReplyTtl, ttl)
+                                     .set(C::kArgRedisson, redisson_ ? "1" : "0")
                                      .list(),
                                  kKind, redis::Retry::kIdempotent, &acks);
   LatchCountDown r;

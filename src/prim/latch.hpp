@@ -63,7 +63,8 @@ struct LatchCountDown {
 // A countdown latch (Redisson's RCountDownLatch: an integer), with what a command line
 // needs beyond it: a participant id that counts once however often it retries, an expiry
 // of the whole latch on the server clock, and a count-0 marker after it is reached.
-// Every change is one script.
+// Every change is one script. Under a layout with redisson_latch() it is Redisson's own:
+// no marker (a missing latch is open), no ids, Redisson's messages.
 class Latch {
  public:
   Latch(redis::Topology& topology, const KeyLayout& layout, std::string name);
@@ -97,6 +98,7 @@ class Latch {
   std::string name_;
   std::string key_, ids_key_, channel_;
   std::string reply_key_prefix_;  // + a request id: KeyLayout::reply_key
+  bool redisson_ = false;         // KeyLayout::redisson_latch
 };
 
 // Reads one latch without a Latch object (for inspect): see Latch::read.

@@ -10,22 +10,18 @@
 #include <chrono>
 
 #include "harness.hpp"
+#include "redisson_scripts.hpp"
 
 namespace rlock::test {
 namespace {
 
-const std::string kPeerDir = std::string(RLOCK_SOURCE_DIR) + "/tests/redisson";
+using redisson::epoch_ms;
+using redisson::kPeerDir;
+using redisson::redisson_eval;
+
 const std::string kJavaUuid = "00000000-0000-4000-8000-000000000001";
 
-bool peer_installed() {
-  static int ready = -1;
-  if (ready < 0) {
-    ready =
-        access((kPeerDir + "/node_modules/ioredis").c_str(), F_OK) == 0 ||
-        run({"npm", "ci", "--no-audit", "--no-fund", "--prefix", kPeerDir}, {}, 120s).status == 0;
-  }
-  return ready == 1;
-}
+bool peer_installed() { return redisson::peers_installed("ioredis"); }
 
 // A Java fair waiter or holder, thread `thread` of fair_peer.js's UUID; `wait_ms` its
 // threadWaitTime (0: Redisson's default 5 min).
@@ -47,12 +43,6 @@ std::vector<std::string> fair(std::vector<std::string> args) {
   return args;
 }
 
-long long epoch_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 long long after_space(const std::optional<std::string>& line) {
   REQUIRE(line.has_value());
   return std::stoll(line->substr(line->find(' ') + 1));
@@ -63,21 +53,6 @@ std::string timeouts_of(const std::string& name) { return "redisson_lock_timeout
 
 void wait_queued(const RedisServer& redis, const std::string& name, long long n) {
   REQUIRE(poll_until([&] { return redis.cmd_int({"LLEN", queue_of(name)}) == n; }, 10s));
-}
-
-// Redisson's script `file` run verbatim through redis-cli EVAL.
-RunResult redisson_eval(const RedisServer& redis, const std::string& file,
-                        const std::vector<std::string>& keys,
-                        const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"redis-cli",
-                                   "-p",
-                                   std::to_string(redis.port()),
-                                   "EVAL",
-                                   read_file(kPeerDir + "/" + file),
-                                   std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv);
 }
 
 TEST_CASE(

@@ -12,10 +12,14 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "redisson_scripts.hpp"
 
 namespace rlock::test::redisson_rw {
 
-inline const std::string kPeerDir = std::string(RLOCK_SOURCE_DIR) + "/tests/redisson";
+using redisson::epoch_ms;
+using redisson::eval;
+using redisson::kPeerDir;
+
 inline const std::string kJava = "0f0e0d0c-0b0a-4908-8706-050403020100:7";
 inline const std::string kJava2 = "0f0e0d0c-0b0a-4908-8706-050403020100:8";
 
@@ -24,30 +28,7 @@ inline std::vector<std::string> in_rw(std::vector<std::string> args) {
   return args;
 }
 
-inline long long epoch_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 inline std::string channel_of(const std::string& name) { return "redisson_rwlock:{" + name + "}"; }
-
-// Redisson's script `file` run verbatim through redis-cli EVAL: its reply's text.
-inline std::string eval(const RedisServer& redis, const std::string& file,
-                        const std::vector<std::string>& keys,
-                        const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"redis-cli",
-                                   "-p",
-                                   std::to_string(redis.port()),
-                                   "EVAL",
-                                   read_file(kPeerDir + "/" + file),
-                                   std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = run(argv);
-  REQUIRE_MESSAGE(r.status == 0, r.err);
-  return r.out;
-}
 
 // Java's side, as RedissonReadLock / RedissonWriteLock call the scripts. A lock call
 // answers "\n" (nil) when taken, else the lease left.
@@ -88,23 +69,10 @@ inline void append_file(const std::string& path, const std::string& text) {
 
 inline bool taken(const std::string& reply) { return reply == "\n"; }
 
-// A redis-cli subscribed (SUBSCRIBE, or SSUBSCRIBE for Redisson's sharded mode) to
-// Redisson's channel of `name`, past its confirmation.
-struct Listener {
-  Spawned sub;
+// A redis-cli subscribed to Redisson's rwlock channel of `name`.
+struct Listener : redisson::ChannelListener {
   Listener(const RedisServer& redis, const std::string& name, const std::string& how = "SUBSCRIBE")
-      : sub({"redis-cli", "-p", std::to_string(redis.port()), how, channel_of(name)}) {
-    for (int i = 0; i < 3; ++i) REQUIRE(sub.read_line(deadline(5s)).has_value());
-  }
-  // The next message's payload.
-  std::string next() {
-    auto kind = sub.read_line(deadline(5s));
-    REQUIRE(kind.has_value());
-    REQUIRE(sub.read_line(deadline(5s)).has_value());  // the channel
-    auto payload = sub.read_line(deadline(5s));
-    REQUIRE(payload.has_value());
-    return *payload;
-  }
+      : ChannelListener(redis, channel_of(name), how) {}
 };
 
 }  // namespace rlock::test::redisson_rw

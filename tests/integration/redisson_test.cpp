@@ -8,22 +8,16 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "redisson_scripts.hpp"
 
 namespace rlock::test {
 namespace {
 
-const std::string kPeerDir = std::string(RLOCK_SOURCE_DIR) + "/tests/redisson";
+using redisson::epoch_ms;
+using redisson::kPeerDir;
+using redisson::redisson_eval;
 
-// node-redisson from the lock file, installed once per run when it is missing.
-bool peer_installed() {
-  static int ready = -1;
-  if (ready < 0) {
-    ready =
-        access((kPeerDir + "/node_modules/node-redisson").c_str(), F_OK) == 0 ||
-        run({"npm", "ci", "--no-audit", "--no-fund", "--prefix", kPeerDir}, {}, 120s).status == 0;
-  }
-  return ready == 1;
-}
+bool peer_installed() { return redisson::peers_installed("node-redisson"); }
 
 std::vector<std::string> peer(const RedisServer& redis, const std::string& name,
                               std::vector<std::string> args) {
@@ -36,27 +30,6 @@ std::vector<std::string> peer(const RedisServer& redis, const std::string& name,
 std::vector<std::string> in_layout(std::vector<std::string> args) {
   args.insert(args.begin(), {"--layout", "redisson"});
   return args;
-}
-
-long long epoch_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// Redisson's script `file` run verbatim through redis-cli EVAL.
-RunResult redisson_eval(const RedisServer& redis, const std::string& file,
-                        const std::vector<std::string>& keys,
-                        const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"redis-cli",
-                                   "-p",
-                                   std::to_string(redis.port()),
-                                   "EVAL",
-                                   read_file(kPeerDir + "/" + file),
-                                   std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv);
 }
 
 // "+" and "-" lines of jobs that never overlapped alternate strictly.
@@ -251,7 +224,7 @@ TEST_CASE("redisson layout: a Redisson release announced with SPUBLISH wakes rlo
 TEST_CASE("redisson layout: other primitives, shared holds and names with braces are refused") {
   RedisServer redis;
   const std::vector<std::vector<std::string>> refused = {
-      {"latch", "status", "x"},
+      {"delay-push", "q", "--delay", "1s", "x"},
       {"--redisson-object", "lock", "lock", "-s", "x", "--owner", "o"},
       {"lock", "a{b}", "--owner", "o"},
       {"inspect", "--type", "queue"}};

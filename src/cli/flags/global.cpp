@@ -286,8 +286,8 @@ then
     {.commands = "",
      .names = "--layout",
      .value = "LAYOUT",
-     .help = "whose key layout locks use: rlock (default) or redisson (Redisson's RLock, "
-             "RFairLock, RReadWriteLock: see --redisson-object; locks only)",
+     .help = "whose key layout locks and latches use: rlock (default) or redisson (Redisson's "
+             "RLock, RFairLock, RReadWriteLock: see --redisson-object; RCountDownLatch)",
      .man = R"roff(Whose key layout locks use:
 .B rlock
 (the default) or
@@ -309,10 +309,32 @@ waiters. rlock's fence, queue, grants and reply records live under the prefix as
 .B \-\-redisson\-object
 picks Redisson's fair lock or read-write lock instead (then
 .B \-\-shared
-is its read lock). Only
+is its read lock).
+.B latch
+is Redisson's RCountDownLatch: the count under the bare name, deleted at zero (a missing
+latch counts as reached, as Java's
+.B await
+takes it),
+.B 0
+(zero) and
+.B 1
+(a new count) published on
+.BI redisson_countdownlatch__channel__{ NAME }
+both ways;
+.B "count\-down \-\-id"
+and
+.B "set \-\-expire"
+are refused there (no id can be tied to a Java round, and Java waiters wake only on a
+.BR 0 ).
+.B delay\-push
+and
+.B delay\-pop
+are refused: RDelayedQueue's elements are encoded by the Java client's codec and moved by
+its transfer task. Only
 .BR lock ,
 .BR unlock ,
-.B exec
+.BR exec ,
+.B latch
 and
 .B inspect
 are covered; other subcommands and names with braces are refused (exit 64).
