@@ -12,21 +12,16 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "redisson_scripts.hpp"
 
 namespace rlock::test {
 namespace {
 
-const std::string kPeerDir = std::string(RLOCK_SOURCE_DIR) + "/tests/redisson";
+using redisson::epoch_ms;
+using redisson::kPeerDir;
+using redisson::redisson_eval;
 
-bool peer_installed() {
-  static int ready = -1;
-  if (ready < 0) {
-    ready =
-        access((kPeerDir + "/node_modules/ioredis").c_str(), F_OK) == 0 ||
-        run({"npm", "ci", "--no-audit", "--no-fund", "--prefix", kPeerDir}, {}, 120s).status == 0;
-  }
-  return ready == 1;
-}
+bool peer_installed() { return redisson::peers_installed("ioredis"); }
 
 // A Java RPermitExpirableSemaphore client (sem_peer.js); `sharded`: Redisson's sharded mode.
 Spawned java(const RedisServer& redis, const std::string& name, std::vector<std::string> args,
@@ -46,12 +41,6 @@ std::vector<std::string> pes(std::vector<std::string> args) {
   return args;
 }
 
-long long epoch_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // The ms and the rest of a "<word> <ms> <rest>" line of sem_peer.js.
 std::pair<long long, std::string> stamped(const std::optional<std::string>& line) {
   REQUIRE(line.has_value());
@@ -64,21 +53,6 @@ std::pair<long long, std::string> stamped(const std::optional<std::string>& line
 
 std::string timeout_of(const std::string& name) { return "{" + name + "}:timeout"; }
 std::string channel_of(const std::string& name) { return "redisson_sc:{" + name + "}"; }
-
-// Redisson's script `file` run verbatim through redis-cli EVAL.
-RunResult redisson_eval(const RedisServer& redis, const std::string& file,
-                        const std::vector<std::string>& keys,
-                        const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"redis-cli",
-                                   "-p",
-                                   std::to_string(redis.port()),
-                                   "EVAL",
-                                   read_file(kPeerDir + "/" + file),
-                                   std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv);
-}
 
 // The most "+" lines of `log` open at once ("-" closes one).
 int max_open(const std::string& log, int& total) {
