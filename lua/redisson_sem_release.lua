@@ -4,11 +4,16 @@
 -- @key sem       the bare name: free permits
 -- @key timeouts  {NAME}:timeout
 -- @arg channel   redisson_sc:{NAME}
--- @arg force     "1": free every permit (ids unused)
--- @arg ids...    hex ids
--- Reply: {released, hex id not held, ...}; force: {released, hex id, expiry ms, ...}.
+-- @key [reply]   this request's reply record (see once in common.lua): a repeat after a
+--                 lost reply gets the first run's reply; a clean-up goes without
+-- @arg force      "1": free every permit (ids unused)
+-- @arg reply_ttl  ms the reply record is kept
+-- @arg ids...     hex ids
+-- Reply: {released, hex id not held, ...}; force: {released, hex id, ms left (-1: no
+--        expiry), ...}.
 -- @include common.lua
 -- @include redisson_sem.lua
+return once(K.reply, A.reply_ttl, function()
 local err = first_bad_type({{K.sem, 'string'}, {K.timeouts, 'zset'}})
 if err then return err end
 local free, bad = free_permits(K.sem)
@@ -38,3 +43,4 @@ if out[1] > 0 then
   announce(A.channel, out[1])
 end
 return out
+end, function(reply) return reply[1] > 0 end)

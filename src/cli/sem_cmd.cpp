@@ -312,7 +312,7 @@ int run_status(const SemFlags& f, const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   auto s = settings.layout == Layout::kRedisson
-               ? prim::RedissonSemaphore(topology, f.name).read(page)
+               ? prim::RedissonSemaphore(topology, f.name, settings.prefix).read(page)
                : prim::read_semaphore(topology, layout, f.name, page);
   Json waiters = Json::array();
   for (const auto& w : s.waiters) {

@@ -110,7 +110,7 @@ int force_semaphores(const UnlockFlags& f, const Console& console, const Setting
   redis::Topology topology = open_topology(settings);
   Json each = Json::array();
   for (const auto& name : f.names) {
-    prim::RedissonSemaphore sem(topology, name);
+    prim::RedissonSemaphore sem(topology, name, settings.prefix);
     Json freed = Json::array();
     for (const auto& p : sem.force_release())
       freed.push_back({{"id", p.id}, {"lease_ms", p.lease_left.count()}});

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "prim/object_script.hpp"
-#include "prim/redisson_layout.hpp"
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
@@ -103,6 +102,7 @@ class RedissonPermitWait : public Waitable {
              redis::args_of<C>()
                  .set(C::kArgChannel, sem_.channel_)
                  .set(C::kArgForce, "0")
+                 .set(C::kArgReplyTtl, "0")
                  .add_rest(views(ids_))
                  .strings());
   }
@@ -153,9 +153,10 @@ class RedissonPermitHold : public Hold {
   std::string reason_;
 };
 
-RedissonSemaphore::RedissonSemaphore(redis::Topology& topology, std::string name)
-    : topology_(topology), name_(std::move(name)) {
-  RedissonLayout().check_name(name_);
+RedissonSemaphore::RedissonSemaphore(redis::Topology& topology, std::string name,
+                                     const std::string& prefix)
+    : topology_(topology), name_(std::move(name)), layout_(prefix) {
+  layout_.check_name(name_);
   // RedissonObject.suffixName and prefixName for a name without braces.
   key_ = name_;
   timeouts_key_ = "{" + name_ + "}:timeout";
@@ -163,8 +164,10 @@ RedissonSemaphore::RedissonSemaphore(redis::Topology& topology, std::string name
 }
 
 redis::Reply RedissonSemaphore::run(const redis::Script& script,
-                                    const std::vector<std::string>& args, redis::Acks* acks) {
-  const std::vector<std::string_view> keys = {key_, timeouts_key_};
+                                    const std::vector<std::string>& args, redis::Acks* acks,
+                                    const std::string& reply_key) {
+  std::vector<std::string_view> keys = {key_, timeouts_key_};
+  if (!reply_key.empty()) keys.push_back(reply_key);
   try {
     return run_object_script(topology_, script, keys, views(args), kKind, redis::Retry::kIdempotent,
                              acks);
@@ -192,14 +195,22 @@ PermitAcquisition RedissonSemaphore::acquire(const PermitRequest& req, Deadline 
   return a;
 }
 
-PermitRelease RedissonSemaphore::release(const std::vector<std::string>& ids) {
+redis::Reply RedissonSemaphore::release_script(bool force, const std::vector<std::string>& ids) {
   using C = redis::contract::redisson_sem_release;
+  const std::string ttl = reply_record_ttl_arg(topology_);
   YieldToServer yield;  // a waiter takes the permits as soon as it hears
-  auto reply = run(redis::scripts::redisson_sem_release, redis::args_of<C>()
-                                                             .set(C::kArgChannel, channel_)
-                                                             .set(C::kArgForce, "0")
-                                                             .add_rest(views(ids))
-                                                             .strings());
+  return run(redis::scripts::redisson_sem_release,
+             redis::args_of<C>()
+                 .set(C::kArgChannel, channel_)
+                 .set(C::kArgForce, force ? "1" : "0")
+                 .set(C::kArgReplyTtl, ttl)
+                 .add_rest(views(ids))
+                 .strings(),
+             nullptr, layout_.reply_key(name_, random_hex(16)));
+}
+
+PermitRelease RedissonSemaphore::release(const std::vector<std::string>& ids) {
+  auto reply = release_script(false, ids);
   PermitRelease r;
   r.released = reply.at(0).integer();
   r.not_held = strings_from(reply, 1);
@@ -207,10 +218,7 @@ PermitRelease RedissonSemaphore::release(const std::vector<std::string>& ids) {
 }
 
 std::vector<PermitInfo> RedissonSemaphore::force_release() {
-  using C = redis::contract::redisson_sem_release;
-  auto reply =
-      run(redis::scripts::redisson_sem_release,
-          redis::args_of<C>().set(C::kArgChannel, channel_).set(C::kArgForce, "1").strings());
+  auto reply = release_script(true, {});
   std::vector<PermitInfo> freed;
   for (size_t i = 1; i + 1 < reply.size(); i += 2)
     freed.push_back({reply.at(i).str(), "", Millis(reply.at(i + 1).integer())});

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "prim/redisson_layout.hpp"
 #include "prim/semaphore.hpp"
 
 namespace rlock::prim {
@@ -18,8 +19,9 @@ namespace rlock::prim {
 // clock (TIME); Redisson writes its client's.
 class RedissonSemaphore {
  public:
-  // Throws UsageError for a name with a brace (see RedissonLayout::check_name).
-  RedissonSemaphore(redis::Topology& topology, std::string name);
+  // Throws UsageError for a name with a brace (see RedissonLayout::check_name). `prefix`:
+  // where a release's reply record goes (PREFIX redisson:{NAME}:..., never read by Redisson).
+  RedissonSemaphore(redis::Topology& topology, std::string name, const std::string& prefix);
 
   // As Semaphore::acquire: a semaphore not set yet is set to req.capacity (Redisson's
   // trySetPermits); a total (free + taken) other than req.capacity throws DataError unless
@@ -39,11 +41,16 @@ class RedissonSemaphore {
 
  private:
   friend class RedissonPermitWait;
+  // `reply_key`: the request's reply record (release), "" for none.
   redis::Reply run(const redis::Script& script, const std::vector<std::string>& args,
-                   redis::Acks* acks = nullptr);
+                   redis::Acks* acks = nullptr, const std::string& reply_key = {});
+  // A release (force: of every permit) recorded under a reply key of its own: repeated
+  // after a lost reply, it reports what the first run released.
+  redis::Reply release_script(bool force, const std::vector<std::string>& ids);
 
   redis::Topology& topology_;
   std::string name_;
+  RedissonLayout layout_;
   std::string key_, timeouts_key_, channel_;
 };
 

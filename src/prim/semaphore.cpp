@@ -306,7 +306,7 @@ redis::Reply Semaphore::release_script(const std::string& request_key, std::stri
 }
 
 void Semaphore::use_redisson() {
-  redisson_ = std::make_shared<RedissonSemaphore>(topology_, name_);
+  redisson_ = std::make_shared<RedissonSemaphore>(topology_, name_, layout_.prefix());
 }
 
 PermitRelease Semaphore::release(const std::vector<std::string>& ids) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "lossy_proxy.hpp"
 #include "redisson_scripts.hpp"
 
 namespace rlock::test {
@@ -254,6 +255,36 @@ TEST_CASE("redisson sem: inspect and unlock --force show and free permits only J
   CHECK(rlock(redis, pes({"inspect", "--type", "sem"})).out == "[]\n");
   CHECK(rlock(redis, with({"unlock", "--force", "none"})).status == 0);
   CHECK(redis.cmd_int({"EXISTS", "none", timeout_of("none")}) == 0);
+}
+
+TEST_CASE("redisson sem: a lost reply is repeated, and takes or gives back once") {
+  RedisServer redis;
+  LossyProxy proxy(redis.port());
+  // The scripts are cached first: the lost request is the script itself.
+  auto warm = rlock(redis, pes({"sem", "acquire", "--permits", "3", "warm"}));
+  REQUIRE(warm.status == 0);
+  const std::string warm_id = parse_json(warm.out)["permits"][0].get<std::string>();
+  REQUIRE(rlock(redis, pes({"sem", "release", "warm", "--permit", warm_id})).status == 0);
+  auto via = [&](std::vector<std::string> args) {
+    args = pes(args);
+    args.insert(args.begin(), {"--url", proxy.url()});
+    return rlock_raw(args, {});
+  };
+  proxy.lose("{lr}", LossyProxy::Loss::kReply);
+  auto taken = via({"sem", "acquire", "--permits", "3", "--count", "2", "lr"});
+  INFO("stderr: " << taken.err);
+  REQUIRE(taken.status == 0);
+  CHECK(redis.cmd({"GET", "lr"}).at(0) == "1");
+  CHECK(redis.cmd_int({"ZCARD", timeout_of("lr")}) == 2);
+  const auto ids = parse_json(taken.out)["permits"];
+  proxy.lose("{lr}", LossyProxy::Loss::kReply);
+  auto released = via({"sem", "release", "lr", "--permit", ids[0].get<std::string>(), "--permit",
+                       ids[1].get<std::string>()});
+  REQUIRE(released.status == 0);
+  CHECK(parse_json(released.out)["released"] == 2);
+  CHECK(redis.cmd({"GET", "lr"}).at(0) == "3");
+  CHECK(redis.cmd_int({"EXISTS", timeout_of("lr")}) == 0);
+  CHECK(proxy.losses() == 2);
 }
 
 TEST_CASE("redisson sem: bad input is refused with one line, exit 64, nothing written") {
