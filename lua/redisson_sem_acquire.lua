@@ -21,13 +21,21 @@ local free, bad = free_permits(K.sem)
 if bad then return bad end
 local now = server_time().ms
 local count, capacity = tonumber(A.count), tonumber(A.capacity)
-local first = redis.call('ZSCORE', K.timeouts, id_bytes(A.ids[1]))
 local function taken_reply(lease)
   local out = {1, lease}
   for _, id in ipairs(A.ids) do out[#out + 1] = id end
   return out
 end
-if first then return taken_reply(math.max(tonumber(first) - now, 0)) end
+-- A repeat of a request that took its permits (its reply lost); one whose permits expired
+-- since takes anew.
+local first = redis.call('ZSCORE', K.timeouts, id_bytes(A.ids[1]))
+if first and tonumber(first) > now then return taken_reply(tonumber(first) - now) end
+-- The total is checked before anything is written: reclaiming moves permits from the zset
+-- to the free count and leaves the total as it is.
+if free ~= nil and A.resize ~= '1' then
+  local total = free + redis.call('ZCARD', K.timeouts)
+  if total ~= capacity then return redis.error_reply('CAPACITY ' .. total .. ' ' .. capacity) end
+end
 reclaim(K.sem, K.timeouts, A.channel, now)
 if free == nil then
   redis.call('SET', K.sem, capacity)
@@ -35,9 +43,6 @@ if free == nil then
 else
   local total = tonumber(redis.call('GET', K.sem)) + redis.call('ZCARD', K.timeouts)
   if total ~= capacity then
-    if A.resize ~= '1' then
-      return redis.error_reply('CAPACITY ' .. total .. ' ' .. capacity)
-    end
     redis.call('INCRBY', K.sem, capacity - total)
     announce(A.channel, capacity)
   end

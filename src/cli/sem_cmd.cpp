@@ -106,6 +106,9 @@ void check_redisson_sem(const Settings& settings, const SemFlags& f) {
   prim::check_redisson_permit_ids(f.ids);
 }
 
+// A permit's owner; null for Redisson's, which keep none.
+Json owner_json(const prim::PermitInfo& p) { return p.owner.empty() ? Json() : Json(p.owner); }
+
 std::string describe_busy(const std::string& name, const prim::PermitsBusy& b) {
   std::string line = "semaphore '" + name + "': " + std::to_string(b.in_use) + " of " +
                      std::to_string(b.capacity) + " permits in use";
@@ -247,7 +250,8 @@ int run_release(const SemFlags& f, const Settings& settings) {
   select_sem(sem, settings);
   if (f.force) {
     Json freed = Json::array();
-    for (const auto& p : sem.force_release()) freed.push_back({{"id", p.id}, {"owner", p.owner}});
+    for (const auto& p : sem.force_release())
+      freed.push_back({{"id", p.id}, {"owner", owner_json(p)}});
     console.result({{"name", f.name}, {"forced", true}, {"permits", freed}});
     return 0;
   }
@@ -323,7 +327,7 @@ int run_status(const SemFlags& f, const Settings& settings) {
   }
   Json permits = Json::array();
   for (const auto& p : s.permits)
-    permits.push_back({{"id", p.id}, {"owner", p.owner}, {"lease_ms", p.lease_left.count()}});
+    permits.push_back({{"id", p.id}, {"owner", owner_json(p)}, {"lease_ms", p.lease_left.count()}});
   Json next = nullptr;
   if (s.next_permits_from >= 0 || s.next_waiters_from >= 0)
     next = std::to_string(s.next_permits_from) + ":" + std::to_string(s.next_waiters_from);
