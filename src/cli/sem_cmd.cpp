@@ -101,8 +101,8 @@ void check_redisson_sem(const Settings& settings, const SemFlags& f) {
   }
   if (!f.take.lock.note.empty())
     throw UsageError(
-        "--note is refused under --layout redisson: Redisson's semaphore keeps no "
-        "notes, and rlock adds no keys beside it");
+        "--note is refused under --layout redisson: Redisson's semaphore keeps no notes, and "
+        "none of its clients would see one");
   prim::check_redisson_permit_ids(f.ids);
 }
 
