@@ -84,20 +84,28 @@ Json strings_json(const std::vector<std::string>& v) {
   return arr;
 }
 
-// Under --layout redisson every operation of `sem` is Redisson's RPermitExpirableSemaphore's.
+// Under --layout redisson every operation of `sem` is Redisson's RPermitExpirableSemaphore's
+// (or RSemaphore's, --redisson-object semaphore).
 void select_sem(prim::Semaphore& sem, const Settings& settings) {
-  if (settings.layout == Layout::kRedisson) sem.use_redisson();
+  if (settings.layout == Layout::kRedisson)
+    sem.use_redisson(sem_object(settings) == RedissonObject::kSemaphore);
 }
 
-// What `sem` refuses under --layout redisson before it connects: Redisson's RSemaphore,
-// whose permits have neither an id nor an expiry, --note, and permit ids not Redisson's.
-void check_redisson_sem(const Settings& settings, const SemFlags& f) {
+// What `sem` refuses under --layout redisson before it connects: of Redisson's RSemaphore,
+// whose permits have neither an id nor an expiry, all but exec (which gives back what it
+// took) and --resize (Redisson keeps no total); --note; permit ids not Redisson's.
+void check_redisson_sem(const Settings& settings, const SemFlags& f, bool exec) {
   if (settings.layout != Layout::kRedisson) return;
   if (sem_object(settings) == RedissonObject::kSemaphore) {
-    throw UsageError(
-        "--redisson-object semaphore is refused: Redisson's RSemaphore permits have no id and "
-        "no expiry, so a permit of a killed rlock would stay taken and no lease could bound a "
-        "job; use permit-expirable-semaphore (RPermitExpirableSemaphore, the default)");
+    if (!exec)
+      throw UsageError(
+          "--redisson-object semaphore: Redisson's RSemaphore permits have no id and no "
+          "expiry, so only sem exec (which gives back what it took) works on it; use "
+          "permit-expirable-semaphore for permits to acquire and release by id");
+    if (f.take.resize)
+      throw UsageError(
+          "--resize is refused with --redisson-object semaphore: Redisson's RSemaphore keeps "
+          "no total to resize (--permits only sets one never set)");
   }
   if (!f.take.lock.note.empty())
     throw UsageError(
@@ -213,7 +221,8 @@ int acquire_and_run(const std::vector<std::string>& command, const Take& t, cons
   JobHold job;
   job.name = t.lock.name;
   job.owner = t.lock.owner;
-  job.what = std::to_string(held.ids.size()) + " permit(s) of semaphore '" + t.lock.name + "'";
+  const size_t taken = held.ids.empty() ? static_cast<size_t>(held.count) : held.ids.size();
+  job.what = std::to_string(taken) + " permit(s) of semaphore '" + t.lock.name + "'";
   job.env = {{"RLOCK_PERMITS", join(held.ids, " ")}};
   job.holds = holds_for_job(inherited, {held.request_id, t.lock.owner});
   return supervision.run_held(command, job, sem.hold(held, t.lock.lease), topology);
@@ -414,7 +423,7 @@ Examples:
   rlock sem acquire --permits 5 --resize encoders                        # grow to 5
   rlock sem status encoders)");
   return {[flags, s, &command](const Settings& settings) {
-    check_redisson_sem(settings, *flags);
+    check_redisson_sem(settings, *flags, s.exec->parsed());
     if (!s.exec->parsed() && !command.empty())
       throw UsageError("only sem exec runs a command after '--'");
     if (s.acquire->parsed()) return run_acquire(*flags, settings);

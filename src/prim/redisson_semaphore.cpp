@@ -154,8 +154,8 @@ class RedissonPermitHold : public Hold {
 };
 
 RedissonSemaphore::RedissonSemaphore(redis::Topology& topology, std::string name,
-                                     const std::string& prefix)
-    : topology_(topology), name_(std::move(name)), layout_(prefix) {
+                                     const std::string& prefix, bool plain)
+    : topology_(topology), name_(std::move(name)), layout_(prefix), plain_(plain) {
   layout_.check_name(name_);
   // RedissonObject.suffixName and prefixName for a name without braces.
   key_ = name_;
@@ -183,6 +183,7 @@ redis::Reply RedissonSemaphore::run(const redis::Script& script,
 
 PermitAcquisition RedissonSemaphore::acquire(const PermitRequest& req, Deadline until,
                                              const WaitHooks& hooks) {
+  if (plain_) return acquire_plain(req, until, hooks);
   RedissonPermitWait wait(*this, req);
   const WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
   PermitAcquisition a = wait.result();
@@ -245,7 +246,11 @@ std::vector<std::string> RedissonSemaphore::renew(const std::vector<std::string>
   return strings_from(reply, 1);
 }
 
+std::unique_ptr<Hold> make_plain_hold(RedissonSemaphore& sem, const PermitsHeld& held,
+                                      Millis lease);
+
 std::unique_ptr<Hold> RedissonSemaphore::hold(const PermitsHeld& held, Millis lease) {
+  if (plain_) return make_plain_hold(*this, held, lease);
   return std::make_unique<RedissonPermitHold>(*this, held, lease, topology_);
 }
 

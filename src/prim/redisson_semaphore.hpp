@@ -21,7 +21,10 @@ class RedissonSemaphore {
  public:
   // Throws UsageError for a name with a brace (see RedissonLayout::check_name). `prefix`:
   // where a release's reply record goes (PREFIX redisson:{NAME}:..., never read by Redisson).
-  RedissonSemaphore(redis::Topology& topology, std::string name, const std::string& prefix);
+  // `plain`: Redisson's RSemaphore instead (prim/redisson_rsemaphore.cpp): anonymous
+  // permits that never expire, taken only by acquire (and hold, for exec).
+  RedissonSemaphore(redis::Topology& topology, std::string name, const std::string& prefix,
+                    bool plain = false);
 
   // As Semaphore::acquire: a semaphore not set yet is set to req.capacity (Redisson's
   // trySetPermits); a total (free + taken) other than req.capacity throws DataError unless
@@ -41,6 +44,11 @@ class RedissonSemaphore {
 
  private:
   friend class RedissonPermitWait;
+  friend class RedissonPlainWait;
+  friend class RedissonPlainHold;
+  PermitAcquisition acquire_plain(const PermitRequest& req, Deadline until, const WaitHooks& hooks);
+  redis::Reply run_plain(const redis::Script& script, const std::vector<std::string_view>& keys,
+                         const std::vector<std::string>& args);
   // `reply_key`: the request's reply record (release), "" for none.
   redis::Reply run(const redis::Script& script, const std::vector<std::string>& args,
                    redis::Acks* acks = nullptr, const std::string& reply_key = {});
@@ -51,6 +59,7 @@ class RedissonSemaphore {
   redis::Topology& topology_;
   std::string name_;
   RedissonLayout layout_;
+  bool plain_;
   std::string key_, timeouts_key_, channel_;
 };
 

@@ -305,8 +305,8 @@ redis::Reply Semaphore::release_script(const std::string& request_key, std::stri
                         name_, redis::Retry::kIdempotent);
 }
 
-void Semaphore::use_redisson() {
-  redisson_ = std::make_shared<RedissonSemaphore>(topology_, name_, layout_.prefix());
+void Semaphore::use_redisson(bool plain) {
+  redisson_ = std::make_shared<RedissonSemaphore>(topology_, name_, layout_.prefix(), plain);
 }
 
 PermitRelease Semaphore::release(const std::vector<std::string>& ids) {

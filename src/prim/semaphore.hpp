@@ -34,6 +34,7 @@ struct PermitsHeld {
   std::string request_id;         // names the acquisition for its hold
   Deadline deadline{};            // the server may expire them from here on
   long long replicas_acked = -1;  // replicas that acknowledged them (--sync-replicas); -1 = off
+  long long count = 0;            // Redisson's RSemaphore: anonymous permits taken (no ids)
 };
 
 // Not enough permits free (or live waiters ahead).
@@ -138,9 +139,9 @@ class Semaphore {
   const std::string& name() const { return name_; }
 
   // From now on every operation is Redisson's RPermitExpirableSemaphore's of the name
-  // (--layout redisson; prim/redisson_semaphore). Throws UsageError for a name Redisson's
-  // layout refuses.
-  void use_redisson();
+  // (--layout redisson; prim/redisson_semaphore), or its RSemaphore's when `plain`. Throws
+  // UsageError for a name Redisson's layout refuses.
+  void use_redisson(bool plain = false);
 
  private:
   friend class PermitWait;

@@ -11,6 +11,12 @@
 //   node sem_peer.js PORT NAME take LEASE          acquire, print "held <ms> <id>", exit
 //   node sem_peer.js PORT NAME set PERMITS         trySetPermits
 //   node sem_peer.js PORT NAME release ID          tryRelease(ID): print true or false
+// And a Java-side RSemaphore (redisson_rsem_*.lua, RedissonSemaphore.acquire(): anonymous
+// permits, retried on each message on redisson_sc:{NAME}):
+//   node sem_peer.js PORT NAME rwait HOLD_MS       print "busy" if the first try fails, then
+//                                                  "acquired <ms>", hold, release, "released <ms>"
+//   node sem_peer.js PORT NAME rrounds N LOG       N acquisitions: "+" then "-" appended to LOG
+//   node sem_peer.js PORT NAME rset PERMITS        trySetPermits
 // $SHARDED=1: Redisson's sharded mode (SSUBSCRIBE, the scripts told "spublish").
 'use strict';
 const fs = require('fs');
@@ -22,6 +28,8 @@ const [port, name, mode, arg1, arg2, arg3] = process.argv.slice(2);
 setTimeout(() => { console.error('sem_peer: deadline'); process.exit(3); }, 60000).unref();
 const script = (f) => fs.readFileSync(path.join(__dirname, 'redisson_pes_' + f + '.lua'), 'utf8');
 const TRY = script('try_acquire'), RELEASE = script('try_release'), SET = script('try_set_permits');
+const rscript = (f) => fs.readFileSync(path.join(__dirname, 'redisson_rsem_' + f + '.lua'), 'utf8');
+const RTRY = rscript('try_acquire'), RRELEASE = rscript('release'), RSET = rscript('try_set_permits');
 const NON_EXPIRABLE = 922337203685477;
 const sharded = process.env.SHARDED === '1';
 const PUBLISH = sharded ? 'spublish' : 'publish';
@@ -57,7 +65,36 @@ async function main() {
     await redis.eval(RELEASE, 3, name, channel, timeout, Buffer.from(id, 'hex'), 1, Date.now(), PUBLISH);
     return at;
   };
-  if (mode === 'wait') {
+  // RSemaphore.acquire(1): tryAcquire, else wait for a message and try again.
+  const racquire = async (onBusy) => {
+    for (let first = true; ; first = false) {
+      if (await redis.eval(RTRY, 1, name, 1) === 1) return;
+      if (first && onBusy) onBusy();
+      await new Promise((res) => { wake = res; setTimeout(res, 60000); });
+      wake = null;
+    }
+  };
+  const rrelease = async () => {
+    const at = Date.now();
+    await redis.eval(RRELEASE, 2, name, channel, 1, PUBLISH);
+    return at;
+  };
+  if (mode === 'rwait') {
+    await racquire(() => console.log('busy'));
+    console.log('acquired ' + Date.now());
+    await sleep(Number(arg1));
+    console.log('released ' + await rrelease());
+  } else if (mode === 'rrounds') {
+    for (let i = 0; i < Number(arg1); i++) {
+      await racquire();
+      fs.appendFileSync(arg2, '+\n');
+      await sleep(2);
+      fs.appendFileSync(arg2, '-\n');
+      await rrelease();
+    }
+  } else if (mode === 'rset') {
+    console.log(String(await redis.eval(RSET, 2, name, channel, Number(arg1), PUBLISH)));
+  } else if (mode === 'wait') {
     const id = await acquire(Number(arg1), () => console.log('busy'));
     console.log('acquired ' + Date.now() + ' ' + id);
     await sleep(Number(arg2));
