@@ -412,8 +412,10 @@ Under --layout redisson, sem is Redisson's RPermitExpirableSemaphore of the name
 name's free count, {NAME}:timeout, redisson_sc:{NAME}): permit ids are Redisson's 32 hex
 digits, usable by either side; --permits sets a semaphore not set yet (trySetPermits) and
 must equal its total otherwise (--resize: setPermits); no queue (a release wakes every
-waiter, the first to retry wins); no --note. --redisson-object semaphore (RSemaphore,
-permits without id or expiry) exits 64. See docs/redisson.md.
+waiter, the first to retry wins); no --note. --redisson-object semaphore is RSemaphore
+(anonymous permits that never expire): sem exec only, which takes --count permits and gives
+them back when the job ends; no lease is claimed (a killed rlock leaks them, as a killed
+Java client does). See docs/redisson.md.
 
 Examples:
   rlock sem exec --permits 3 --wait 10m encoders -- ./encode.sh in.mp4   # at most 3 at once

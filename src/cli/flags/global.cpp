@@ -403,8 +403,9 @@ changes announced on
 .BI redisson_sc:{ NAME }
 both ways);
 .B semaphore
-(RSemaphore, whose permits have no id and no expiry) exits 64 with
-.BR sem .
+is RSemaphore (the free count alone: permits without id or expiry), for
+.B "sem exec"
+only.
 A lock type given to
 .B sem
 or a semaphore type given to a lock command exits 64, as does the flag without
