@@ -162,9 +162,10 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
                  static_cast<const inspect::ObjectType*>(runs->get()));
     auto layout = make_layout(settings);
     if (layout->locks_only()) {
-      if (types->empty()) selected = inspect::select_types("lock");
+      // Redisson's objects: its locks, and its RRateLimiter as a limiter.
+      if (types->empty()) selected = inspect::select_types("lock,limiter");
       for (const auto* t : selected) {
-        if (t->type() != "lock")
+        if (t->type() != "lock" && t->type() != "limiter")
           require_rlock_layout(settings, "inspect --type " + std::string(t->type()));
       }
     }
