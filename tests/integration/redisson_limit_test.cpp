@@ -282,7 +282,14 @@ TEST_CASE(
     CHECK(r.err.find("holds a Redisson-RRateLimiter, not a lock") != std::string::npos);
     CHECK(snapshot(redis) == before);
   }
-  CHECK(rlock(redis, redisson({"lock", "jv"})).status == 65);
+  for (const char* object : {"lock", "fair-lock", "read-write-lock"}) {
+    CAPTURE(object);
+    CHECK(rlock(redis, redisson({"--redisson-object", object, "lock", "jv"})).status == 65);
+    CHECK(rlock(redis,
+                redisson({"--redisson-object", object, "exec", "--wait", "1s", "jv", "--", "true"}))
+              .status == 65);
+  }
+  CHECK(rlock(redis, redisson({"lock", "--shared", "jv"})).status == 65);
   CHECK(snapshot(redis) == before);
 }
 
