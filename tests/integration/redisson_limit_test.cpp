@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "harness.hpp"
+#include "lossy_proxy.hpp"
 
 namespace rlock::test {
 namespace {
@@ -241,6 +242,26 @@ TEST_CASE(
   MESSAGE("rlock beside a Java clock 5s ahead: retry in " << j.at("retry_after_ms") << " ms");
   CHECK(j.at("retry_after_ms") > 5500);
   CHECK(j.at("retry_after_ms") <= 6100);
+}
+
+TEST_CASE("redisson limit: a call whose reply is lost is repeated and takes its permits once") {
+  RedisServer redis({.test_topology = false});  // the proxy is a standalone server's
+  LossyProxy proxy(redis.port());
+  const std::vector<std::string> call = {"--url", proxy.url(), "--layout", "redisson", "limit"};
+  auto in = [&](const std::string& name) {
+    std::vector<std::string> a = call;
+    a.insert(a.end(), {name, "--rate", "2", "--per", "1h"});
+    return a;
+  };
+  REQUIRE(rlock_raw(in("warm")).status == 0);  // the script cached: the lost request is it
+  proxy.lose("{lost}", LossyProxy::Loss::kReply);
+  auto r = rlock_raw(in("lost"));
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(proxy.losses() == 1);
+  REQUIRE(r.status == 0);
+  CHECK(parse_json(r.out).at("remaining") == 1);
+  CHECK(redis.cmd_int({"ZCARD", "{lost}:permits"}) == 1);
+  CHECK(redis.cmd_str({"GET", "{lost}:value"}) == "1");
 }
 
 TEST_CASE("redisson limit: --wait passes once Java's permits leave the window") {
