@@ -27,7 +27,7 @@
 return once(A.peek ~= '1' and K.reply, A.reply_ttl, function()
 do
   local denied = A.peek ~= '1' and first_denied({
-    {'HSETNX', K.config, 'rate', '1'}, {'HSET', K.config, 'rate', '1'},
+    {'HSET', K.config, 'rate', '1'},
     {'PEXPIRE', K.config, '1'}, {'PEXPIRE', K.value, '1'}, {'PEXPIRE', K.permits, '1'},
     {'SET', K.value, '1'}, {'DECRBY', K.value, '1'}, {'DEL', K.value, K.permits},
     {'ZADD', K.permits, '1', 'm'}, {'ZREMRANGEBYSCORE', K.permits, '0', '1'},
@@ -94,11 +94,11 @@ local function keep_alive()
   end
 end
 
-if not peek and not exists then  -- trySetRate(type, rate, interval), keepAliveTime 0
-  redis.call('hsetnx', K.config, 'rate', A.rate)
-  redis.call('hsetnx', K.config, 'interval', A.interval)
-  redis.call('hsetnx', K.config, 'keepAliveTime', '0')
-  redis.call('hsetnx', K.config, 'type', A.type)
+if not peek and not exists then
+  -- trySetRate(type, rate, interval): its HSETNXs in its order (keepAliveTime 0), as one
+  -- HSET on the hash that does not exist (one right less to ask for).
+  redis.call('hset', K.config, 'rate', A.rate, 'interval', A.interval, 'keepAliveTime', '0',
+             'type', A.type)
 elseif differs then  -- setRate(RateLimiterArgs ... keepState(true)), keepAliveTime kept
   redis.call('hset', K.config, 'rate', A.rate, 'interval', A.interval, 'type', A.type)
   if stored[3] ~= A.type then
