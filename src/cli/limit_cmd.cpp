@@ -65,14 +65,19 @@ bool given(const LimitFlags& f, const std::string& flag) {
   return false;
 }
 
-// Under --layout redisson: what Redisson's RRateLimiter has no form for is refused, and its
-// window passes up to --rate at once (the burst is the rate).
-void redisson_call(const LimitFlags& f, const Settings& s, Call& c) {
+// Under --layout redisson, the name and object: Redisson's RRateLimiter of a brace-less name.
+void check_redisson_name(const LimitFlags& f, const Settings& s) {
   prim::RedissonLayout(s.prefix).check_name(f.name);
   if (s.redisson_object != RedissonObject::kDefault)
     throw UsageError(
         "--redisson-object names a lock or semaphore; limit is Redisson's "
         "RRateLimiter under --layout redisson (leave --redisson-object out)");
+}
+
+// Under --layout redisson: what Redisson's RRateLimiter has no form for is refused, and its
+// window passes up to --rate at once (the burst is the rate).
+void redisson_call(const LimitFlags& f, const Settings& s, Call& c) {
+  check_redisson_name(f, s);
   if (given(f, "--burst"))
     throw UsageError(
         "--burst: Redisson's RRateLimiter has none (any --per window passes up to "
@@ -237,7 +242,7 @@ Json failed_open_json(const std::string& name, const Call& c) {
 int run_reset(const LimitFlags& f, const std::vector<std::string>& command, const Settings& s) {
   validate_name(f.name);
   const bool redisson = s.layout == Layout::kRedisson;
-  if (redisson) prim::RedissonLayout(s.prefix).check_name(f.name);
+  if (redisson) check_redisson_name(f, s);
   if (!command.empty()) throw UsageError("--reset runs no command; leave out '-- CMD'");
   // Redisson keeps each client's state under its id: --client names whose to clear.
   for (const auto* o : f.decision_options) {

@@ -338,6 +338,8 @@ TEST_CASE(
         "--per", "1m"},
        64},
       {{"--layout", "redisson", "limit", "live", "--reset", "--rate", "3"}, 64},
+      {{"--layout", "redisson", "--redisson-object", "semaphore", "limit", "live", "--reset"}, 64},
+      {{"--layout", "redisson", "limit", "a{b}", "--reset"}, 64},
       {with("live", {"--peek", "--reconfigure"}), 64},
       {with("alock", {}), 65},
       {with("alock", {"--peek"}), 65},
