@@ -240,7 +240,7 @@ TEST_CASE(
   CHECK(!java_acquire(redis, "skew", 2, "J1", epoch_ms() + 5000));
   auto j = limit(redis, {"skew", "--rate", "2", "--per", "1s"}, 75);
   MESSAGE("rlock beside a Java clock 5s ahead: retry in " << j.at("retry_after_ms") << " ms");
-  CHECK(j.at("retry_after_ms") > 5500);
+  CHECK(j.at("retry_after_ms") > 5000);  // beyond the 1s window: the 5s of skew
   CHECK(j.at("retry_after_ms") <= 6100);
 }
 
@@ -266,15 +266,18 @@ TEST_CASE("redisson limit: a call whose reply is lost is repeated and takes its 
 
 TEST_CASE("redisson limit: --wait passes once Java's permits leave the window") {
   RedisServer redis;
-  REQUIRE(java_try_set_rate(redis, "w", 0, 3, 1000) == 1);
+  // A window of 3s: the first decision comes well before it ends, also on a loaded host.
+  REQUIRE(java_try_set_rate(redis, "w", 0, 3, 3000) == 1);
   const long long taken = epoch_ms();
   REQUIRE(!java_acquire(redis, "w", 3, "J1", taken));
-  auto r = rlock(redis, redisson({"limit", "w", "--rate", "3", "--per", "1s", "--wait", "5s"}));
+  auto r =
+      rlock(redis, redisson({"-v", "limit", "w", "--rate", "3", "--per", "3s", "--wait", "10s"}));
   REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.err.find("retrying in") != std::string::npos);  // it slept, then passed
   const long long passed = parse_json(r.out).at("now_ms").get<long long>();
-  MESSAGE("rlock --wait passed " << passed - (taken + 1000) << " ms after Java's permits aged out");
-  CHECK(passed >= taken + 1000);
-  CHECK(passed - (taken + 1000) < 100);
+  MESSAGE("rlock --wait passed " << passed - (taken + 3000) << " ms after Java's permits aged out");
+  CHECK(passed >= taken + 3000);
+  CHECK(passed - (taken + 3000) < 250);  // measured 3-6 ms on an idle host
 }
 
 TEST_CASE(
