@@ -25,6 +25,9 @@
 -- @include common.lua
 local err = first_bad_type({{K.lock, 'hash'}, {K.queue, 'list'}, {K.timeouts, 'zset'}, {K.exec, 'string'}})
 if err then return err end
+if redis.call('HGET', K.lock, 'rate') and redis.call('HGET', K.lock, 'interval') then
+  return redis.error_reply('BADTYPE Redisson-RRateLimiter ' .. K.lock)  -- no lock's hash
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local wait = tonumber(A.wait)

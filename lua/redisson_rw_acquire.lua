@@ -22,6 +22,9 @@ local denied = first_denied({{'HSET', K.lock, 'f', '1'}, {'PEXPIRE', K.lock, '1'
 if denied then return denied end
 local err = bad_type(K.fence, 'string')
 if err then return err end
+if redis.call('HGET', K.lock, 'rate') and redis.call('HGET', K.lock, 'interval') then
+  return redis.error_reply('BADTYPE Redisson-RRateLimiter ' .. K.lock)  -- no lock's hash
+end
 return once(K.reply, A.reply_ttl, function()
   local mode, bad = rw_mode(K.lock)
   if bad then return bad end

@@ -154,6 +154,11 @@ local function check_lock_keys(channel, reader)
   end
   err = malformed_fence()
   if err then return err end
+  -- Redisson's RRateLimiter config (under --layout redisson; no lock hash has two fields
+  -- named so): its numbers are no holders' counts.
+  if redis.call('HGET', K.lock, 'rate') and redis.call('HGET', K.lock, 'interval') then
+    return redis.error_reply('BADTYPE Redisson-RRateLimiter ' .. K.lock)
+  end
   for _, v in ipairs(redis.call('HVALS', K.lock)) do
     if not string.match(v, '^%d+$') then return redis.error_reply('MALFORMED ' .. K.lock) end
   end

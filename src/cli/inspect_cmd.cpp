@@ -162,14 +162,15 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
                  static_cast<const inspect::ObjectType*>(runs->get()));
     auto layout = make_layout(settings);
     if (layout->locks_only()) {
-      if (types->empty()) selected = inspect::select_types("lock");
+      // Redisson's objects: its locks, and its RRateLimiter as a limiter.
+      if (types->empty()) selected = inspect::select_types("lock,limiter");
       // A Redisson latch is a bare integer that a listing of every type would take for
       // one anywhere, a permit-expirable semaphore a zset: each is listed only when asked
       // for alone.
       const bool latch_alone =
           selected.size() == 1 && (selected[0]->type() == "latch" || selected[0]->type() == "sem");
       for (const auto* t : selected) {
-        if (t->type() != "lock" && !latch_alone)
+        if (t->type() != "lock" && t->type() != "limiter" && !latch_alone)
           require_rlock_layout(settings, "inspect --type " + std::string(t->type()));
       }
     }

@@ -14,6 +14,7 @@
 #include "cli/whole_flag.hpp"
 #include "exec/signals.hpp"
 #include "prim/limiter.hpp"
+#include "prim/redisson_limiter.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
 #include "util/name.hpp"
@@ -42,10 +43,11 @@ std::string format_period(long long ms) {
   return std::to_string(ms) + "ms";
 }
 
-// "--rate 10 --per 1s --burst 1 --client --client-rate 2" as a user would type it.
-std::string describe(const prim::LimiterConfig& c) {
-  std::string s = "--rate " + std::to_string(c.rate) + " --per " + format_period(c.per_ms) +
-                  " --burst " + std::to_string(c.burst);
+// "--rate 10 --per 1s --burst 1 --client --client-rate 2" as a user would type it; a
+// Redisson RRateLimiter has no burst (--layout redisson).
+std::string describe(const prim::LimiterConfig& c, bool redisson) {
+  std::string s = "--rate " + std::to_string(c.rate) + " --per " + format_period(c.per_ms);
+  if (!redisson) s += " --burst " + std::to_string(c.burst);
   if (c.per_client) s += " --client";
   if (c.client_rate > 0) s += " --client-rate " + std::to_string(c.client_rate);
   return s;
@@ -54,9 +56,45 @@ std::string describe(const prim::LimiterConfig& c) {
 struct Call {
   prim::LimitRequest request;
   Millis wait{0};
+  bool redisson = false;  // Redisson's RRateLimiter (--layout redisson)
 };
 
-Call resolve_call(const LimitFlags& f) {
+bool given(const LimitFlags& f, const std::string& flag) {
+  for (const auto* o : f.decision_options)
+    if (o->get_name() == flag) return o->count() > 0;
+  return false;
+}
+
+// Under --layout redisson, the name and object: Redisson's RRateLimiter of a brace-less name.
+void check_redisson_name(const LimitFlags& f, const Settings& s) {
+  prim::RedissonLayout(s.prefix).check_name(f.name);
+  if (s.redisson_object != RedissonObject::kDefault)
+    throw UsageError(
+        "--redisson-object names a lock or semaphore; limit is Redisson's "
+        "RRateLimiter under --layout redisson (leave --redisson-object out)");
+}
+
+// Under --layout redisson: what Redisson's RRateLimiter has no form for is refused, and its
+// window passes up to --rate at once (the burst is the rate).
+void redisson_call(const LimitFlags& f, const Settings& s, Call& c) {
+  check_redisson_name(f, s);
+  if (given(f, "--burst"))
+    throw UsageError(
+        "--burst: Redisson's RRateLimiter has none (any --per window passes up to "
+        "--rate); leave it out under --layout redisson");
+  if (f.client_rate)
+    throw UsageError(
+        "--client-rate: Redisson's RRateLimiter limits each client (PER_CLIENT, "
+        "--client ID) or all of them (OVERALL), not both");
+  prim::LimiterConfig& cfg = c.request.config;
+  if (c.request.cost > cfg.rate)
+    throw UsageError("--cost " + f.cost + " is above --rate " + std::to_string(cfg.rate) +
+                     ": Redisson's RRateLimiter refuses such a call");
+  cfg.burst = cfg.rate;
+  c.redisson = true;
+}
+
+Call resolve_call(const LimitFlags& f, const Settings& s) {
   validate_name(f.name);
   if (f.rate.empty() || f.per.empty()) {
     throw UsageError("limit needs --rate N and --per DUR (or --reset); see: rlock help limit");
@@ -79,6 +117,7 @@ Call resolve_call(const LimitFlags& f) {
     throw UsageError("--per x --burst / rate must be at most 36500d (the time to refill a burst)");
   }
   c.request.cost = parse_whole_flag(f.cost, "--cost", 1, kMaxRate);
+  if (s.layout == Layout::kRedisson) redisson_call(f, s, c);
   if (c.request.cost > cfg.burst) {
     throw UsageError("--cost " + f.cost + " is above --burst " + std::to_string(cfg.burst) +
                      ": such a call could never pass");
@@ -132,11 +171,18 @@ struct Outcome {
   int stopped_by = 0;                           // a stop signal ended the wait
 };
 
-prim::LimitDecision decide_once(prim::Limiter& limiter, const Call& c) {
+// One decision of rlock's limiter or of Redisson's RRateLimiter.
+struct Decider {
+  std::string name;
+  std::function<prim::LimitOutcome(const prim::LimitRequest&)> decide;
+};
+
+prim::LimitDecision decide_once(const Decider& limiter, const Call& c) {
   auto outcome = limiter.decide(c.request);
   if (const auto* m = std::get_if<prim::ConfigMismatch>(&outcome)) {
-    throw DataError("limiter '" + limiter.name() + "' is configured with " + describe(m->stored) +
-                    "; given " + describe(c.request.config) +
+    throw DataError("limiter '" + limiter.name + "' is configured with " +
+                    describe(m->stored, c.redisson) + "; given " +
+                    describe(c.request.config, c.redisson) +
                     "; nothing changed (--reconfigure to change it)");
   }
   return std::get<prim::LimitDecision>(outcome);
@@ -144,7 +190,7 @@ prim::LimitDecision decide_once(prim::Limiter& limiter, const Call& c) {
 
 // Decides, and while limited with --wait left, sleeps until the reported retry time and
 // decides again. Redis unreachable: fails open with --fail-open, else throws.
-Outcome decide(prim::Limiter& limiter, const Call& c, bool fail_open, const Console& console,
+Outcome decide(const Decider& limiter, const Call& c, bool fail_open, const Console& console,
                const Interrupts* interrupts) {
   Deadline until = SteadyClock::now() + c.wait;
   std::optional<prim::LimitDecision> slept_on;  // the limited decision the last sleep followed
@@ -195,21 +241,30 @@ Json failed_open_json(const std::string& name, const Call& c) {
 
 int run_reset(const LimitFlags& f, const std::vector<std::string>& command, const Settings& s) {
   validate_name(f.name);
+  const bool redisson = s.layout == Layout::kRedisson;
+  if (redisson) check_redisson_name(f, s);
   if (!command.empty()) throw UsageError("--reset runs no command; leave out '-- CMD'");
+  // Redisson keeps each client's state under its id: --client names whose to clear.
   for (const auto* o : f.decision_options) {
-    if (o->count() > 0) throw UsageError("--reset takes no " + o->get_name() + "; it clears all");
+    if (o->count() > 0 && !(redisson && o->get_name() == "--client"))
+      throw UsageError("--reset takes no " + o->get_name() + "; it clears all");
   }
+  if (f.client) validate_client_id(*f.client);
   Console console(s);
   redis::Topology topology = open_topology(s);
+  prim::RedissonLayout redisson_layout(s.prefix);
   prim::KeyLayout layout(s.prefix);
-  auto r = prim::Limiter(topology, layout, f.name).reset();
+  auto r =
+      redisson
+          ? prim::RedissonLimiter(topology, redisson_layout, f.name).reset(f.client.value_or(""))
+          : prim::Limiter(topology, layout, f.name).reset();
   console.result({{"name", f.name}, {"reset", r.existed}, {"client_buckets", r.client_buckets}});
   return 0;
 }
 
 int run_limit(const LimitFlags& f, const std::vector<std::string>& command, const Settings& s) {
   if (f.reset) return run_reset(f, command, s);
-  Call c = resolve_call(f);
+  Call c = resolve_call(f, s);
   if (!command.empty() && c.request.peek) throw UsageError("--peek runs no command");
   Console console(s);
   // With a command, the supervision's signal fd catches stop signals from the start (as
@@ -232,7 +287,12 @@ int run_limit(const LimitFlags& f, const std::vector<std::string>& command, cons
   }
   redis::Topology topology = open_topology(s);
   prim::KeyLayout layout(s.prefix);
-  prim::Limiter limiter(topology, layout, f.name);
+  prim::RedissonLayout redisson_layout(s.prefix);
+  prim::Limiter own(topology, layout, f.name);
+  prim::RedissonLimiter redisson(topology, redisson_layout, f.name);
+  Decider limiter{f.name, [&](const prim::LimitRequest& r) {
+                    return c.redisson ? redisson.decide(r) : own.decide(r);
+                  }};
   if (supervision) supervision->prepare_during_next_script(topology);
   Outcome o = decide(limiter, c, f.fail_open, console, &interrupts);
   if (o.stopped_by) {
@@ -309,6 +369,14 @@ is printed only then). Redis unreachable or unable to serve (a read-only replica
 line on stderr). --reset clears the
 limiter: prints {"name","reset","client_buckets"}.
 
+--layout redisson: the limiter is Redisson's RRateLimiter of that name (its config hash,
+{NAME}:value and the sliding log {NAME}:permits; with --client ID, PER_CLIENT and the keys
+{NAME}:value:ID, {NAME}:permits:ID, ID being the Java instance's id): a call passes when
+fewer than --rate permits were taken in the last --per, stamped with the server's clock
+(Redisson stamps the client's). A new limiter is created as trySetRate does; --reconfigure
+is setRate keeping the permits taken. --burst and --client-rate have no Redisson form
+(exit 64); --reset deletes what delete() does (with --client, that client's keys too).
+
 Examples:
   rlock limit api --rate 10 --per 1s --burst 5              # one call, 10/s, bursts of 5
   rlock limit mail --rate 100 --per 1h --wait 5m -- ./send-mail.sh
@@ -316,10 +384,7 @@ Examples:
   rlock limit api --rate 20 --per 1s --burst 5 --reconfigure
   rlock limit api --reset)");
 
-  return {[f, &command](const Settings& settings) {
-    require_rlock_layout(settings, "limit");
-    return run_limit(*f, command, settings);
-  }};
+  return {[f, &command](const Settings& settings) { return run_limit(*f, command, settings); }};
 }
 
 }  // namespace rlock::cli

@@ -1,8 +1,11 @@
 // inspect's view of a rate limiter: its config and overall TAT (a hash) and its per-client
 // buckets (a zset client id -> TAT), see lua/limit_decide.lua. A limiter that is idle and
-// full has no keys and is not listed.
+// full has no keys and is not listed. Under --layout redisson: Redisson's RRateLimiter, its
+// config hash under the bare name and its OVERALL sliding log (lua/redisson_limit_decide.lua),
+// also one that only Java clients created.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "inspect/types.hpp"
@@ -34,6 +37,13 @@ class LimiterType final : public ObjectType {
   // the stale (full) buckets not pruned yet come first, so live = ZCARD - stale among them.
   std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
                                               const Found& o) const override {
+    if (o.key == o.name) {  // Redisson's: the config, its TTL, the permits left, the log
+      const std::string tag = "{" + o.name + "}";
+      return {{"HMGET", o.key, "rate", "interval", "type", "keepAliveTime"},
+              {"PTTL", o.key},
+              {"GET", tag + ":value"},
+              {"ZRANGE", tag + ":permits", "0", std::to_string(kMaxListed - 1), "WITHSCORES"}};
+    }
     std::vector<std::string> hmget = {"HMGET", o.key};
     for (const char* f : kFields) hmget.emplace_back(f);
     auto clients = layout.limiter_clients_key(o.name);
@@ -51,7 +61,16 @@ class LimiterType final : public ObjectType {
               {"client_rate", nullptr},    {"per_client", nullptr}, {"tokens", nullptr},
               {"client_buckets", nullptr}, {"ttl_ms", -1}};
     std::string error;
-    if (auto denied = refusal(r, read_count())) {
+    if (o.key == o.name && !refusal(r, read_count())) {
+      if (r[0].is_error() || !r[0].is_array() || r[0].size() != 4) return std::nullopt;
+      if (r[0].at(0).is_nil() && r[0].at(1).is_nil() && r[0].at(2).is_nil()) return std::nullopt;
+      j["keep_alive_ms"] = nullptr;
+      try {
+        decode_redisson(r, clock, j);
+      } catch (const std::exception&) {
+        error = "not a well-formed Redisson RRateLimiter";
+      }
+    } else if (auto denied = refusal(r, read_count())) {
       error = *denied;
     } else if (r[0].is_error()) {
       error = "key holds another type than a limiter's hash";
@@ -67,10 +86,14 @@ class LimiterType final : public ObjectType {
     if (r[1].is_integer()) j["ttl_ms"] = r[1].integer();
     if (!error.empty()) j["error"] = error;
     std::string state = "(" + error + ")";
+    const bool redisson = j.contains("keep_alive_ms");
     if (error.empty()) {
       state = std::to_string(j["rate"].get<long long>()) + "/" +
-              format_duration(Millis(j["per_ms"].get<long long>())) + " burst " +
-              std::to_string(j["burst"].get<long long>());
+              format_duration(Millis(j["per_ms"].get<long long>()));
+      if (redisson)
+        state += j["per_client"].get<bool>() ? " Redisson PER_CLIENT" : " Redisson OVERALL";
+      else
+        state += " burst " + std::to_string(j["burst"].get<long long>());
       if (!j["tokens"].is_null())
         state += ", " + std::to_string(j["tokens"].get<long long>()) + " left";
       if (!j["client_buckets"].is_null())
@@ -81,6 +104,40 @@ class LimiterType final : public ObjectType {
   }
 
  private:
+  // Redisson's RRateLimiter: rate, interval and type, and (OVERALL) the permits a call
+  // could take now, as its tryAcquire counts them: the value, plus the permits whose window
+  // ended, capped at the rate less those still in it (the log's first kMaxListed entries;
+  // each member is struct.pack('Bc0I', #random, random, permits), little-endian on Redis).
+  static void decode_redisson(const redis::Reply* r, const BatchClock& clock, Json& j) {
+    const auto& c = r[0];
+    const long long rate = std::stoll(c.at(0).str()), interval = std::stoll(c.at(1).str());
+    const std::string type = c.at(2).str();
+    if (rate < 1 || interval < 1 || (type != "0" && type != "1")) throw DataError("bad config");
+    j["rate"] = rate;
+    j["per_ms"] = interval;
+    j["burst"] = rate;
+    j["per_client"] = type == "1";
+    j["keep_alive_ms"] = c.at(3).is_nil() ? 0 : std::stoll(c.at(3).str());
+    if (type == "1" || !clock.now_us || !r[3].is_array()) return;
+    const long long now = *clock.now_us / 1000;
+    long long released = 0, used = 0;
+    for (size_t i = 0; i + 1 < r[3].size(); i += 2) {
+      const std::string m = r[3].at(i).str();
+      const size_t at = 1 + (m.empty() ? 0 : static_cast<unsigned char>(m[0]));
+      if (m.size() != at + 4) throw DataError("bad permit");
+      std::uint32_t permits = 0;
+      for (int b = 3; b >= 0; --b) permits = permits << 8 | static_cast<unsigned char>(m[at + b]);
+      (std::stod(r[3].at(i + 1).str()) <= static_cast<double>(now - interval) ? released : used) +=
+          permits;
+    }
+    long long left = rate;
+    if (r[2].is_string()) {
+      left = std::stoll(r[2].str());
+      if (released > 0) left = left + released > rate ? rate - used : left + released;
+    }
+    j["tokens"] = std::max(left, 0LL);
+  }
+
   // Fills the config fields, tokens left now (overall bucket) and the live client buckets.
   static void decode_config(const redis::Reply* r, const BatchClock& clock, Json& j) {
     long long rate = r[0].at(0).integer(), per_ms = r[0].at(1).integer(),

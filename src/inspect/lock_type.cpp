@@ -231,6 +231,8 @@ class LockType final : public ObjectType {
       redis::ReplyView fields = scanned(r[0]);
       for (size_t k = 0; k < listed_pairs(fields); ++k) {
         const std::string owner = fields.at(2 * k).str();
+        // Redisson's RRateLimiter's config (inspect/limiter_type.cpp shows it): no lock.
+        if (o.key == o.name && (owner == "rate" || owner == "interval")) return false;
         if (o.key == o.name && owner == "mode") {  // Redisson's RReadWriteLock
           rw_mode = fields.at(2 * k + 1).str();
           if (rw_mode != "read" && rw_mode != "write") return false;

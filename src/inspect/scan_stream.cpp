@@ -53,27 +53,28 @@ std::vector<std::string> scan_argv(const std::string& cursor, const std::string&
   return argv;
 }
 
-// The objects among the keys of one SCAN reply, sorted, each once.
+// The objects among the keys of one SCAN reply, sorted, each once. A key may be the main
+// key of several types (under --layout redisson every object is a hash under its bare
+// name): each of them reads it, and decodes it only when the values are its own.
 std::vector<Pending> objects_in(const redis::ReplyView& keys, const prim::KeyLayout& layout,
                                 const std::vector<const ObjectType*>& types) {
   std::vector<Pending> out;
   for (size_t i = 0; i < keys.size(); ++i) {
     std::string key = keys.at(i).str();
     for (const auto* t : types) {
-      if (auto name = t->name_of(layout, key)) {
-        out.push_back({t, {std::move(*name), std::move(key)}});
-        break;
-      }
+      if (auto name = t->name_of(layout, key)) out.push_back({t, {std::move(*name), key}});
     }
   }
   auto order = [](const Pending& a, const Pending& b) {
-    return std::tie(a.found.name, a.found.key) < std::tie(b.found.name, b.found.key);
+    return std::tie(a.found.name, a.found.key, a.type) <
+           std::tie(b.found.name, b.found.key, b.type);
   };
   std::sort(out.begin(), out.end(), order);
-  out.erase(
-      std::unique(out.begin(), out.end(),
-                  [](const Pending& a, const Pending& b) { return a.found.key == b.found.key; }),
-      out.end());
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const Pending& a, const Pending& b) {
+                          return a.found.key == b.found.key && a.type == b.type;
+                        }),
+            out.end());
   return out;
 }
 

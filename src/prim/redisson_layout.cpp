@@ -176,5 +176,14 @@ std::optional<std::string> RedissonLayout::lock_name(std::string_view key) const
 std::optional<std::string> RedissonLayout::readers_name(std::string_view) const {
   return std::nullopt;
 }
+std::string RedissonLayout::limiter_key_pattern(std::string_view name_glob) const {
+  return lock_key_pattern(name_glob);
+}
+std::optional<std::string> RedissonLayout::limiter_name(std::string_view key) const {
+  return lock_name(key);
+}
+std::string RedissonLayout::any_key_pattern(std::string_view name_glob) const {
+  return lock_key_pattern(name_glob);
+}
 
 }  // namespace rlock::prim

@@ -60,6 +60,11 @@ class RedissonLayout : public KeyLayout {
   std::string lock_key_pattern(std::string_view name_glob) const override;
   std::optional<std::string> lock_name(std::string_view key) const override;
   std::optional<std::string> readers_name(std::string_view key) const override;
+  // Redisson's RRateLimiter: its config hash under the bare name (prim/redisson_limiter).
+  std::string limiter_key_pattern(std::string_view name_glob) const override;
+  std::optional<std::string> limiter_name(std::string_view key) const override;
+  // Every object is under its bare name: the types' *_name() and values tell them apart.
+  std::string any_key_pattern(std::string_view name_glob) const override;
   std::string scan_type() const override { return "hash"; }
   bool locks_only() const override { return true; }
   // Locks are Redisson's RReadWriteLock from now on (--redisson-object read-write-lock).

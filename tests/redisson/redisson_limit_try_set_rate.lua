@@ -1,0 +1,1 @@
+redis.call('hsetnx', KEYS[1], 'rate', ARGV[1]);redis.call('hsetnx', KEYS[1], 'interval', ARGV[2]);redis.call('hsetnx', KEYS[1], 'keepAliveTime', ARGV[4]);local res = redis.call('hsetnx', KEYS[1], 'type', ARGV[3]);if res == 1 and tonumber(ARGV[4]) > 0 then redis.call('pexpire', KEYS[1], ARGV[4]); end; return res;
