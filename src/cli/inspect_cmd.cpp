@@ -165,8 +165,10 @@ Runner define_inspect_command(CLI::App& app, std::vector<std::string>& /*command
       // Redisson's objects: its locks, and its RRateLimiter as a limiter.
       if (types->empty()) selected = inspect::select_types("lock,limiter");
       // A Redisson latch is a bare integer that a listing of every type would take for
-      // one anywhere: it is listed only when asked for alone.
-      const bool latch_alone = selected.size() == 1 && selected[0]->type() == "latch";
+      // one anywhere, a permit-expirable semaphore a zset: each is listed only when asked
+      // for alone.
+      const bool latch_alone =
+          selected.size() == 1 && (selected[0]->type() == "latch" || selected[0]->type() == "sem");
       for (const auto* t : selected) {
         if (t->type() != "lock" && t->type() != "limiter" && !latch_alone)
           require_rlock_layout(settings, "inspect --type " + std::string(t->type()));

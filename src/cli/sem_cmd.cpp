@@ -12,6 +12,7 @@
 #include "cli/supervised.hpp"
 #include "cli/wait_line.hpp"
 #include "cli/whole_flag.hpp"
+#include "prim/redisson_semaphore.hpp"
 #include "prim/semaphore.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -83,6 +84,39 @@ Json strings_json(const std::vector<std::string>& v) {
   return arr;
 }
 
+// Under --layout redisson every operation of `sem` is Redisson's RPermitExpirableSemaphore's
+// (or RSemaphore's, --redisson-object semaphore).
+void select_sem(prim::Semaphore& sem, const Settings& settings) {
+  if (settings.layout == Layout::kRedisson)
+    sem.use_redisson(sem_object(settings) == RedissonObject::kSemaphore);
+}
+
+// What `sem` refuses under --layout redisson before it connects: of Redisson's RSemaphore,
+// whose permits have neither an id nor an expiry, all but exec (which gives back what it
+// took) and --resize (Redisson keeps no total); --note; permit ids not Redisson's.
+void check_redisson_sem(const Settings& settings, const SemFlags& f, bool exec) {
+  if (settings.layout != Layout::kRedisson) return;
+  if (sem_object(settings) == RedissonObject::kSemaphore) {
+    if (!exec)
+      throw UsageError(
+          "--redisson-object semaphore: Redisson's RSemaphore permits have no id and no "
+          "expiry, so only sem exec (which gives back what it took) works on it; use "
+          "permit-expirable-semaphore for permits to acquire and release by id");
+    if (f.take.resize)
+      throw UsageError(
+          "--resize is refused with --redisson-object semaphore: Redisson's RSemaphore keeps "
+          "no total to resize (--permits only sets one never set)");
+  }
+  if (!f.take.lock.note.empty())
+    throw UsageError(
+        "--note is refused under --layout redisson: Redisson's semaphore keeps no notes, and "
+        "none of its clients would see one");
+  prim::check_redisson_permit_ids(f.ids);
+}
+
+// A permit's owner; null for Redisson's, which keep none.
+Json owner_json(const prim::PermitInfo& p) { return p.owner.empty() ? Json() : Json(p.owner); }
+
 std::string describe_busy(const std::string& name, const prim::PermitsBusy& b) {
   std::string line = "semaphore '" + name + "': " + std::to_string(b.in_use) + " of " +
                      std::to_string(b.capacity) + " permits in use";
@@ -127,6 +161,7 @@ int run_acquire(const SemFlags& f, const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
+  select_sem(sem, settings);
   sem.set_ancestry(inherited_holds());
   sem.set_note(t.lock.note);
   prim::WaitHooks hooks = permit_wait_hooks(console, t.lock.name);
@@ -186,7 +221,8 @@ int acquire_and_run(const std::vector<std::string>& command, const Take& t, cons
   JobHold job;
   job.name = t.lock.name;
   job.owner = t.lock.owner;
-  job.what = std::to_string(held.ids.size()) + " permit(s) of semaphore '" + t.lock.name + "'";
+  const size_t taken = held.ids.empty() ? static_cast<size_t>(held.count) : held.ids.size();
+  job.what = std::to_string(taken) + " permit(s) of semaphore '" + t.lock.name + "'";
   job.env = {{"RLOCK_PERMITS", join(held.ids, " ")}};
   job.holds = holds_for_job(inherited, {held.request_id, t.lock.owner});
   return supervision.run_held(command, job, sem.hold(held, t.lock.lease), topology);
@@ -199,6 +235,7 @@ int run_exec(const SemFlags& f, const std::vector<std::string>& command, const S
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, t.lock.name);
+  select_sem(sem, settings);
   supervision.prepare_during_next_script(topology);
   return supervision.until_in_time(t.lock.wait_until, [&] {
     return acquire_and_run(command, t, console, supervision, topology, sem);
@@ -219,9 +256,11 @@ int run_release(const SemFlags& f, const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, f.name);
+  select_sem(sem, settings);
   if (f.force) {
     Json freed = Json::array();
-    for (const auto& p : sem.force_release()) freed.push_back({{"id", p.id}, {"owner", p.owner}});
+    for (const auto& p : sem.force_release())
+      freed.push_back({{"id", p.id}, {"owner", owner_json(p)}});
     console.result({{"name", f.name}, {"forced", true}, {"permits", freed}});
     return 0;
   }
@@ -246,6 +285,7 @@ int run_renew(const SemFlags& f, const Settings& settings) {
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
   prim::Semaphore sem(topology, layout, f.name);
+  select_sem(sem, settings);
   auto missing = sem.renew(f.ids, lease);
   if (!missing.empty()) {
     throw Error(kExitNotNow, not_held_line(f.name, missing) +
@@ -284,7 +324,9 @@ int run_status(const SemFlags& f, const Settings& settings) {
   prim::SemaphorePage page = status_page(f);
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
-  auto s = prim::read_semaphore(topology, layout, f.name, page);
+  auto s = settings.layout == Layout::kRedisson
+               ? prim::RedissonSemaphore(topology, f.name, settings.prefix).read(page)
+               : prim::read_semaphore(topology, layout, f.name, page);
   Json waiters = Json::array();
   for (const auto& w : s.waiters) {
     waiters.push_back({{"owner", w.owner},
@@ -294,7 +336,7 @@ int run_status(const SemFlags& f, const Settings& settings) {
   }
   Json permits = Json::array();
   for (const auto& p : s.permits)
-    permits.push_back({{"id", p.id}, {"owner", p.owner}, {"lease_ms", p.lease_left.count()}});
+    permits.push_back({{"id", p.id}, {"owner", owner_json(p)}, {"lease_ms", p.lease_left.count()}});
   Json next = nullptr;
   if (s.next_permits_from >= 0 || s.next_waiters_from >= 0)
     next = std::to_string(s.next_permits_from) + ":" + std::to_string(s.next_waiters_from);
@@ -366,6 +408,15 @@ the head waiter, and a request for K permits at the head is served before later 
            RLOCK_LEASE_MS and RLOCK_HOLDS in its environment; a request of the job for
            permits only their release could free is refused at once, exit 65
 
+Under --layout redisson, sem is Redisson's RPermitExpirableSemaphore of the name (the bare
+name's free count, {NAME}:timeout, redisson_sc:{NAME}): permit ids are Redisson's 32 hex
+digits, usable by either side; --permits sets a semaphore not set yet (trySetPermits) and
+must equal its total otherwise (--resize: setPermits); no queue (a release wakes every
+waiter, the first to retry wins); no --note. --redisson-object semaphore is RSemaphore
+(anonymous permits that never expire): sem exec only, which takes --count permits and gives
+them back when the job ends; no lease is claimed (a killed rlock leaks them, as a killed
+Java client does). See docs/redisson.md.
+
 Examples:
   rlock sem exec --permits 3 --wait 10m encoders -- ./encode.sh in.mp4   # at most 3 at once
   rlock sem acquire --permits 3 encoders --lease 5m --owner ci-42        # prints permit ids
@@ -374,7 +425,7 @@ Examples:
   rlock sem acquire --permits 5 --resize encoders                        # grow to 5
   rlock sem status encoders)");
   return {[flags, s, &command](const Settings& settings) {
-    require_rlock_layout(settings, "sem");
+    check_redisson_sem(settings, *flags, s.exec->parsed());
     if (!s.exec->parsed() && !command.empty())
       throw UsageError("only sem exec runs a command after '--'");
     if (s.acquire->parsed()) return run_acquire(*flags, settings);

@@ -7,6 +7,7 @@
 #include "cli/lock_options.hpp"
 #include "cli/redisson_lock.hpp"
 #include "prim/lock.hpp"
+#include "prim/redisson_semaphore.hpp"
 #include "util/error.hpp"
 
 namespace rlock::cli {
@@ -94,6 +95,31 @@ int run_unlock(const UnlockFlags& f, const std::string& owner, const Console& co
   throw Error(failed ? failed : kExitNotNow, line);
 }
 
+// unlock --force under --layout redisson --redisson-object permit-expirable-semaphore: every
+// permit of each Redisson RPermitExpirableSemaphore freed, whoever (Java or rlock) took it,
+// as `sem release --force` does.
+int force_semaphores(const UnlockFlags& f, const Console& console, const Settings& settings) {
+  if (!f.force || f.shared)
+    throw UsageError(
+        "--redisson-object names a semaphore: unlock takes it only with --force (and no "
+        "--shared); a permit is given back with rlock sem release NAME --permit ID");
+  if (settings.redisson_object == RedissonObject::kSemaphore)
+    throw UsageError(
+        "--redisson-object semaphore is refused: Redisson's RSemaphore permits have no id and no "
+        "expiry, so rlock cannot tell what was taken; use permit-expirable-semaphore");
+  redis::Topology topology = open_topology(settings);
+  Json each = Json::array();
+  for (const auto& name : f.names) {
+    prim::RedissonSemaphore sem(topology, name, settings.prefix);
+    Json freed = Json::array();
+    for (const auto& p : sem.force_release())
+      freed.push_back({{"id", p.id}, {"lease_ms", p.lease_left.count()}});
+    each.push_back({{"name", name}, {"forced", true}, {"permits", freed}});
+  }
+  console.result(f.names.size() == 1 ? each.front() : Json{{"locks", each}});
+  return 0;
+}
+
 }  // namespace
 
 Runner define_unlock_command(CLI::App& app, std::vector<std::string>& /*command_after_dashes*/) {
@@ -117,6 +143,10 @@ Examples:
   return {[flags](const Settings& settings) {
     Console console(settings);
     validate_names(flags->names);
+    if (settings.layout == Layout::kRedisson &&
+        (settings.redisson_object == RedissonObject::kSemaphore ||
+         settings.redisson_object == RedissonObject::kPermitExpirableSemaphore))
+      return force_semaphores(*flags, console, settings);
     std::string owner = flags->force ? std::string() : explicit_owner(flags->owner, settings);
     return run_unlock(*flags, owner, console, settings);
   }};

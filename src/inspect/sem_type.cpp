@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "inspect/redisson_sem_view.hpp"
 #include "inspect/types.hpp"
 #include "prim/semaphore.hpp"
 #include "redis/script.hpp"
@@ -51,6 +52,8 @@ class SemType final : public ObjectType {
   // number of permits and waiters, with their totals.
   std::vector<std::vector<std::string>> reads(const prim::KeyLayout& layout,
                                               const Found& o) const override {
+    // Under --layout redisson: Redisson's RPermitExpirableSemaphore (inspect/redisson_sem_view).
+    if (layout.locks_only()) return redisson_sem::reads(o);
     using C = redis::contract::sem_status;
     std::vector<std::string> eval = {"EVAL", std::string(redis::scripts::sem_status.source),
                                      std::to_string(C::kNumKeys)};
@@ -70,6 +73,7 @@ class SemType final : public ObjectType {
 
   std::optional<Decoded> decode(const Found& o, const redis::Reply* r,
                                 const BatchClock& clock) const override {
+    if (redisson_sem::is_key(o)) return redisson_sem::decode(o, r, clock);
     Json permits = Json::array(), waiters = Json::array(), capacity = nullptr;
     long long permits_total = 0, waiters_total = 0, ttl_ms = -1;
     std::string error;

@@ -137,7 +137,20 @@ std::string RedissonLayout::latch_key_pattern(std::string_view name_glob) const 
 std::optional<std::string> RedissonLayout::latch_name(std::string_view key) const {
   return lock_name(key);
 }
+std::string RedissonLayout::sem_key_pattern(std::string_view name_glob) const {
+  return "{" + std::string(name_glob) + "}:timeout";
+}
+std::optional<std::string> RedissonLayout::sem_name(std::string_view key) const {
+  constexpr std::string_view kSuffix = "}:timeout";
+  if (key.size() <= kSuffix.size() + 1 || key.front() != '{' || !key.ends_with(kSuffix))
+    return std::nullopt;
+  std::string name(key.substr(1, key.size() - 1 - kSuffix.size()));
+  // A name with braces of its own is refused under the layout (check_name).
+  if (name.find_first_of("{}") != std::string::npos) return std::nullopt;
+  return name;
+}
 std::string RedissonLayout::scan_type_of(std::string_view object_type) const {
+  if (object_type == "sem") return "zset";
   return object_type == "latch" ? "string" : scan_type();
 }
 std::string RedissonLayout::foreign_lock_channel(std::string_view name) const {

@@ -48,6 +48,10 @@ class RedissonLayout : public KeyLayout {
   std::string latch_key_pattern(std::string_view name_glob) const override;
   std::optional<std::string> latch_name(std::string_view key) const override;
   bool redisson_latch() const override { return true; }
+  // RPermitExpirableSemaphore, for inspect: its {NAME}:timeout zset, there while a permit
+  // is taken (prim/redisson_semaphore).
+  std::string sem_key_pattern(std::string_view name_glob) const override;
+  std::optional<std::string> sem_name(std::string_view key) const override;
   std::string scan_type_of(std::string_view object_type) const override;
   std::string foreign_lock_channel(std::string_view name) const override;
   std::string owner_field(std::string_view owner) const override;

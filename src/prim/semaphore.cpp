@@ -6,6 +6,7 @@
 
 #include "prim/lock.hpp"
 #include "prim/object_script.hpp"
+#include "prim/redisson_semaphore.hpp"
 #include "redis/errors.hpp"
 #include "redis/reply.hpp"
 #include "redis/script.hpp"
@@ -252,6 +253,7 @@ std::vector<std::string_view> Semaphore::keys(const std::string& request_key,
 
 PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
                                      const WaitHooks& hooks) {
+  if (redisson_) return redisson_->acquire(req, until, hooks);
   PermitWait wait(*this, req);
   WaitOutcome outcome;
   try {
@@ -303,7 +305,12 @@ redis::Reply Semaphore::release_script(const std::string& request_key, std::stri
                         name_, redis::Retry::kIdempotent);
 }
 
+void Semaphore::use_redisson(bool plain) {
+  redisson_ = std::make_shared<RedissonSemaphore>(topology_, name_, layout_.prefix(), plain);
+}
+
 PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
+  if (redisson_) return redisson_->release(ids);
   auto reply = release_script(layout_.sem_request_key(name_, "-"), "release", Millis(0), ids);
   PermitRelease r;
   r.released = reply.at(0).integer();
@@ -312,6 +319,7 @@ PermitRelease Semaphore::release(const std::vector<std::string>& ids) {
 }
 
 std::vector<PermitInfo> Semaphore::force_release() {
+  if (redisson_) return redisson_->force_release();
   auto reply = release_script(layout_.sem_request_key(name_, "-"), "force", Millis(0), {});
   std::vector<PermitInfo> freed;
   for (size_t i = 1; i + 1 < reply.size(); i += 2)
@@ -320,6 +328,7 @@ std::vector<PermitInfo> Semaphore::force_release() {
 }
 
 std::vector<std::string> Semaphore::renew(const std::vector<std::string>& ids, Millis lease) {
+  if (redisson_) return redisson_->renew(ids, lease);
   using C = redis::contract::sem_renew;
   const std::string lease_ms = millis_arg(lease);
   redis::Acks acks;
@@ -341,6 +350,7 @@ std::vector<std::string> Semaphore::renew(const std::vector<std::string>& ids, M
 }
 
 std::unique_ptr<Hold> Semaphore::hold(const PermitsHeld& held, Millis lease) {
+  if (redisson_) return redisson_->hold(held, lease);
   return std::make_unique<PermitHold>(*this, held, lease);
 }
 

@@ -16,6 +16,8 @@
 
 namespace rlock::prim {
 
+class RedissonSemaphore;
+
 // What an acquisition asks for.
 struct PermitRequest {
   std::string owner;
@@ -32,6 +34,7 @@ struct PermitsHeld {
   std::string request_id;         // names the acquisition for its hold
   Deadline deadline{};            // the server may expire them from here on
   long long replicas_acked = -1;  // replicas that acknowledged them (--sync-replicas); -1 = off
+  long long count = 0;            // Redisson's RSemaphore: anonymous permits taken (no ids)
 };
 
 // Not enough permits free (or live waiters ahead).
@@ -135,6 +138,11 @@ class Semaphore {
 
   const std::string& name() const { return name_; }
 
+  // From now on every operation is Redisson's RPermitExpirableSemaphore's of the name
+  // (--layout redisson; prim/redisson_semaphore), or its RSemaphore's when `plain`. Throws
+  // UsageError for a name Redisson's layout refuses.
+  void use_redisson(bool plain = false);
+
  private:
   friend class PermitWait;
   friend class PermitHold;
@@ -157,6 +165,7 @@ class Semaphore {
       lock_readers_key_, notes_key_, channel_;
   std::vector<AncestorHold> ancestry_;
   std::string note_;
+  std::shared_ptr<RedissonSemaphore> redisson_;
 };
 
 }  // namespace rlock::prim

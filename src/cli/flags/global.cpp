@@ -395,6 +395,17 @@ for the other lock commands,
 .B permit\-expirable\-semaphore
 for
 .BR sem .
+.B permit\-expirable\-semaphore
+is Redisson's RPermitExpirableSemaphore (the free count under the bare name, each permit's
+id and expiry in
+.BI { NAME }:timeout ,
+changes announced on
+.BI redisson_sc:{ NAME }
+both ways);
+.B semaphore
+is RSemaphore (the free count alone: permits without id or expiry), for
+.B "sem exec"
+only.
 A lock type given to
 .B sem
 or a semaphore type given to a lock command exits 64, as does the flag without
