@@ -300,7 +300,7 @@ complete -c rlock -n 'not __rlock_after_dashdash' -l connect-timeout -x -d 'conn
 complete -c rlock -n 'not __rlock_after_dashdash' -l timeout -x -d 'timeout of each request, its repeats and clean-up (default 5s; before lock and exec, never after: flock\'s --timeout is --wait there)'
 complete -c rlock -n 'not __rlock_after_dashdash' -l sync-replicas -x -d 'acquisitions and renewals wait for N replicas to acknowledge (WAIT); 0 = off (default)'
 complete -c rlock -n 'not __rlock_after_dashdash' -l sync-timeout -x -d 'how long --sync-replicas waits for the replicas (default 1s)'
-complete -c rlock -n 'not __rlock_after_dashdash' -l layout -x -a 'rlock redisson' -d 'whose key layout locks and latches use: rlock (default) or redisson (Redisson\'s RLock, RFairLock, RReadWriteLock: see --redisson-object; RCountDownLatch)'
+complete -c rlock -n 'not __rlock_after_dashdash' -l layout -x -a 'rlock redisson' -d 'whose key layout rlock\'s objects use: rlock (default) or redisson (Redisson\'s locks and semaphores: see --redisson-object; RCountDownLatch, RRateLimiter)'
 complete -c rlock -n 'not __rlock_after_dashdash' -l redisson-object -x -a 'lock fair-lock read-write-lock semaphore permit-expirable-semaphore' -d 'under --layout redisson, which Redisson object a name is: lock (RLock), fair-lock, read-write-lock, semaphore or permit-expirable-semaphore'
 complete -c rlock -n 'not __rlock_after_dashdash' -l tls-ca-cert -r -F -d 'rediss: trust the CAs in FILE (PEM) instead of the system\'s'
 complete -c rlock -n 'not __rlock_after_dashdash' -l tls-ca-dir -x -a '(__fish_complete_directories)' -d 'rediss: trust the CAs in DIR (hashed, c_rehash) instead of the system\'s'

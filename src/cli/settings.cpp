@@ -357,8 +357,9 @@ void require_rlock_layout(const Settings& s, const std::string& what, const std:
   if (s.layout == Layout::kRlock) return;
   if (!why.empty()) throw UsageError(what + " is not available under --layout redisson: " + why);
   throw UsageError(
-      "--layout redisson covers locks and latches only (Redisson's RLock, RFairLock, "
-      "RReadWriteLock and RCountDownLatch: lock, unlock, exec, latch, inspect); " +
+      "--layout redisson covers Redisson's RLock, RFairLock, RReadWriteLock, "
+      "RPermitExpirableSemaphore, RSemaphore, RCountDownLatch and RRateLimiter (lock, unlock, "
+      "exec, sem, latch, limit, inspect); " +
       what + " is not available under it");
 }
 

@@ -286,9 +286,9 @@ then
     {.commands = "",
      .names = "--layout",
      .value = "LAYOUT",
-     .help = "whose key layout locks and latches use: rlock (default) or redisson (Redisson's "
-             "RLock, RFairLock, RReadWriteLock: see --redisson-object; RCountDownLatch)",
-     .man = R"roff(Whose key layout locks use:
+     .help = "whose key layout rlock's objects use: rlock (default) or redisson (Redisson's "
+             "locks and semaphores: see --redisson-object; RCountDownLatch, RRateLimiter)",
+     .man = R"roff(Whose key layout locks, semaphores, latches and limiters use:
 .B rlock
 (the default) or
 .BR redisson ,
@@ -309,7 +309,9 @@ waiters. rlock's fence, queue, grants and reply records live under the prefix as
 .B \-\-redisson\-object
 picks Redisson's fair lock or read-write lock instead (then
 .B \-\-shared
-is its read lock).
+is its read lock), and for
+.B sem
+Redisson's RPermitExpirableSemaphore (the default) or RSemaphore.
 .B latch
 is Redisson's RCountDownLatch: the count under the bare name, deleted at zero (a missing
 latch counts as reached, as Java's
@@ -330,11 +332,22 @@ are refused there (no id can be tied to a Java round, and Java waiters wake only
 and
 .B delay\-pop
 are refused: RDelayedQueue's elements are encoded by the Java client's codec and moved by
-its transfer task. Only
+its transfer task.
+.B limit
+is Redisson's RRateLimiter (its config hash under the bare name and the sliding log of
+permits in
+.BI { NAME }:permits
+with
+.BI { NAME }:value ,
+OVERALL, or PER_CLIENT with
+.BR \-\-client ),
+permits stamped with the server's clock where Java stamps its own. Only
 .BR lock ,
 .BR unlock ,
 .BR exec ,
-.B latch
+.BR sem ,
+.BR latch ,
+.B limit
 and
 .B inspect
 are covered; other subcommands and names with braces are refused (exit 64).
