@@ -14,12 +14,8 @@
 -- @include common.lua
 -- @include redisson_sem.lua
 return once(K.reply, A.reply_ttl, function()
-local err = first_bad_type({{K.sem, 'string'}, {K.timeouts, 'zset'}})
-if err then return err end
-local free, bad = free_permits(K.sem)
-if bad then return bad end
-local now = server_time().ms
-reclaim(K.sem, K.timeouts, A.channel, now)
+local now, err = opened(K.sem, K.timeouts, A.channel)
+if not now then return err end
 local out = {0}
 if A.force == '1' then
   local all = redis.call('ZRANGE', K.timeouts, 0, -1, 'WITHSCORES')

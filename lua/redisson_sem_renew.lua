@@ -9,12 +9,8 @@
 -- Reply: {1, lease_ms} renewed; {0, hex id not held, ...}: nothing renewed.
 -- @include common.lua
 -- @include redisson_sem.lua
-local err = first_bad_type({{K.sem, 'string'}, {K.timeouts, 'zset'}})
-if err then return err end
-local free, bad = free_permits(K.sem)
-if bad then return bad end
-local now = server_time().ms
-reclaim(K.sem, K.timeouts, A.channel, now)
+local now, err = opened(K.sem, K.timeouts, A.channel)
+if not now then return err end
 local missing = {0}
 for _, id in ipairs(A.ids) do
   if not redis.call('ZSCORE', K.timeouts, id_bytes(id)) then missing[#missing + 1] = id end

@@ -42,3 +42,15 @@ local function reclaim(sem, timeouts, channel, now_ms)
   local value = redis.call('INCRBY', sem, #expired)
   if value > 0 then announce(channel, value) end
 end
+
+-- The server's time (ms) once the keys are checked and expired permits reclaimed, as every
+-- Redisson script begins; nil and an error reply when a key is not the semaphore's.
+local function opened(sem, timeouts, channel)
+  local err = first_bad_type({{sem, 'string'}, {timeouts, 'zset'}})
+  if err then return nil, err end
+  local _, bad = free_permits(sem)
+  if bad then return nil, bad end
+  local now = server_time().ms
+  reclaim(sem, timeouts, channel, now)
+  return now
+end

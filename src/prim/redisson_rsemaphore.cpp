@@ -149,13 +149,7 @@ PermitAcquisition RedissonSemaphore::acquire_plain(const PermitRequest& req, Dea
   const WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
   PermitAcquisition a = wait.result();
   if (auto* held = std::get_if<PermitsHeld>(&a)) held->count = req.count;
-  if (outcome == WaitOutcome::kInterrupted) {
-    PermitsBusy b =
-        std::holds_alternative<PermitsBusy>(a) ? std::get<PermitsBusy>(a) : PermitsBusy{};
-    b.interrupted = true;
-    return b;
-  }
-  return a;
+  return permit_outcome(outcome, std::move(a));
 }
 
 }  // namespace rlock::prim

@@ -187,13 +187,7 @@ PermitAcquisition RedissonSemaphore::acquire(const PermitRequest& req, Deadline 
   RedissonPermitWait wait(*this, req);
   const WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
   PermitAcquisition a = wait.result();
-  if (outcome == WaitOutcome::kInterrupted) {
-    PermitsBusy b =
-        std::holds_alternative<PermitsBusy>(a) ? std::get<PermitsBusy>(a) : PermitsBusy{};
-    b.interrupted = true;
-    return b;
-  }
-  return a;
+  return permit_outcome(outcome, std::move(a));
 }
 
 redis::Reply RedissonSemaphore::release_script(bool force, const std::vector<std::string>& ids) {

@@ -263,13 +263,14 @@ PermitAcquisition Semaphore::acquire(const PermitRequest& req, Deadline until,
     throw waits_for_itself(e.reply(), req.count);
   }
   PermitAcquisition a = wait.result();
-  if (outcome == WaitOutcome::kInterrupted) {
-    PermitsBusy b =
-        std::holds_alternative<PermitsBusy>(a) ? std::get<PermitsBusy>(a) : PermitsBusy{};
-    b.interrupted = true;
-    return b;
-  }
-  return a;
+  return permit_outcome(outcome, std::move(a));
+}
+
+PermitAcquisition permit_outcome(WaitOutcome outcome, PermitAcquisition a) {
+  if (outcome != WaitOutcome::kInterrupted) return a;
+  PermitsBusy b = std::holds_alternative<PermitsBusy>(a) ? std::get<PermitsBusy>(a) : PermitsBusy{};
+  b.interrupted = true;
+  return b;
 }
 
 // "SELF <held> <capacity> <hold id>" from sem_acquire.lua.

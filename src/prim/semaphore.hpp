@@ -47,6 +47,10 @@ struct PermitsBusy {
 
 using PermitAcquisition = std::variant<PermitsHeld, PermitsBusy>;
 
+// What a permit wait that ended with `outcome` reports: `a`, or busy and interrupted when a
+// signal ended it (whatever the last attempt saw).
+PermitAcquisition permit_outcome(WaitOutcome outcome, PermitAcquisition a);
+
 struct PermitRelease {
   long long released = 0;             // permits freed by this call (each credited once)
   std::vector<std::string> not_held;  // ids given that were not held: expired, released, forged

@@ -11,32 +11,13 @@
 
 #include "harness.hpp"
 #include "lossy_proxy.hpp"
+#include "redisson_scripts.hpp"
 
 namespace rlock::test {
 namespace {
 
-const std::string kScripts = std::string(RLOCK_SOURCE_DIR) + "/tests/redisson/";
-
-long long epoch_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// Redisson's script `file` run verbatim through redis-cli EVAL.
-RunResult redisson_eval(const RedisServer& redis, const std::string& file,
-                        const std::vector<std::string>& keys,
-                        const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"redis-cli",
-                                   "-p",
-                                   std::to_string(redis.port()),
-                                   "EVAL",
-                                   read_file(kScripts + file),
-                                   std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv);
-}
+using redisson::epoch_ms;
+using redisson::redisson_eval;
 
 // The five keys RedissonRateLimiter passes, for the Java instance `client`.
 std::vector<std::string> limiter_keys(const std::string& name, const std::string& client) {

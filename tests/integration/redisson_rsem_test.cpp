@@ -24,14 +24,7 @@ bool peer_installed() { return redisson::peers_installed("ioredis"); }
 
 Spawned java(const RedisServer& redis, const std::string& name, std::vector<std::string> args,
              bool sharded = false) {
-  std::vector<std::string> argv = {"env",
-                                   std::string("SHARDED=") + (sharded ? "1" : "0"),
-                                   "node",
-                                   kPeerDir + "/sem_peer.js",
-                                   std::to_string(redis.port()),
-                                   name};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return Spawned(argv);
+  return redisson::sem_peer(redis, name, std::move(args), sharded);
 }
 
 std::vector<std::string> rsem(std::vector<std::string> args) {

@@ -59,6 +59,20 @@ inline std::string eval(const RedisServer& redis, const std::string& file,
   return r.out;
 }
 
+// A Java RPermitExpirableSemaphore or RSemaphore client (tests/redisson/sem_peer.js) on
+// `name`; `sharded`: Redisson's sharded mode (SPUBLISH, SSUBSCRIBE).
+inline Spawned sem_peer(const RedisServer& redis, const std::string& name,
+                        std::vector<std::string> args, bool sharded = false) {
+  std::vector<std::string> argv = {"env",
+                                   std::string("SHARDED=") + (sharded ? "1" : "0"),
+                                   "node",
+                                   kPeerDir + "/sem_peer.js",
+                                   std::to_string(redis.port()),
+                                   name};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Spawned(argv);
+}
+
 // A redis-cli subscribed (SUBSCRIBE, or SSUBSCRIBE for Redisson's sharded mode) to
 // `channel`, past its confirmation.
 struct ChannelListener {

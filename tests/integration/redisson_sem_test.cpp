@@ -24,17 +24,9 @@ using redisson::redisson_eval;
 
 bool peer_installed() { return redisson::peers_installed("ioredis"); }
 
-// A Java RPermitExpirableSemaphore client (sem_peer.js); `sharded`: Redisson's sharded mode.
 Spawned java(const RedisServer& redis, const std::string& name, std::vector<std::string> args,
              bool sharded = false) {
-  std::vector<std::string> argv = {"env",
-                                   std::string("SHARDED=") + (sharded ? "1" : "0"),
-                                   "node",
-                                   kPeerDir + "/sem_peer.js",
-                                   std::to_string(redis.port()),
-                                   name};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return Spawned(argv);
+  return redisson::sem_peer(redis, name, std::move(args), sharded);
 }
 
 std::vector<std::string> pes(std::vector<std::string> args) {
