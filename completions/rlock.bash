@@ -213,7 +213,7 @@ _rlock()
             opts='--owner --note --lease -w --wait -n --no-wait -E --conflict-exit-code --permits --count --resize'
             ;;
         'sem release')
-            opts='--permit --force'
+            opts='--permit --count --force'
             ;;
         'sem renew')
             opts='--permit --lease'

@@ -192,6 +192,7 @@ complete -c rlock -n '__rlock_at sem acquire' -l resize -d 'store --permits as t
 
 # sem release.
 complete -c rlock -n '__rlock_at sem release' -l permit -x -d 'permit id(s) to release (repeatable)'
+complete -c rlock -n '__rlock_at sem release' -l count -x -d '--redisson-object semaphore: anonymous permits to give back (default 1)'
 complete -c rlock -n '__rlock_at sem release' -l force -d 'free every permit, whoever holds it'
 
 # sem renew.

@@ -1,6 +1,7 @@
 -- Gives `count` anonymous permits back to an RSemaphore (RedissonSemaphore releaseAsync:
 -- INCRBY, the new free count announced). `abandon`: only when the acquisition's reply record
 -- `taken` says they were taken (a wait given up after a lost reply), which is removed.
+-- `sem release --count` gives back no acquisition's: its `taken` is a key nothing writes.
 -- @key sem        the bare name: free permits (LongCodec)
 -- @key taken      the acquisition's reply record
 -- @key [reply]    this release's reply record (see once in common.lua)

@@ -8,6 +8,7 @@
 #include "cli/console.hpp"
 #include "cli/flag_options.hpp"
 #include "cli/lock_options.hpp"
+#include "cli/sem_rsem.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/supervised.hpp"
 #include "cli/wait_line.hpp"
@@ -38,7 +39,8 @@ struct PermitFlags {
 struct SemFlags {
   PermitFlags take;  // acquire and exec
   SuperviseFlags supervise;
-  std::string name;  // release, renew, status
+  std::string name;              // release, renew, status
+  std::string give_count = "1";  // release of an RSemaphore's anonymous permits
   std::vector<std::string> ids;
   std::string lease = "30s";
   bool force = false;
@@ -57,7 +59,7 @@ struct SemApps {
 
 void add_permit_flags(CLI::App& sub, PermitFlags& f) {
   add_lock_flags(sub, f.lock);
-  add_table_option(sub, "--permits", f.permits)->required();
+  add_table_option(sub, "--permits", f.permits);
   add_table_option(sub, "--count", f.count);
   add_table_flag(sub, "--resize", f.resize);
 }
@@ -67,11 +69,19 @@ struct Take {
   prim::PermitRequest permits;
 };
 
+bool rsemaphore(const Settings& settings) {
+  return settings.layout == Layout::kRedisson && sem_object(settings) == RedissonObject::kSemaphore;
+}
+
+// An RSemaphore's --permits is optional (it only sets one never set): 0 when not given.
 Take resolve_take(const PermitFlags& f, const Settings& settings) {
   Take t{resolve_lock_request(f.lock, settings), {}};
-  const long long permits = parse_whole_flag(f.permits, "--permits", 1, kMaxCapacity);
+  if (f.permits.empty() && !rsemaphore(settings))
+    throw UsageError("--permits is required; see rlock help sem");
+  const long long permits =
+      f.permits.empty() ? 0 : parse_whole_flag(f.permits, "--permits", 1, kMaxCapacity);
   const long long count = parse_whole_flag(f.count, "--count", 1, kMaxCount);
-  if (count > permits)
+  if (permits > 0 && count > permits)
     throw UsageError("--count must be from 1 to --permits " + std::to_string(permits) +
                      " (at most " + std::to_string(kMaxCount) + "), not " + std::to_string(count));
   t.permits = {t.lock.owner, permits, count, t.lock.lease, f.resize};
@@ -91,21 +101,25 @@ void select_sem(prim::Semaphore& sem, const Settings& settings) {
     sem.use_redisson(sem_object(settings) == RedissonObject::kSemaphore);
 }
 
-// What `sem` refuses under --layout redisson before it connects: of Redisson's RSemaphore,
-// whose permits have neither an id nor an expiry, all but exec (which gives back what it
-// took) and --resize (Redisson keeps no total); --note; permit ids not Redisson's.
-void check_redisson_sem(const Settings& settings, const SemFlags& f, bool exec) {
+bool given(const CLI::App* sub, const char* flag) { return sub->get_option(flag)->count() > 0; }
+
+// What `sem` refuses before it connects: release --count but of an RSemaphore; under
+// --layout redisson, what an RSemaphore (anonymous permits without expiry) has nothing for
+// (check_rsem_flags), --note, and permit ids not Redisson's.
+void check_redisson_sem(const Settings& settings, const SemFlags& f, const SemApps& s) {
+  if (given(s.release, "--count") && !rsemaphore(settings))
+    throw UsageError(
+        "--count gives back anonymous permits of Redisson's RSemaphore (--layout redisson "
+        "--redisson-object semaphore); these permits are released by --permit ID");
   if (settings.layout != Layout::kRedisson) return;
-  if (sem_object(settings) == RedissonObject::kSemaphore) {
-    if (!exec)
-      throw UsageError(
-          "--redisson-object semaphore: Redisson's RSemaphore permits have no id and no "
-          "expiry, so only sem exec (which gives back what it took) works on it; use "
-          "permit-expirable-semaphore for permits to acquire and release by id");
-    if (f.take.resize)
-      throw UsageError(
-          "--resize is refused with --redisson-object semaphore: Redisson's RSemaphore keeps "
-          "no total to resize (--permits only sets one never set)");
+  if (rsemaphore(settings)) {
+    check_rsem_flags({.renew = s.renew->parsed(),
+                      .acquire = s.acquire->parsed(),
+                      .lease = given(s.acquire, "--lease"),
+                      .resize = f.take.resize,
+                      .force = f.force,
+                      .ids = !f.ids.empty(),
+                      .paging = given(s.status, "--limit") || given(s.status, "--after")});
   }
   if (!f.take.lock.note.empty())
     throw UsageError(
@@ -155,6 +169,8 @@ std::string held_line(const Take& t, const prim::PermitsHeld& held) {
 int run_acquire(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   Take t = resolve_take(f.take, settings);
+  if (rsemaphore(settings))
+    return run_rsem_acquire(t.lock, t.permits.count, t.permits.capacity, settings);
   // As `lock`: only a wait takes the stop signals.
   std::optional<StopSignals> stops;
   if (t.lock.wait.count() > 0) stops.emplace();
@@ -252,6 +268,9 @@ std::string not_held_line(const std::string& name, const std::vector<std::string
 int run_release(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   validate_name(f.name);
+  if (rsemaphore(settings))
+    return run_rsem_release(f.name, parse_whole_flag(f.give_count, "--count", 1, kMaxCount),
+                            settings);
   if (!f.force && f.ids.empty()) throw UsageError("sem release needs --permit ID or --force");
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
@@ -321,6 +340,7 @@ prim::SemaphorePage status_page(const SemFlags& f) {
 int run_status(const SemFlags& f, const Settings& settings) {
   Console console(settings);
   validate_name(f.name);
+  if (rsemaphore(settings)) return run_rsem_status(f.name, settings);
   prim::SemaphorePage page = status_page(f);
   redis::Topology topology = open_topology(settings);
   prim::KeyLayout layout(settings.prefix);
@@ -365,6 +385,7 @@ SemApps define_subcommands(CLI::App& app, SemFlags& f) {
   add_name(*s.release, f.name);
   add_ids(*s.release, f.ids);
   add_table_flag(*s.release, "--force", f.force)->excludes(s.release->get_option("--permit"));
+  add_table_option(*s.release, "--count", f.give_count);
   s.renew = app.add_subcommand("renew", "Extend the lease of held permits");
   add_name(*s.renew, f.name);
   add_ids(*s.renew, f.ids);
@@ -412,10 +433,14 @@ Under --layout redisson, sem is Redisson's RPermitExpirableSemaphore of the name
 name's free count, {NAME}:timeout, redisson_sc:{NAME}): permit ids are Redisson's 32 hex
 digits, usable by either side; --permits sets a semaphore not set yet (trySetPermits) and
 must equal its total otherwise (--resize: setPermits); no queue (a release wakes every
-waiter, the first to retry wins); no --note. --redisson-object semaphore is RSemaphore
-(anonymous permits that never expire): sem exec only, which takes --count permits and gives
-them back when the job ends; no lease is claimed (a killed rlock leaks them, as a killed
-Java client does). See docs/redisson.md.
+waiter, the first to retry wins); no --note. --redisson-object semaphore is RSemaphore:
+anonymous permits that never expire, the free count alone (--permits optional: it only
+sets one never set). acquire --count K is tryAcquire(K, --wait) and prints
+{"name","acquired","count","free"} (busy: exit 75); release --count K gives K back, as
+anyone may, printing {"name","released","free"}; status prints {"name","exists",
+"capacity":null,"in_use":null,"free"}; exec gives back what it took when the job ends.
+No lease and no ids: renew, --resize, acquire --lease, release --force and --permit exit
+64; a killed rlock leaks its permits, as a killed Java client does. See docs/redisson.md.
 
 Examples:
   rlock sem exec --permits 3 --wait 10m encoders -- ./encode.sh in.mp4   # at most 3 at once
@@ -425,7 +450,7 @@ Examples:
   rlock sem acquire --permits 5 --resize encoders                        # grow to 5
   rlock sem status encoders)");
   return {[flags, s, &command](const Settings& settings) {
-    check_redisson_sem(settings, *flags, s.exec->parsed());
+    check_redisson_sem(settings, *flags, s);
     if (!s.exec->parsed() && !command.empty())
       throw UsageError("only sem exec runs a command after '--'");
     if (s.acquire->parsed()) return run_acquire(*flags, settings);

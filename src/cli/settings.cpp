@@ -11,6 +11,7 @@
 #include "cli/whole_flag.hpp"
 #include "prim/redisson_fair_lock.hpp"
 #include "prim/redisson_layout.hpp"
+#include "prim/redisson_rsem_layout.hpp"
 #include "redis/url.hpp"
 #include "util/duration.hpp"
 #include "util/error.hpp"
@@ -349,6 +350,9 @@ std::unique_ptr<prim::KeyLayout> make_layout(const Settings& s) {
   // Redisson's RFairLock: every Lock of the name is the fair lock's (prim/redisson_fair_lock).
   if (s.layout == Layout::kRedisson && s.redisson_object == RedissonObject::kFairLock)
     return std::make_unique<prim::RedissonFairLayout>(s.prefix);
+  // Redisson's RSemaphore: inspect --type sem lists bare counts (prim/redisson_rsem_layout).
+  if (s.layout == Layout::kRedisson && s.redisson_object == RedissonObject::kSemaphore)
+    return std::make_unique<prim::RedissonRSemLayout>(s.prefix);
   if (s.layout == Layout::kRedisson) return std::make_unique<prim::RedissonLayout>(s.prefix);
   return std::make_unique<prim::KeyLayout>(s.prefix);
 }

@@ -99,14 +99,15 @@ int run_unlock(const UnlockFlags& f, const std::string& owner, const Console& co
 // permit of each Redisson RPermitExpirableSemaphore freed, whoever (Java or rlock) took it,
 // as `sem release --force` does.
 int force_semaphores(const UnlockFlags& f, const Console& console, const Settings& settings) {
+  if (settings.redisson_object == RedissonObject::kSemaphore)
+    throw UsageError(
+        "unlock is refused with --redisson-object semaphore: Redisson's RSemaphore has no "
+        "holder to remove (its permits are anonymous); give permits back with rlock sem "
+        "release NAME --count K");
   if (!f.force || f.shared)
     throw UsageError(
         "--redisson-object names a semaphore: unlock takes it only with --force (and no "
         "--shared); a permit is given back with rlock sem release NAME --permit ID");
-  if (settings.redisson_object == RedissonObject::kSemaphore)
-    throw UsageError(
-        "--redisson-object semaphore is refused: Redisson's RSemaphore permits have no id and no "
-        "expiry, so rlock cannot tell what was taken; use permit-expirable-semaphore");
   redis::Topology topology = open_topology(settings);
   Json each = Json::array();
   for (const auto& name : f.names) {

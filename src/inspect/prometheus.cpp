@@ -163,9 +163,10 @@ void PrometheusWriter::lock(const Json& j, const std::string& name) {
 }
 
 void PrometheusWriter::sem(const Json& j, const std::string& name) {
-  sample(kSemInUse, name, whole(number(j, "permits_total")));
+  // Redisson's RSemaphore counts neither the permits taken nor its waiters (null): no sample.
+  if (has_number(j, "permits_total")) sample(kSemInUse, name, whole(number(j, "permits_total")));
   if (has_number(j, "capacity")) sample(kSemCapacity, name, whole(number(j, "capacity")));
-  sample(kSemWaiters, name, whole(number(j, "waiters_total")));
+  if (has_number(j, "waiters_total")) sample(kSemWaiters, name, whole(number(j, "waiters_total")));
 }
 
 void PrometheusWriter::queue(const Json& j, const std::string& name) {

@@ -1,15 +1,68 @@
 #include "inspect/redisson_sem_view.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "redis/script.hpp"
 #include "redis/script_args.hpp"
 
 namespace rlock::inspect::redisson_sem {
 
-bool is_key(const Found& o) { return o.key == "{" + o.name + "}:timeout"; }
+namespace {
+
+// An RSemaphore's key is its name; no key of rlock's sem layouts is.
+bool is_count_key(const Found& o) { return o.key == o.name; }
+
+// Redisson's LongCodec value, as lua/include/redisson_sem.lua reads it (a sign allowed:
+// reducePermits may take the count below 0).
+std::optional<long long> free_count(const std::string& v) {
+  const size_t digits = v.size() - (!v.empty() && v[0] == '-');
+  if (digits == 0 || v.size() > 16) return std::nullopt;
+  for (size_t i = v.size() - digits; i < v.size(); ++i) {
+    if (v[i] < '0' || v[i] > '9') return std::nullopt;
+  }
+  return std::stoll(v);
+}
+
+// An RSemaphore from GET and PTTL of its name; nullopt for a value that is no whole number
+// (some other string: not an RSemaphore) or a key gone since SCAN.
+std::optional<Decoded> decode_count(const Found& o, const redis::Reply* r) {
+  Json free = nullptr;
+  std::string error;
+  if (auto denied = refusal(r, 2)) {
+    error = *denied;
+  } else if (r[0].is_error()) {
+    error = "key holds another type than an RSemaphore's free count";
+  } else if (r[0].is_nil()) {
+    return std::nullopt;
+  } else if (auto n = free_count(r[0].str())) {
+    free = *n;
+  } else {
+    return std::nullopt;
+  }
+  const long long ttl_ms = r[1].is_integer() ? r[1].integer() : -1;
+  Json j = {{"type", "sem"},
+            {"name", o.name},
+            {"key", o.key},
+            {"capacity", nullptr},
+            {"free", free},
+            {"permits", Json::array()},
+            {"permits_total", nullptr},
+            {"waiters", Json::array()},
+            {"waiters_total", nullptr}};
+  if (!error.empty()) j["error"] = error;
+  std::string state =
+      error.empty() ? std::to_string(free.get<long long>()) + " free" : "(" + error + ")";
+  return Decoded{std::move(j), {state, ttl_cell(ttl_ms), "-", "-"}};
+}
+
+}  // namespace
+
+bool is_key(const Found& o) { return o.key == "{" + o.name + "}:timeout" || is_count_key(o); }
 
 std::vector<std::vector<std::string>> reads(const Found& o) {
+  if (is_count_key(o)) return {{"GET", o.key}, {"PTTL", o.key}};
   using C = redis::contract::redisson_sem_status;
   std::vector<std::string> eval = {"EVAL", std::string(redis::scripts::redisson_sem_status.source),
                                    std::to_string(C::kNumKeys), o.name, o.key};
@@ -20,6 +73,7 @@ std::vector<std::vector<std::string>> reads(const Found& o) {
 }
 
 std::optional<Decoded> decode(const Found& o, const redis::Reply* r, const BatchClock& clock) {
+  if (is_count_key(o)) return decode_count(o, r);
   Json permits = Json::array(), capacity = nullptr;
   long long taken = 0, ttl_ms = -1;
   std::string error;

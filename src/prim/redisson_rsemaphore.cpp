@@ -1,9 +1,9 @@
 // Redisson's RSemaphore (--redisson-object semaphore): the bare name's free count and
-// nothing else, its permits anonymous and without expiry. Taken by `sem exec` only: the
-// exec gives back what it took when its job ends; a killed rlock never gives them back, as
-// a killed Java client does not. No lease is claimed: nothing on the server can take the
-// permits from the holder, so its job is never stopped for one (a stopped rlock keeps
-// them, and its job runs on).
+// nothing else, its permits anonymous and without expiry. `sem exec` gives back what it
+// took when its job ends; `sem acquire` and `sem release` are Java's acquire and release
+// (anyone may release). A killed rlock never gives them back, as a killed Java client does
+// not. No lease is claimed: nothing on the server can take the permits from the holder, so
+// its job is never stopped for one (a stopped rlock keeps them, and its job runs on).
 #include <algorithm>
 
 #include "prim/object_script.hpp"
@@ -43,6 +43,7 @@ class RedissonPlainWait : public Waitable {
                                     .set(C::kArgCapacity, std::to_string(req_.capacity))
                                     .set(C::kArgReplyTtl, ttl)
                                     .strings());
+    free_ = reply.at(1).integer();
     if (reply.at(0).integer() == 1) {
       PermitsHeld h;
       h.lease = req_.lease;
@@ -51,12 +52,11 @@ class RedissonPlainWait : public Waitable {
       result_ = h;
       return {true, Millis(0), {}, {}, -1};
     }
-    const long long free = reply.at(1).integer();
     PermitsBusy b;
     b.capacity = req_.capacity;
-    b.in_use = std::max(req_.capacity - free, 0LL);
+    b.in_use = std::max(req_.capacity - free_, 0LL);
     result_ = b;
-    const std::string line = std::to_string(free) + " permits free (Redisson's count), " +
+    const std::string line = std::to_string(free_) + " permits free (Redisson's count), " +
                              std::to_string(req_.count) + " wanted";
     return {false, Millis(-1), line, line, -1};
   }
@@ -76,7 +76,7 @@ class RedissonPlainWait : public Waitable {
   }
 
   PermitAcquisition result() const { return result_; }
-  const std::string& reply_key() const { return reply_key_; }
+  long long free() const { return free_; }
 
  private:
   RedissonSemaphore& sem_;
@@ -84,6 +84,7 @@ class RedissonPlainWait : public Waitable {
   std::string id_;
   std::string reply_key_;
   PermitAcquisition result_ = PermitsBusy{};
+  long long free_ = 0;
 };
 
 // The permits of one acquisition: nothing to renew (they never expire), given back once.
@@ -109,17 +110,7 @@ class RedissonPlainHold : public Hold {
   }
 
   Released release(Millis /*keep*/) override {
-    using C = redis::contract::redisson_rsem_release;
-    const std::string ttl = reply_record_ttl_arg(sem_.topology_),
-                      reply_key = sem_.layout_.reply_key(sem_.name_, random_hex(16));
-    YieldToServer yield;  // a waiter takes the permits as soon as it hears
-    sem_.run_plain(redis::scripts::redisson_rsem_release, {sem_.key_, taken_key_, reply_key},
-                   redis::args_of<C>()
-                       .set(C::kArgChannel, sem_.channel_)
-                       .set(C::kArgCount, std::to_string(count_))
-                       .set(C::kArgAbandon, "0")
-                       .set(C::kArgReplyTtl, ttl)
-                       .strings());
+    sem_.release_plain(count_, taken_key_);
     return Released::kReleased;
   }
 
@@ -141,6 +132,45 @@ redis::Reply RedissonSemaphore::run_plain(const redis::Script& script,
                                           const std::vector<std::string>& args) {
   const std::vector<std::string_view> argv(args.begin(), args.end());
   return run_object_script(topology_, script, keys, argv, "semaphore", redis::Retry::kIdempotent);
+}
+
+redis::Reply RedissonSemaphore::release_plain(long long count, const std::string& taken) {
+  using C = redis::contract::redisson_rsem_release;
+  const std::string ttl = reply_record_ttl_arg(topology_),
+                    reply_key = layout_.reply_key(name_, random_hex(16));
+  YieldToServer yield;  // a waiter takes the permits as soon as it hears
+  return run_plain(redis::scripts::redisson_rsem_release, {key_, taken, reply_key},
+                   redis::args_of<C>()
+                       .set(C::kArgChannel, channel_)
+                       .set(C::kArgCount, std::to_string(count))
+                       .set(C::kArgAbandon, "0")
+                       .set(C::kArgReplyTtl, ttl)
+                       .strings());
+}
+
+AnonymousPermits RedissonSemaphore::take_anonymous(long long count, long long capacity,
+                                                   Deadline until, const WaitHooks& hooks) {
+  PermitRequest req;
+  req.count = count;
+  req.capacity = capacity;
+  RedissonPlainWait wait(*this, req);
+  const WaitOutcome outcome = wait_for(topology_, wait, until, hooks);
+  AnonymousPermits a;
+  a.taken = outcome == WaitOutcome::kAcquired;
+  a.interrupted = outcome == WaitOutcome::kInterrupted;
+  a.free = wait.free();
+  return a;
+}
+
+long long RedissonSemaphore::give_anonymous(long long count) {
+  // No acquisition's record to remove: a key of the name's slot that nothing writes.
+  return release_plain(count, layout_.reply_key(name_, random_hex(16))).at(1).integer();
+}
+
+std::optional<long long> RedissonSemaphore::free_anonymous() {
+  auto reply = run_plain(redis::scripts::redisson_rsem_status, {key_}, {});
+  if (reply.at(0).integer() == 0) return std::nullopt;
+  return reply.at(1).integer();
 }
 
 PermitAcquisition RedissonSemaphore::acquire_plain(const PermitRequest& req, Deadline until,

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@ namespace rlock::prim {
 // renew by its id, and the other way round. Redisson has no queue: a release wakes every
 // waiter and the first to retry takes the permit. Expiries rlock writes are the server's
 // clock (TIME); Redisson writes its client's.
+// What a call on an RSemaphore (`plain`) saw of its anonymous permits.
+struct AnonymousPermits {
+  bool taken = false;        // take_anonymous: the permits are the caller's
+  bool interrupted = false;  // take_anonymous: a signal ended the wait
+  long long free = 0;        // the free count after the call (as last seen when not taken)
+};
+
 class RedissonSemaphore {
  public:
   // Throws UsageError for a name with a brace (see RedissonLayout::check_name). `prefix`:
@@ -37,6 +45,16 @@ class RedissonSemaphore {
   // capacity is the total (free + taken), 0 when the semaphore was never set.
   SemaphoreState read(const SemaphorePage& page);
 
+  // RSemaphore (`plain`) only, as its Java API: tryAcquire(count, wait), waiting until
+  // `until` for a message on the channel; `capacity` > 0 sets a semaphore never set first
+  // (trySetPermits), 0 leaves it unset (none free). Never taken when interrupted.
+  AnonymousPermits take_anonymous(long long count, long long capacity, Deadline until,
+                                  const WaitHooks& hooks);
+  // release(count), by anyone: INCRBY, the new free count announced and returned.
+  long long give_anonymous(long long count);
+  // availablePermits: nullopt when the semaphore was never set.
+  std::optional<long long> free_anonymous();
+
   const std::string& name() const { return name_; }
   const std::string& key() const { return key_; }
   const std::string& timeouts_key() const { return timeouts_key_; }
@@ -49,6 +67,9 @@ class RedissonSemaphore {
   PermitAcquisition acquire_plain(const PermitRequest& req, Deadline until, const WaitHooks& hooks);
   redis::Reply run_plain(const redis::Script& script, const std::vector<std::string_view>& keys,
                          const std::vector<std::string>& args);
+  // Gives `count` permits back (lua/redisson_rsem_release.lua); `taken`: the acquisition's
+  // reply record, removed. Reply {released, free}.
+  redis::Reply release_plain(long long count, const std::string& taken);
   // `reply_key`: the request's reply record (release), "" for none.
   redis::Reply run(const redis::Script& script, const std::vector<std::string>& args,
                    redis::Acks* acks = nullptr, const std::string& reply_key = {});

@@ -282,7 +282,7 @@ TEST_CASE("redisson sem: a lost reply is repeated, and takes or gives back once"
 TEST_CASE("redisson sem: bad input is refused with one line, exit 64, nothing written") {
   RedisServer redis;
   const std::vector<std::vector<std::string>> refused = {
-      {"--redisson-object", "semaphore", "sem", "acquire", "--permits", "1", "x"},
+      {"--redisson-object", "semaphore", "sem", "acquire", "--lease", "1s", "x"},
       {"--redisson-object", "lock", "sem", "status", "x"},
       {"sem", "acquire", "--permits", "1", "a{b}"},
       {"sem", "release", "x", "--permit", "xyz"},

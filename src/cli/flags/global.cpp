@@ -417,8 +417,13 @@ changes announced on
 both ways);
 .B semaphore
 is RSemaphore (the free count alone: permits without id or expiry), for
-.B "sem exec"
-only.
+.BR "sem acquire" ,
+.BR release ,
+.B status
+and
+.B exec
+(permits taken and given back by
+.BR \-\-count ).
 A lock type given to
 .B sem
 or a semaphore type given to a lock command exits 64, as does the flag without

@@ -32,7 +32,11 @@ constexpr Flag kSemFlags[] = {
      .names = "--permits",
      .value = "N",
      .help = "the semaphore's capacity (stored at first use)",
-     .man = R"roff(The capacity, 1 to 1000000.)roff"},
+     .man = R"roff(The capacity, 1 to 1000000.
+Required, except for Redisson's RSemaphore
+.RB ( \-\-redisson\-object
+.BR semaphore ),
+where it only sets a semaphore never set (without it, one never set has no permits).)roff"},
     {.commands = "sem acquire,sem exec",
      .names = "--count",
      .value = "K",
@@ -53,6 +57,19 @@ as the new capacity.)roff"},
      .value = "ID",
      .help = "permit id(s) to release (repeatable)",
      .repeatable = true},
+    {.commands = "sem release",
+     .names = "--count",
+     .value = "K",
+     .help = "--redisson-object semaphore: anonymous permits to give back",
+     .man = R"roff(Only for Redisson's RSemaphore
+.RB ( \-\-layout
+.B redisson
+.B \-\-redisson\-object
+.BR semaphore ):
+give
+.I K
+(1 to 10000) anonymous permits back, as its release(K) does: anyone may.)roff",
+     .default_value = "1"},
     {.commands = "sem release",
      .names = "--force",
      .value = "",
