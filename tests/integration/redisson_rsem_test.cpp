@@ -46,6 +46,20 @@ long long stamp(const std::optional<std::string>& line) {
   return std::stoll(line->substr(line->find(' ') + 1));
 }
 
+// A log of "+" (a hold began) and "-" (it ended) lines: `holds` holds, never more than
+// `permits` at once.
+void check_holds(const std::string& text, int holds, int permits) {
+  int open = 0, most = 0, total = 0;
+  for (size_t i = 0; i + 1 < text.size(); i += 2) {
+    total += text[i] == '+';
+    open += text[i] == '+' ? 1 : -1;
+    most = std::max(most, open);
+  }
+  MESSAGE("most holds at once: " << most);
+  CHECK(total == holds);
+  CHECK(most <= permits);
+}
+
 TEST_CASE("redisson rsem: 2 permits shared by 2 rlock execs and 2 Java clients over 60 holds") {
   REQUIRE(peer_installed());
   RedisServer redis;
@@ -74,16 +88,7 @@ TEST_CASE("redisson rsem: 2 permits shared by 2 rlock execs and 2 Java clients o
   }
   REQUIRE(j1.wait(deadline(30s)).value_or(kStillRunning) == 0);
   REQUIRE(j2.wait(deadline(30s)).value_or(kStillRunning) == 0);
-  const std::string text = read_file(log);
-  int open = 0, most = 0, total = 0;
-  for (size_t i = 0; i + 1 < text.size(); i += 2) {
-    total += text[i] == '+';
-    open += text[i] == '+' ? 1 : -1;
-    most = std::max(most, open);
-  }
-  MESSAGE("most holds at once: " << most);
-  CHECK(total == 60);
-  CHECK(most <= 2);
+  check_holds(read_file(log), 60, 2);
   CHECK(redis.cmd({"GET", "rc"}).at(0) == "2");
 }
 
@@ -305,16 +310,7 @@ TEST_CASE("redisson rsem: 2 permits over 60 holds of rlock acquire/release and J
   REQUIRE(b.wait(deadline(60s)).value_or(kStillRunning) == 0);
   REQUIRE(j1.wait(deadline(30s)).value_or(kStillRunning) == 0);
   REQUIRE(j2.wait(deadline(30s)).value_or(kStillRunning) == 0);
-  const std::string text = read_file(log);
-  int open = 0, most = 0, total = 0;
-  for (size_t i = 0; i + 1 < text.size(); i += 2) {
-    total += text[i] == '+';
-    open += text[i] == '+' ? 1 : -1;
-    most = std::max(most, open);
-  }
-  MESSAGE("most holds at once: " << most);
-  CHECK(total == 60);
-  CHECK(most <= 2);
+  check_holds(read_file(log), 60, 2);
   CHECK(redis.cmd({"GET", "mix"}).at(0) == "2");
 }
 
