@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include "lossy_proxy.hpp"
 #include "redisson_scripts.hpp"
 
 namespace rlock::test {
@@ -162,6 +163,45 @@ TEST_CASE("redisson latch: a waiter SIGSTOPped while the latch opens exits 0 onc
   CHECK(waiter.wait(deadline(500ms)) == std::nullopt);
   java.count_down();
   REQUIRE(waiter.wait(deadline(10s)).value_or(kStillRunning) == 0);
+}
+
+TEST_CASE("redisson latch: a lost reply counts down once; a frozen server keeps the waiter") {
+  RedisServer redis;
+  LossyProxy proxy(redis.port());
+  JavaLatch java{redis, "lr"};
+  ChannelListener listener(redis, channel_of("lr"));
+  // The scripts are cached first: the lost request is the script itself.
+  REQUIRE(rlock(redis, in_layout({"latch", "status", "lr"})).status == 0);
+  REQUIRE(java.try_set_count(3) == "1\n");
+  CHECK(listener.next() == "1");
+  auto via = [&](std::vector<std::string> args) {
+    args = in_layout(args);
+    args.insert(args.begin(), {"--url", proxy.url()});
+    return rlock_raw(args, {});
+  };
+  proxy.lose("{lr}", LossyProxy::Loss::kReply);
+  auto down = via({"latch", "count-down", "lr", "--by", "2"});
+  INFO("stderr: " << down.err);
+  REQUIRE(down.status == 0);
+  CHECK(parse_json(down.out).at("count") == 1);
+  CHECK(java.count() == 1);
+  proxy.lose("{lr}", LossyProxy::Loss::kReply);
+  auto last = via({"latch", "count-down", "lr"});
+  REQUIRE(last.status == 0);
+  CHECK(parse_json(last.out).at("reached") == true);
+  CHECK(listener.next() == "0");
+  CHECK(redis.cmd_int({"EXISTS", "lr"}) == 0);
+  CHECK(proxy.losses() == 2);
+
+  // A waiter whose server froze meanwhile wakes on Java's zero once it runs again.
+  REQUIRE(java.try_set_count(1) == "1\n");
+  CHECK(listener.next() == "1");
+  auto waiter = awaiting(redis, "lr");
+  redis.freeze();
+  CHECK(waiter.wait(deadline(1500ms)) == std::nullopt);
+  redis.thaw();
+  java.count_down();
+  REQUIRE(waiter.wait(deadline(15s)).value_or(kStillRunning) == 0);
 }
 
 TEST_CASE("redisson latch: inspect shows a latch only Java created") {
