@@ -144,6 +144,9 @@ void Watchdog::watch(int job_fd) {
     return;
   }
   if (watch_gap_) next_due_ = std::min(next_due_, last_renewal_ + kWatchSpacing);
+  // A message that came in one read with the confirmations is in the client's buffer, not
+  // on the socket: no poll of watch_fds() would ever report it.
+  hear();
 }
 
 std::vector<int> Watchdog::watch_fds() const { return watch_ ? watch_->fds() : std::vector<int>{}; }

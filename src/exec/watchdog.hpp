@@ -67,7 +67,8 @@ class Watchdog {
   // dropped) the periodic renewals find the loss as before; it is opened again a little
   // later, a few times at most, and a renewal follows each reopening at once, for what
   // was said while nobody listened.
-  // The sockets to poll beside the job's and the signals'; when one is ready, hear().
+  // The sockets to poll beside the job's and the signals'; when one is ready, hear(). They
+  // hold nothing already read: tick() takes in what came with the opening, hear() all it read.
   std::vector<int> watch_fds() const;
   // Takes in what the subscription received: a message, or the subscription's loss, makes
   // a renewal due now (at most one per kWatchSpacing).

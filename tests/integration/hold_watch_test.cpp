@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "harness.hpp"
+#include "lossy_proxy.hpp"
 
 namespace rlock::test {
 namespace {
@@ -99,6 +100,31 @@ TEST_CASE("hold watch: a dropped subscription is reopened, and a renewal covers 
   REQUIRE(subscribers(redis, lock_channel("dr") + ":holder") == 0);
   REQUIRE(rlock(redis, {"unlock", "--force", "dr"}).status == 0);
   CHECK(job.wait(deadline(10s)).value_or(kStillRunning) == 76);
+  CHECK(job.exit_time() - forced < 3s);
+  INFO("stderr: " << job.err());
+  CHECK(job.err().find("lock lost") != std::string::npos);
+}
+
+// The forced unlock's message reaches rlock in the same read as the subscription's
+// confirmation (a slow path, or rlock descheduled between its SSUBSCRIBE and the reply):
+// it is then in the client's buffer, where no poll of the socket sees it, and must still
+// stop the job. A proxy holds the confirmation until the message is behind it. Plain
+// standalone servers on every topology's run: the proxy fronts one server.
+TEST_CASE("hold watch: a message read with the subscription's confirmation stops the job") {
+  RedisServer redis(RedisOptions{.test_topology = false});
+  LossyProxy proxy(redis.port());
+  const std::string channel = lock_channel("hr") + ":holder";
+  proxy.lose("\r\nSSUBSCRIBE\r\n", LossyProxy::Loss::kHeldReply);
+  Spawned job({rlock_binary(), "--url", proxy.url(), "exec", "--owner", "a", "hr", "--", "sh", "-c",
+               "trap 'exit 3' TERM; echo up; while :; do sleep 0.05; done"});
+  REQUIRE(job.read_line(deadline(10s)) == std::optional<std::string>("up"));
+  REQUIRE(poll_until([&] { return subscribers(redis, channel) >= 1; }, 10s, 2ms));
+  const auto forced = Clock::now();
+  REQUIRE(rlock(redis, {"unlock", "--force", "hr"}).status == 0);
+  REQUIRE(poll_until([&] { return proxy.held_contains(channel + "\r\n$5\r\ncheck"); }, 10s, 1ms));
+  // rlock waits 500 ms for the confirmation: it must still be waiting, or this tests nothing.
+  REQUIRE(proxy.release_held() == 1);
+  CHECK(job.wait(deadline(15s)).value_or(kStillRunning) == 76);
   CHECK(job.exit_time() - forced < 3s);
   INFO("stderr: " << job.err());
   CHECK(job.err().find("lock lost") != std::string::npos);

@@ -37,6 +37,7 @@ bool write_all(int fd, const char* p, size_t n) {
 struct Flow {
   Fd client, server;
   std::optional<LossyProxy::Loss> losing;  // a request of this flow was forwarded to be lost
+  std::string held;                        // kHeldReply: from the server, not yet delivered
 };
 
 }  // namespace
@@ -70,6 +71,21 @@ void LossyProxy::cut(Cut how) {
   (void)!::write(stop_write_.get(), "c", 1);  // the loop looks again at once
 }
 
+bool LossyProxy::held_contains(const std::string& marker) {
+  std::lock_guard<std::mutex> g(mu_);
+  return held_.find(marker) != std::string::npos;
+}
+
+int LossyProxy::release_held() {
+  std::unique_lock<std::mutex> g(mu_);
+  release_ = true;
+  released_ = -1;
+  (void)!::write(stop_write_.get(), "c", 1);
+  released_cv_.wait(g, [&] { return released_ >= 0; });
+  held_.clear();
+  return released_;
+}
+
 void LossyProxy::loop() {
   std::vector<Flow> flows;
   std::vector<Fd> stalled;  // accepted while stalled: held open, never read
@@ -79,6 +95,18 @@ void LossyProxy::loop() {
     {
       std::lock_guard<std::mutex> g(mu_);
       cut = cut_;
+      if (release_) {
+        int delivered = 0;
+        for (auto& f : flows) {
+          if (f.losing != Loss::kHeldReply) continue;
+          if (write_all(f.client.get(), f.held.data(), f.held.size())) ++delivered;
+          f.held.clear();
+          f.losing.reset();
+        }
+        release_ = false;
+        released_ = delivered;
+        released_cv_.notify_all();
+      }
     }
     if (cut == Cut::kDrop) flows.clear();
     if (cut != Cut::kStall) stalled.clear();
@@ -98,7 +126,7 @@ void LossyProxy::loop() {
     if (fds[1].revents & POLLIN) {
       int c = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
       if (c >= 0 && cut == Cut::kNone) {
-        flows.push_back({Fd(c), connect_to(upstream_port_), std::nullopt});
+        flows.push_back({Fd(c), connect_to(upstream_port_), std::nullopt, {}});
       } else if (c >= 0 && cut == Cut::kStall) {
         stalled.emplace_back(c);
       } else if (c >= 0) {
@@ -130,7 +158,7 @@ void LossyProxy::loop() {
           continue;
         }
         if (loss) f.losing = loss;
-        if (!f.losing || loss) {
+        if (!f.losing || loss || f.losing == Loss::kHeldReply) {
           if (!write_all(f.server.get(), buf, static_cast<size_t>(n))) dead[i] = true;
         }
       }
@@ -144,6 +172,10 @@ void LossyProxy::loop() {
           // The server has answered (so it ran the request): only the reply is lost.
           ++losses_;
           dead[i] = true;
+        } else if (f.losing == Loss::kHeldReply) {
+          f.held.append(buf, static_cast<size_t>(n));
+          std::lock_guard<std::mutex> g(mu_);
+          held_.append(buf, static_cast<size_t>(n));
         } else if (f.losing == Loss::kStalledReply) {
           ++losses_;
           f.server.reset();  // nothing more goes through; the client waits in vain

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,6 +20,9 @@ class LossyProxy {
     kRequest,       // the connection is dropped before the request is forwarded
     kStalledReply,  // the request reaches the server; the reply never comes, the connection
                     // stays open (a dead flow: the client can only time out)
+    kHeldReply,     // the request reaches the server; its reply and all that follows it on
+                    // the connection are held until release_held() (a slow path, or a client
+                    // descheduled: they reach the client in one read)
   };
 
   // Listens on a free 127.0.0.1 port and forwards every connection to `upstream_port`.
@@ -39,6 +43,13 @@ class LossyProxy {
   enum class Cut { kNone, kDrop, kStall };
   void cut(Cut how);
 
+  // Whether the bytes held (kHeldReply) so far contain `marker`.
+  bool held_contains(const std::string& marker);
+  // Delivers what is held, each connection's in one write, and forwards from then on;
+  // returns how many connections had their held bytes delivered (0 when the client had
+  // given up and closed its connection meanwhile).
+  int release_held();
+
   // How many losses have happened so far.
   int losses() const { return losses_.load(); }
 
@@ -54,6 +65,10 @@ class LossyProxy {
   Loss loss_ = Loss::kReply;
   int times_ = 0;
   Cut cut_ = Cut::kNone;
+  std::string held_;      // what every held flow has held, for held_contains()
+  bool release_ = false;  // release_held() asked the loop to deliver
+  int released_ = -1;     // the loop's answer to it
+  std::condition_variable released_cv_;
   std::atomic<int> losses_{0};
   std::thread thread_;
 };
