@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <sstream>
 #include <thread>
 
@@ -177,11 +178,7 @@ struct RedisServer::State {
     auto c = connect_admin(port, options.requirepass, 0, 2s);
     auto state = send(c.get(), {"CLUSTER", "INFO"});
     if (std::string(state->str, state->len).find("cluster_state:ok") != std::string::npos) return;
-    try {
-      send(c.get(), {"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
-    } catch (const RedisError&) {
-      // "Slot 0 is already busy": a restart, whose nodes.conf kept the slots.
-    }
+    add_slots(c.get());
     const auto until = deadline(10s);
     while (Clock::now() < until) {
       auto info = send(c.get(), {"CLUSTER", "INFO"});
@@ -191,6 +188,36 @@ struct RedisServer::State {
     throw std::runtime_error("one-node cluster did not reach cluster_state:ok in 10s");
   }
 
+  static void add_slots(redisContext* c) {
+    try {
+      send(c, {"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+    } catch (const RedisError&) {
+      // "Slot 0 is already busy": a restart, whose nodes.conf kept the slots, or a spare
+      // given them while it waited.
+    }
+  }
+
+  // A spare's slots, given once it listens: its cluster_state turns ok about 1 s after
+  // ADDSLOTSRANGE, which it then spends waiting instead of the test that takes it.
+  bool slots_given = false;
+  void give_slots_if_up() {
+    if (slots_given) return;
+    try {
+      auto c = connect_admin(port, options.requirepass, 0, 50ms);
+      // Only to this spare: had its port been taken meanwhile, another test's server
+      // (of a run beside this one) would answer there.
+      auto got = send(c.get(), {"CONFIG", "GET", "dir"});
+      if (got->type != REDIS_REPLY_ARRAY || got->elements != 2 ||
+          std::string(got->element[1]->str, got->element[1]->len) !=
+              std::filesystem::canonical(dir.path()).string())
+        return;
+      add_slots(c.get());
+      slots_given = true;
+    } catch (const RedisError&) {
+      // not listening yet: the next take tries again
+    }
+  }
+
   // Whether this server is a one-node test cluster of default options, the kind that
   // take_spare() hands out.
   bool plain_cluster() const {
@@ -198,37 +225,49 @@ struct RedisServer::State {
            options.config.empty() && options.args.empty() && !options.pick_port;
   }
 
-  // A one-node cluster refuses commands for its first 2s (Redis's CLUSTER_WRITABLE_DELAY),
-  // longer than most tests take. So under RLOCK_TEST_TOPOLOGY=cluster, the server of
-  // default options that one test gets was started while the test before it ran: each
-  // take starts the next one. The last one is stopped when the test binary exits.
-  struct Spare {
-    std::unique_ptr<State> state;
-    ~Spare() {
-      if (state) state->stop();
+  // A one-node cluster refuses commands for its first 2s (Redis's CLUSTER_WRITABLE_DELAY,
+  // counted from its start), longer than most tests take. So under
+  // RLOCK_TEST_TOPOLOGY=cluster, the servers of default options that tests get were started
+  // while earlier tests ran: kSpares of them wait, each given its slots at a take once it
+  // listens, and each take hands out the oldest and starts one more. (With one spare, given
+  // its slots when taken, every test waited about 1 s: 200 s of the cluster run's 470 s.)
+  // Those left are stopped when the test binary exits.
+  static constexpr std::size_t kSpares = 16;
+  struct Spares {
+    std::deque<std::unique_ptr<State>> states;  // oldest first
+    ~Spares() {
+      for (auto& state : states) state->stop();
     }
   };
-  static Spare& spare() {
-    static Spare s;
+  static Spares& spares() {
+    static Spares s;
     return s;
   }
 
-  // Takes the spare server (started by an earlier take) into this State if it is up, and
-  // starts the next spare; false if there was none, or it did not come up.
+  // Takes the oldest spare server into this State if it is up, and starts spares until
+  // kSpares wait; false if there was none, or it did not come up.
   bool take_spare() {
-    auto& next = spare().state;
+    auto& waiting = spares().states;
     bool taken = false;
-    if (next && next->await_ping()) {
-      port = next->port;
-      pid = std::exchange(next->pid, -1);
-      pidfd = std::move(next->pidfd);
-      dir = std::move(next->dir);
-      taken = true;
+    if (!waiting.empty()) {
+      std::unique_ptr<State> oldest = std::move(waiting.front());
+      waiting.pop_front();
+      if (oldest->await_ping()) {
+        port = oldest->port;
+        pid = std::exchange(oldest->pid, -1);
+        pidfd = std::move(oldest->pidfd);
+        dir = std::move(oldest->dir);
+        taken = true;
+      }
     }
-    next = std::make_unique<State>();
-    next->options = options;
-    next->port = free_cluster_port();
-    next->spawn();
+    for (auto& state : waiting) state->give_slots_if_up();
+    while (waiting.size() < kSpares) {
+      auto next = std::make_unique<State>();
+      next->options = options;
+      next->port = free_cluster_port();
+      next->spawn();
+      waiting.push_back(std::move(next));
+    }
     return taken;
   }
 
