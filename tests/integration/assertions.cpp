@@ -82,6 +82,19 @@ json keys_of(const json& object) {
   return names;
 }
 
+void as_new_server_with_user(const RedisServer& redis, const std::string& user_line) {
+  std::istringstream words(user_line);
+  std::string word;
+  std::vector<std::string> setuser{"ACL", "SETUSER"};
+  if (!(words >> word) || word != "user" || !(words >> word))
+    throw std::invalid_argument("not a `user NAME RULES...` line: " + user_line);
+  setuser.insert(setuser.end(), {word, "reset"});
+  while (words >> word) setuser.push_back(word);
+  redis.cmd({"FLUSHALL"});
+  redis.cmd({"SCRIPT", "FLUSH"});
+  redis.cmd(setuser);
+}
+
 std::map<std::string, std::string> snapshot(const RedisServer& redis) {
   std::map<std::string, std::string> all;
   for (const auto& key : redis.cmd({"KEYS", "*"}))

@@ -55,6 +55,11 @@ json keys_of(const json& object);
 // Every key with its type, whether it expires and its serialized value: what "nothing
 // changed in Redis" compares.
 std::map<std::string, std::string> snapshot(const RedisServer& redis);
+// Empties `redis` (keys and script cache) and gives the user of `user_line`, a redis.conf
+// line `user NAME RULES...`, exactly those rules: the state of a new server started with
+// that line, without starting one (a cluster node serves only a second or two after its
+// start).
+void as_new_server_with_user(const RedisServer& redis, const std::string& user_line);
 // Text joined by a stream: GCC 12 at -O3 warns falsely (-Wrestrict) on "lit" + std::string.
 template <typename... Parts>
 std::string cat(const Parts&... parts) {

@@ -470,8 +470,9 @@ TEST_CASE("delay: inspect shows scheduled, due, in-flight items with consumers, 
 const std::string kQueueAcl = documented_acl_user();
 
 TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and changes nothing") {
+  RedisServer redis;
   {
-    RedisServer redis(RedisOptions{.config = {kQueueAcl}});
+    as_new_server_with_user(redis, kQueueAcl);
     const Env as_rl{{"RLOCK_URL", cat("redis://rl:rlpw@127.0.0.1:", redis.port())}};
     CHECK(rlock_raw({"delay-push", "q", "a", "--delay", "0"}, as_rl).status == 0);
     CHECK(rlock_raw({"delay-push", "q", "b", "--delay", "0", "--id", "b"}, as_rl).status == 0);
@@ -485,7 +486,7 @@ TEST_CASE("delay: the documented ACL is enough; one right less exits 77 and chan
   }
   for (const char* missing : {"rpush", "hset", "zadd", "spublish", "hincrby"}) {
     CAPTURE(missing);
-    RedisServer redis(RedisOptions{.config = {kQueueAcl + " -" + missing}});
+    as_new_server_with_user(redis, kQueueAcl + " -" + missing);
     const Env as_rl{{"RLOCK_URL", cat("redis://rl:rlpw@127.0.0.1:", redis.port())}};
     auto r = rlock_raw({"delay-push", "q", "a", "--delay", "0"}, as_rl);
     CHECK(r.status == 77);

@@ -376,8 +376,9 @@ const std::string kLatchAcl =
     "+exists +spublish";
 
 TEST_CASE("latch: the documented rights suffice; an ACL missing one changes nothing (77)") {
+  RedisServer redis;
   {
-    RedisServer redis(RedisOptions{.config = {kLatchAcl}});
+    as_new_server_with_user(redis, kLatchAcl);
     const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
     CHECK(rlock_raw({"latch", "set", "a", "2"}, as_rl).status == 0);
     auto waiter = Spawned({rlock_binary(), "latch", "await", "a", "--wait", "20s"}, as_rl);
@@ -389,7 +390,7 @@ TEST_CASE("latch: the documented rights suffice; an ACL missing one changes noth
   }
   for (const char* missing : {"decrby", "sadd", "spublish", "pexpire", "set", "del"}) {
     CAPTURE(missing);
-    RedisServer redis(RedisOptions{.config = {kLatchAcl + " -" + missing}});
+    as_new_server_with_user(redis, kLatchAcl + " -" + missing);
     const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
     REQUIRE(rlock(redis, {"latch", "set", "p", "1"}).status == 0);
     const auto before = snapshot(redis);

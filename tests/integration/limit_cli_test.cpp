@@ -347,10 +347,11 @@ const std::string kLimitAcl =
     "+zremrangebyscore +zadd +pexpire +get +set";
 
 TEST_CASE("limit: the documented rights suffice; an ACL missing one changes nothing (77)") {
+  RedisServer redis;
   const std::vector<std::string> call = {"limit",    "a", "--rate",        "5", "--per", "1h",
                                          "--client", "c", "--client-rate", "2"};
   {
-    RedisServer redis(RedisOptions{.config = {kLimitAcl}});
+    as_new_server_with_user(redis, kLimitAcl);
     const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
     CHECK(rlock_raw(call, as_rl).status == 0);
     CHECK(rlock_raw(call, as_rl).status == 75);
@@ -358,7 +359,7 @@ TEST_CASE("limit: the documented rights suffice; an ACL missing one changes noth
   }
   for (const char* missing : {"hset", "hdel", "zadd", "zremrangebyscore", "pexpire", "del"}) {
     CAPTURE(missing);
-    RedisServer redis(RedisOptions{.config = {kLimitAcl + " -" + missing}});
+    as_new_server_with_user(redis, kLimitAcl + " -" + missing);
     const Env as_rl{{"RLOCK_URL", "redis://rl:rlpw@127.0.0.1:" + std::to_string(redis.port())}};
     REQUIRE(rlock(redis, {"limit", "b", "--rate", "5", "--per", "1h"}).status == 0);
     const auto before = snapshot(redis);
