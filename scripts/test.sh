@@ -117,9 +117,9 @@ if [ ${#failed[@]} -ne "$before" ]; then
 else
   start_sanitized_build
   stage "tests (build/): unit, integration (standalone, cluster, sentinel, quorum)" tests
-  # While the sanitized build still compiles beside it. 770 s on 2 cores at a load
-  # average of 20 (each server's three runs 300-340 s, 300-320 s and 130 s); making the
-  # root of trixie's servers the first time, 9-20 s more.
+  # While the sanitized build still compiles beside it. 760 s on 2 cores (CI68: each
+  # server's primitives, cluster and Sentinel runs 336 s, 206-217 s and 206-218 s); making
+  # the root of trixie's servers the first time, 9-20 s more.
   stage "trixie servers (build/): the primitives' runs against Valkey 8 and Redis 8" \
     scripts/trixie-test.sh build
 fi
