@@ -206,11 +206,9 @@ struct RedisServer::State {
       auto c = connect_admin(port, options.requirepass, 0, 50ms);
       // Only to this spare: had its port been taken meanwhile, another test's server
       // (of a run beside this one) would answer there.
-      auto got = send(c.get(), {"CONFIG", "GET", "dir"});
-      if (got->type != REDIS_REPLY_ARRAY || got->elements != 2 ||
-          std::string(got->element[1]->str, got->element[1]->len) !=
-              std::filesystem::canonical(dir.path()).string())
-        return;
+      std::vector<std::string> got;
+      flatten(send(c.get(), {"CONFIG", "GET", "dir"}).get(), got);
+      if (got.size() != 2 || got[1] != std::filesystem::canonical(dir.path()).string()) return;
       add_slots(c.get());
       slots_given = true;
     } catch (const RedisError&) {
@@ -249,6 +247,7 @@ struct RedisServer::State {
   bool take_spare() {
     auto& waiting = spares().states;
     bool taken = false;
+    for (auto& state : waiting) state->give_slots_if_up();
     if (!waiting.empty()) {
       std::unique_ptr<State> oldest = std::move(waiting.front());
       waiting.pop_front();
@@ -260,7 +259,6 @@ struct RedisServer::State {
         taken = true;
       }
     }
-    for (auto& state : waiting) state->give_slots_if_up();
     while (waiting.size() < kSpares) {
       auto next = std::make_unique<State>();
       next->options = options;
